@@ -1,0 +1,317 @@
+#include "engine/graph.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+
+#include "engine/error.h"
+
+namespace scenelab {
+
+const Tensor& LayerParams::get(const std::string& name) const {
+  auto it = map_.find(name);
+  SL_REQUIRE(it != map_.end() && it->second, "layer parameter '", name, "' was not bound");
+  return *it->second;
+}
+
+Shape param_shape(const std::vector<int>& d) {
+  SL_REQUIRE(!d.empty() && d.size() <= 4, "parameter rank ", d.size(), " not supported");
+  int v[4] = {1, 1, 1, 1};
+  for (size_t i = 0; i < d.size(); ++i) v[i] = d[i];
+  return Shape(v[0], v[1], v[2], v[3]);
+}
+
+namespace {
+
+// Channel counts do not depend on the spatial size; infer them on a nominal large input.
+constexpr int kNominal = 1 << 12;
+
+struct Instantiated {
+  std::vector<std::unique_ptr<Layer>> layers;
+  std::vector<std::vector<int>> inputs;  // node indices, -1 for the graph input
+  std::vector<Shape> nominal;
+};
+
+Instantiated instantiate(const GraphDesc& g) {
+  Instantiated r;
+  std::map<std::string, int> index{{g.input_name, -1}};
+  Shape in_shape(1, g.input_channels, kNominal, kNominal);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const NodeDesc& d = g.nodes[i];
+    auto layer = create_layer(d);
+    std::vector<int> ins;
+    std::vector<Shape> shapes;
+    for (const auto& in : d.inputs) {
+      int k = index.at(in);
+      ins.push_back(k);
+      shapes.push_back(k < 0 ? in_shape : r.nominal[size_t(k)]);
+    }
+    int want = layer->num_inputs();
+    SL_REQUIRE(want < 0 || int(ins.size()) == want, "graph line ", d.line, ": ", d.type, " '",
+               d.name, "' takes ", want, " input(s), got ", ins.size());
+    r.nominal.push_back(layer->infer_shape(shapes));
+    r.inputs.push_back(ins);
+    r.layers.push_back(std::move(layer));
+    index[d.name] = int(i);
+  }
+  return r;
+}
+
+}  // namespace
+
+std::vector<ParamRequirement> required_params(const GraphDesc& g) {
+  Instantiated inst = instantiate(g);
+  std::vector<ParamRequirement> out;
+  std::map<std::string, size_t> seen;
+  Shape in_shape(1, g.input_channels, kNominal, kNominal);
+  for (size_t i = 0; i < inst.layers.size(); ++i) {
+    std::vector<Shape> shapes;
+    for (int k : inst.inputs[i]) shapes.push_back(k < 0 ? in_shape : inst.nominal[size_t(k)]);
+    const Layer& L = *inst.layers[i];
+    for (const auto& spec : L.param_specs(shapes)) {
+      std::string ds = L.param_group() + "/" + spec.name;
+      auto it = seen.find(ds);
+      if (it != seen.end()) {
+        SL_REQUIRE(out[it->second].dims == spec.dims, "node '", L.name(), "' shares parameter '",
+                   ds, "' with node '", out[it->second].node, "' but needs another shape");
+        continue;
+      }
+      seen[ds] = out.size();
+      out.push_back({ds, spec.dims, L.name()});
+    }
+  }
+  return out;
+}
+
+int node_channels(const GraphDesc& g, const std::string& node) {
+  if (node == g.input_name) return g.input_channels;
+  Instantiated inst = instantiate(g);
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (g.nodes[i].name == node) return inst.nominal[i].c;
+  throw_error("graph has no node named '", node, "'");
+}
+
+struct Graph::Node {
+  std::unique_ptr<Layer> layer;
+  std::vector<int> inputs;
+  LayerParams params;
+  Shape shape;
+  Geometry geometry;
+  double ops = 0;
+  int buffer = -1;          // index into buffers_
+  int alias_of = -2;        // >= -1: this node's output is that node's buffer (fused ReLU)
+  bool fused_relu = false;  // this node applies the following ReLU
+  int last_use = 0;
+};
+
+Graph::Graph(const Model& model) : model_(model) {
+  Instantiated inst = instantiate(model.graph);
+  for (size_t i = 0; i < inst.layers.size(); ++i) {
+    auto n = std::make_unique<Node>();
+    n->layer = std::move(inst.layers[i]);
+    n->inputs = inst.inputs[i];
+    nodes_.push_back(std::move(n));
+  }
+  // Bind and check parameters once; shapes come from required_params().
+  for (const auto& req : required_params(model.graph)) {
+    auto it = model.params.find(req.dataset);
+    SL_REQUIRE(it != model.params.end(), "model '", model.name, "': missing parameter '",
+               req.dataset, "' (needed by node '", req.node, "')");
+    SL_REQUIRE(it->second.shape() == param_shape(req.dims), "model '", model.name,
+               "': parameter '", req.dataset, "' has shape ", it->second.shape().str(),
+               ", expected ", param_shape(req.dims).str());
+  }
+  Shape in_shape(1, model.graph.input_channels, kNominal, kNominal);
+  for (auto& n : nodes_) {
+    std::vector<Shape> shapes;
+    for (int k : n->inputs) shapes.push_back(k < 0 ? in_shape : nodes_[size_t(k)]->shape);
+    n->shape = n->layer->infer_shape(shapes);
+    for (const auto& spec : n->layer->param_specs(shapes))
+      n->params.set(spec.name, &model.params.at(n->layer->param_group() + "/" + spec.name));
+  }
+  // Fuse conv -> relu where the ReLU is the conv's only reader and the conv is no output.
+  std::vector<int> readers(nodes_.size(), 0);
+  for (auto& n : nodes_)
+    for (int k : n->inputs)
+      if (k >= 0) readers[size_t(k)]++;
+  auto is_output = [&](size_t i) {
+    const auto& o = model.graph.outputs;
+    return std::find(o.begin(), o.end(), nodes_[i]->layer->name()) != o.end();
+  };
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    Node& n = *nodes_[i];
+    if (std::string(n.layer->type()) != "relu" || n.inputs[0] < 0) continue;
+    size_t src = size_t(n.inputs[0]);
+    Node& s = *nodes_[src];
+    if (s.layer->can_fuse_relu() && readers[src] == 1 && !is_output(src) && !s.fused_relu) {
+      s.fused_relu = true;
+      n.alias_of = int(src);
+    }
+  }
+}
+
+Graph::~Graph() = default;
+
+int Graph::index_of(const std::string& name) const {
+  if (name == model_.graph.input_name) return -1;
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    if (nodes_[i]->layer->name() == name) return int(i);
+  throw_error("graph has no node named '", name, "'");
+}
+
+void Graph::plan(int n, int h, int w, const Backend& backend) {
+  planned_ = false;
+  SL_REQUIRE(n >= 1 && h >= 1 && w >= 1, "input size ", n, "x", h, "x", w, " is empty");
+  backend_ = &backend;
+  input_shape_ = Shape(n, model_.graph.input_channels, h, w);
+  const int threads = backend.threads();
+  // Shapes and geometry.
+  for (auto& node : nodes_) {
+    std::vector<Shape> shapes;
+    std::vector<Geometry> geos;
+    for (int k : node->inputs) {
+      shapes.push_back(k < 0 ? input_shape_ : nodes_[size_t(k)]->shape);
+      geos.push_back(k < 0 ? Geometry{} : nodes_[size_t(k)]->geometry);
+    }
+    try {
+      node->shape = node->layer->infer_shape(shapes);
+    } catch (const Error& e) {
+      throw_error("input ", w, "x", h, " is too small or malformed for this network: ", e.what());
+    }
+    SL_REQUIRE(node->shape.h >= 1 && node->shape.w >= 1, "input ", w, "x", h,
+               " is too small for this network: layer '", node->layer->name(), "' would output ",
+               node->shape.str());
+    node->geometry = node->layer->infer_geometry(geos);
+    node->ops = node->layer->ops(shapes, node->shape);
+  }
+  // Liveness: a buffer is free after its last reader ran; graph outputs live to the end.
+  const int end = int(nodes_.size());
+  auto owner = [&](int k) {
+    while (k >= 0 && nodes_[size_t(k)]->alias_of >= -1) k = nodes_[size_t(k)]->alias_of;
+    return k;
+  };
+  for (auto& node : nodes_) node->last_use = 0;
+  for (int i = 0; i < end; ++i) {
+    int o = owner(i);
+    nodes_[size_t(o)]->last_use = std::max(nodes_[size_t(o)]->last_use, i);
+    for (int k : nodes_[size_t(i)]->inputs) {
+      int ko = owner(k);
+      if (ko >= 0) nodes_[size_t(ko)]->last_use = std::max(nodes_[size_t(ko)]->last_use, i);
+    }
+  }
+  for (const auto& name : model_.graph.outputs) {
+    int o = owner(index_of(name));
+    if (o >= 0) nodes_[size_t(o)]->last_use = end;
+  }
+  // Greedy assignment of buffers: reuse the free buffer that fits best, else grow one.
+  std::vector<size_t> sizes;
+  std::vector<int> busy_until;
+  workspace_floats_ = 0;
+  for (int i = 0; i < end; ++i) {
+    Node& node = *nodes_[size_t(i)];
+    std::vector<Shape> shapes;
+    for (int k : node.inputs) shapes.push_back(k < 0 ? input_shape_ : nodes_[size_t(k)]->shape);
+    workspace_floats_ =
+        std::max(workspace_floats_, node.layer->workspace_floats(shapes, node.shape, threads));
+    if (node.alias_of >= -1) continue;
+    size_t need = node.shape.numel();
+    int best = -1;
+    for (size_t b = 0; b < sizes.size(); ++b) {
+      if (busy_until[b] >= i) continue;  // still read by node i or later (or written by i)
+      if (best < 0 || (sizes[b] >= need) > (sizes[size_t(best)] >= need) ||
+          ((sizes[b] >= need) == (sizes[size_t(best)] >= need) &&
+           (sizes[b] >= need ? sizes[b] < sizes[size_t(best)] : sizes[b] > sizes[size_t(best)])))
+        best = int(b);
+    }
+    if (best < 0) {
+      best = int(sizes.size());
+      sizes.push_back(0);
+      busy_until.push_back(0);
+    }
+    sizes[size_t(best)] = std::max(sizes[size_t(best)], need);
+    busy_until[size_t(best)] = node.last_use;
+    node.buffer = best;
+  }
+  buffers_.clear();
+  buffer_floats_ = sizes;
+  for (size_t s : sizes) buffers_.push_back(aligned_floats(s));
+  workspace_ = aligned_floats(workspace_floats_);
+  stats_.clear();
+  for (auto& node : nodes_)
+    stats_.push_back({node->layer->name(), node->layer->type(), node->shape, node->ops, 0.0});
+  planned_ = true;
+}
+
+void Graph::run(const TensorView& input) {
+  SL_REQUIRE(planned_, "Graph::run before plan()");
+  SL_REQUIRE(input.shape == input_shape_, "input shape ", input.shape.str(),
+             " differs from the planned ", input_shape_.str());
+  backend_->activate();
+  input_view_ = input;
+  auto view_of = [&](int k) -> TensorView {
+    if (k < 0) return input_view_;
+    while (nodes_[size_t(k)]->alias_of >= -1) k = nodes_[size_t(k)]->alias_of;
+    const Node& n = *nodes_[size_t(k)];
+    return TensorView{buffers_[size_t(n.buffer)].get(), n.shape};
+  };
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    Node& node = *nodes_[i];
+    if (node.alias_of >= -1) {
+      stats_[i].time_ms = 0;
+      continue;
+    }
+    ForwardArgs a;
+    for (int k : node.inputs) {
+      a.in.push_back(view_of(k));
+      a.in_geometry.push_back(k < 0 ? Geometry{} : nodes_[size_t(k)]->geometry);
+    }
+    a.out = TensorView{buffers_[size_t(node.buffer)].get(), node.shape};
+    a.out_geometry = node.geometry;
+    a.workspace = workspace_.get();
+    a.params = &node.params;
+    a.threads = backend_->threads();
+    a.fused_relu = node.fused_relu;
+    auto t0 = std::chrono::steady_clock::now();
+    try {
+      node.layer->forward_cpu(a);
+    } catch (const Error& e) {
+      throw_error("layer '", node.layer->name(), "' (", node.layer->type(), "): ", e.what());
+    }
+    if (profiling_)
+      stats_[i].time_ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  }
+}
+
+TensorView Graph::output(const std::string& name) const {
+  SL_REQUIRE(planned_, "Graph::output before plan()");
+  int k = index_of(name);
+  if (k < 0) return input_view_;
+  while (nodes_[size_t(k)]->alias_of >= -1) k = nodes_[size_t(k)]->alias_of;
+  const Node& n = *nodes_[size_t(k)];
+  return TensorView{buffers_[size_t(n.buffer)].get(), n.shape};
+}
+
+Shape Graph::shape_of(const std::string& name) const {
+  int k = index_of(name);
+  return k < 0 ? input_shape_ : nodes_[size_t(k)]->shape;
+}
+
+Geometry Graph::geometry_of(const std::string& name) const {
+  int k = index_of(name);
+  return k < 0 ? Geometry{} : nodes_[size_t(k)]->geometry;
+}
+
+double Graph::total_ops() const {
+  double s = 0;
+  for (const auto& n : nodes_) s += n->ops;
+  return s;
+}
+
+size_t Graph::planned_bytes() const {
+  size_t f = workspace_floats_;
+  for (size_t s : buffer_floats_) f += s;
+  return f * sizeof(float);
+}
+
+}  // namespace scenelab

@@ -1,0 +1,64 @@
+// A layer graph built from a Model, planned once for an input size (shapes and geometry
+// inferred, buffers sized and reused, one shared workspace), then run many times.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/backend.h"
+#include "engine/layer.h"
+#include "engine/model.h"
+
+namespace scenelab {
+
+struct LayerStat {
+  std::string name, type;
+  Shape out;
+  double ops = 0;      // paper's metric (2 x MACs of conv layers)
+  double time_ms = 0;  // of the last run, when profiling
+};
+
+class Graph {
+ public:
+  // Keeps a reference to `model` (its parameters are not copied): the model must outlive this.
+  explicit Graph(const Model& model);
+  ~Graph();
+
+  // Plans for an NCHW input of this size. Throws, naming the layer, if the input is too small.
+  void plan(int n, int h, int w, const Backend& backend);
+  bool planned() const { return planned_; }
+  Shape input_shape() const { return input_shape_; }
+
+  // Runs the planned graph on `input` (shape must equal input_shape()).
+  void run(const TensorView& input);
+
+  // Output (or any node's output) of the last run; valid until the next plan().
+  TensorView output(const std::string& node) const;
+  Shape shape_of(const std::string& node) const;
+  Geometry geometry_of(const std::string& node) const;
+  const std::vector<std::string>& outputs() const { return model_.graph.outputs; }
+
+  double total_ops() const;  // per run, paper's metric
+  void set_profiling(bool on) { profiling_ = on; }
+  const std::vector<LayerStat>& stats() const { return stats_; }
+  size_t planned_bytes() const;  // activations + workspace
+
+ private:
+  struct Node;
+  int index_of(const std::string& name) const;  // -1: the input
+
+  const Model& model_;
+  std::vector<std::unique_ptr<Node>> nodes_;
+  std::vector<std::unique_ptr<float[], AlignedFree>> buffers_;
+  std::vector<size_t> buffer_floats_;
+  std::unique_ptr<float[], AlignedFree> workspace_;
+  size_t workspace_floats_ = 0;
+  Shape input_shape_;
+  TensorView input_view_;
+  const Backend* backend_ = nullptr;
+  bool planned_ = false;
+  bool profiling_ = false;
+  std::vector<LayerStat> stats_;
+};
+
+}  // namespace scenelab

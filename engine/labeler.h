@@ -1,0 +1,43 @@
+// Runs a scene-labelling model on images: plans the graph per input size (cached), runs it and
+// returns the class-index map at the input resolution. Used by label_image and the evaluators.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/backend.h"
+#include "engine/graph.h"
+#include "engine/image_io.h"
+#include "engine/model.h"
+
+namespace scenelab {
+
+struct LabelMap {
+  int width = 0, height = 0;
+  std::vector<uint8_t> labels;  // class index per pixel, row-major
+};
+
+class Labeler {
+ public:
+  // The graph must output `labels_full` (class index per input pixel) as the networks do.
+  Labeler(const Model& model, std::unique_ptr<Backend> backend);
+  LabelMap label(const Image8& rgb);
+  double last_ms() const { return last_ms_; }      // forward pass, ms
+  double ops_per_run() const { return graph_.total_ops(); }
+  const Backend& backend() const { return *backend_; }
+  Graph& graph() { return graph_; }
+
+ private:
+  const Model& model_;
+  std::unique_ptr<Backend> backend_;
+  Graph graph_;
+  double last_ms_ = 0;
+};
+
+Image8 colorize(const LabelMap& m, const std::vector<std::array<uint8_t, 3>>& palette);
+Image8 overlay(const Image8& rgb, const Image8& color, float alpha = 0.5f);
+std::vector<size_t> histogram(const LabelMap& m, int classes);
+
+}  // namespace scenelab

@@ -1,0 +1,86 @@
+// The interface every layer implements (one layer a file under layers/). The engine sees layers
+// only through this interface and the registry; it never knows a particular layer.
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/graph_desc.h"
+#include "engine/tensor.h"
+
+namespace scenelab {
+
+// Where the centres of a feature map's pixels lie in input-image pixel coordinates:
+// pixel i of the map is centred on input coordinate offset + stride * i (input pixel centres are
+// at integer coordinates). Used to bring coarse maps back onto the input image.
+struct Geometry {
+  double stride_y = 1, stride_x = 1, offset_y = 0, offset_x = 0;
+};
+
+// A parameter tensor a layer needs: dataset `group/name` of the model file, with these dims.
+struct ParamSpec {
+  std::string name;
+  std::vector<int> dims;
+};
+
+// Parameters of one layer, already validated against its ParamSpecs.
+class LayerParams {
+ public:
+  void set(const std::string& name, const Tensor* t) { map_[name] = t; }
+  const Tensor& get(const std::string& name) const;
+
+ private:
+  std::map<std::string, const Tensor*> map_;
+};
+
+struct ForwardArgs {
+  std::vector<TensorView> in;
+  std::vector<Geometry> in_geometry;
+  TensorView out;
+  Geometry out_geometry;
+  float* workspace = nullptr;  // workspace_floats() floats, planned once per input size
+  const LayerParams* params = nullptr;
+  int threads = 1;
+  bool fused_relu = false;  // the following ReLU was fused into this layer
+};
+
+class Layer {
+ public:
+  explicit Layer(const NodeDesc& desc) : name_(desc.name) {}
+  virtual ~Layer() = default;
+  Layer(const Layer&) = delete;
+  Layer& operator=(const Layer&) = delete;
+
+  const std::string& name() const { return name_; }
+  virtual const char* type() const = 0;
+  // Number of inputs, or -1 for any number >= 1.
+  virtual int num_inputs() const { return 1; }
+  // Output shape for these input shapes; throws a clear error naming the layer if impossible.
+  virtual Shape infer_shape(const std::vector<Shape>& in) const = 0;
+  virtual Geometry infer_geometry(const std::vector<Geometry>& in) const { return in[0]; }
+  // Parameters needed, given the input shapes (only channel counts may matter).
+  virtual std::vector<ParamSpec> param_specs(const std::vector<Shape>& /*in*/) const { return {}; }
+  // Parameter group (dataset folder) this layer reads; layers sharing weights name one group.
+  virtual std::string param_group() const { return name_; }
+  virtual size_t workspace_floats(const std::vector<Shape>& /*in*/, const Shape& /*out*/,
+                                  int /*threads*/) const {
+    return 0;
+  }
+  // Operations by the paper's metric (2 x multiply-adds of conv layers); 0 for others.
+  virtual double ops(const std::vector<Shape>& /*in*/, const Shape& /*out*/) const { return 0; }
+  // True when this layer can apply a following ReLU itself (ForwardArgs::fused_relu).
+  virtual bool can_fuse_relu() const { return false; }
+  virtual void forward_cpu(const ForwardArgs& a) const = 0;
+
+ protected:
+  std::string name_;
+};
+
+using LayerFactory = std::unique_ptr<Layer> (*)(const NodeDesc&);
+
+// Implemented in layers/registry.cpp: the one table of layer types.
+std::unique_ptr<Layer> create_layer(const NodeDesc& desc);
+std::vector<std::string> layer_types();
+
+}  // namespace scenelab

@@ -1,0 +1,18 @@
+// Work split over OpenMP threads; layers use this instead of writing pragmas everywhere.
+#pragma once
+#include <cstdint>
+
+namespace scenelab {
+
+// Calls f(i) for i in [0, n), spread over `threads` threads (dynamic schedule).
+template <typename F>
+void parallel_for(int64_t n, int threads, F&& f) {
+  if (threads <= 1 || n <= 1) {
+    for (int64_t i = 0; i < n; ++i) f(i);
+    return;
+  }
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+  for (int64_t i = 0; i < n; ++i) f(i);
+}
+
+}  // namespace scenelab

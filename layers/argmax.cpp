@@ -1,0 +1,42 @@
+// Index of the largest channel at each pixel (as float); ties go to the lowest index and NaN
+// scores never win (all-NaN gives 0).
+#include "engine/layer.h"
+#include "engine/parallel.h"
+
+namespace scenelab {
+namespace {
+
+class Argmax : public Layer {
+ public:
+  explicit Argmax(const NodeDesc& d) : Layer(d) { d.attrs.check_known({}); }
+  const char* type() const override { return "argmax"; }
+  Shape infer_shape(const std::vector<Shape>& in) const override {
+    return Shape(in[0].n, 1, in[0].h, in[0].w);
+  }
+  void forward_cpu(const ForwardArgs& a) const override {
+    const TensorView& x = a.in[0];
+    for (int n = 0; n < x.shape.n; ++n) {
+      float* out = a.out.channel(n, 0);
+      parallel_for(int64_t(x.shape.h), a.threads, [&](int64_t row) {
+        for (size_t i = size_t(row) * x.shape.w; i < size_t(row + 1) * x.shape.w; ++i) {
+          int best = 0;
+          float bv = x.channel(n, 0)[i];
+          for (int c = 1; c < x.shape.c; ++c) {
+            float v = x.channel(n, c)[i];
+            if (v > bv || (bv != bv && v == v)) {
+              bv = v;
+              best = c;
+            }
+          }
+          out[i] = float(best);
+        }
+      });
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> make_argmax(const NodeDesc& d) { return std::make_unique<Argmax>(d); }
+
+}  // namespace scenelab

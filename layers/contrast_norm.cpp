@@ -1,0 +1,126 @@
+// Local contrast normalisation (Farabet et al.; Torch's SpatialContrastiveNormalization), applied
+// to each channel on its own with a normalised Gaussian window G of size x size (sigma in pixels,
+// default 0.25 * size as Torch's image.gaussian1D), zero padding with edge correction:
+//   mean = (G * x) / (G * 1)                 subtractive step: c = x - mean
+//   sd   = sqrt((G * c^2) / (G * 1))         divisive step:   y = c / max(sd, mean(sd), eps)
+// where mean(sd) is the average of sd over the channel's image. tools/scenelab_torch.py
+// implements the same function for training; a test keeps the two equal.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "engine/error.h"
+#include "engine/layer.h"
+#include "engine/parallel.h"
+
+namespace scenelab {
+namespace {
+
+class ContrastNorm : public Layer {
+ public:
+  explicit ContrastNorm(const NodeDesc& d) : Layer(d) {
+    d.attrs.check_known({"size", "sigma", "eps"});
+    size_ = d.attrs.get_int("size", 13);
+    sigma_ = d.attrs.get_float("sigma", 0.25 * size_);
+    eps_ = float(d.attrs.get_float("eps", 1e-4));
+    SL_REQUIRE(size_ >= 1 && size_ % 2 == 1, "contrast_norm '", name_, "': size must be odd");
+    SL_REQUIRE(sigma_ > 0, "contrast_norm '", name_, "': sigma must be positive");
+    kernel_.resize(size_t(size_));
+    double s = 0;
+    for (int i = 0; i < size_; ++i) {
+      double t = (i - size_ / 2) / sigma_;
+      kernel_[size_t(i)] = std::exp(-0.5 * t * t);
+      s += kernel_[size_t(i)];
+    }
+    for (auto& k : kernel_) k /= s;
+  }
+  const char* type() const override { return "contrast_norm"; }
+  Shape infer_shape(const std::vector<Shape>& in) const override { return in[0]; }
+  size_t workspace_floats(const std::vector<Shape>& in, const Shape&, int) const override {
+    // per plane: centred values, squared/blurred buffer, horizontal pass; plus edge coefficients
+    return size_t(in[0].n) * in[0].c * in[0].plane() * 3 + size_t(in[0].h + in[0].w);
+  }
+
+  void forward_cpu(const ForwardArgs& a) const override {
+    const TensorView &x = a.in[0], &y = a.out;
+    const int H = x.shape.h, W = x.shape.w;
+    const size_t plane = x.shape.plane();
+    float* cy = a.workspace;  // 1 / (sum of the window taps inside the image), per row / column
+    float* cx = cy + H;
+    edge_coef(H, cy);
+    edge_coef(W, cx);
+    float* scratch = cx + W;
+    const int64_t planes = int64_t(x.shape.n) * x.shape.c;
+    parallel_for(planes, a.threads, [&](int64_t p) {
+      const float* src = x.data + size_t(p) * plane;
+      float* dst = y.data + size_t(p) * plane;
+      float* tmp = scratch + size_t(p) * plane * 3;
+      float* cen = tmp + plane;
+      float* sq = cen + plane;
+      blur(src, tmp, cen, H, W, cy, cx);  // cen = local mean
+      for (size_t i = 0; i < plane; ++i) {
+        cen[i] = src[i] - cen[i];
+        sq[i] = cen[i] * cen[i];
+      }
+      blur(sq, tmp, sq, H, W, cy, cx);  // sq = local variance
+      double mean_sd = 0;
+      for (size_t i = 0; i < plane; ++i) {
+        sq[i] = std::sqrt(std::max(sq[i], 0.f));
+        mean_sd += sq[i];
+      }
+      const float thr = std::max(float(mean_sd / double(plane)), eps_);
+      for (size_t i = 0; i < plane; ++i) dst[i] = cen[i] / std::max(sq[i], thr);
+    });
+  }
+
+ private:
+  void edge_coef(int n, float* coef) const {
+    const int r = size_ / 2;
+    for (int i = 0; i < n; ++i) {
+      double s = 0;
+      for (int t = -r; t <= r; ++t)
+        if (i + t >= 0 && i + t < n) s += kernel_[size_t(t + r)];
+      coef[i] = float(1.0 / s);
+    }
+  }
+  // out = separable zero-padded Gaussian of in, divided by the window mass inside the image.
+  // `out` may alias `in`; `tmp` must not.
+  void blur(const float* in, float* tmp, float* out, int H, int W, const float* cy,
+            const float* cx) const {
+    const int r = size_ / 2;
+    for (int yy = 0; yy < H; ++yy) {
+      const float* row = in + size_t(yy) * W;
+      float* t = tmp + size_t(yy) * W;
+      for (int xx = 0; xx < W; ++xx) {
+        const int lo = std::max(-r, -xx), hi = std::min(r, W - 1 - xx);
+        float s = 0;
+        for (int k = lo; k <= hi; ++k) s += float(kernel_[size_t(k + r)]) * row[xx + k];
+        t[xx] = s * cx[xx];
+      }
+    }
+    for (int yy = 0; yy < H; ++yy) {
+      const int lo = std::max(-r, -yy), hi = std::min(r, H - 1 - yy);
+      float* o = out + size_t(yy) * W;
+      for (int xx = 0; xx < W; ++xx) o[xx] = 0;
+      for (int k = lo; k <= hi; ++k) {
+        const float g = float(kernel_[size_t(k + r)]);
+        const float* t = tmp + size_t(yy + k) * W;
+        for (int xx = 0; xx < W; ++xx) o[xx] += g * t[xx];
+      }
+      for (int xx = 0; xx < W; ++xx) o[xx] *= cy[yy];
+    }
+  }
+
+  int size_ = 13;
+  double sigma_ = 3.25;
+  float eps_ = 1e-4f;
+  std::vector<double> kernel_;
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> make_contrast_norm(const NodeDesc& d) {
+  return std::make_unique<ContrastNorm>(d);
+}
+
+}  // namespace scenelab

@@ -1,0 +1,153 @@
+// Convolution, stride 1, odd square kernel, padding "valid" or "same", bias; a following ReLU can
+// be fused. CPU path: the paper's explicit GEMM formulation (Cavigelli et al. 2015, sec. 4.3):
+// Y (Cout x Ho*Wo) = K (Cout x Cin*k*k) * X (Cin*k*k x Ho*Wo), built band by band of output rows
+// so the im2col workspace is bounded and each thread works on its own band.
+#include <omp.h>
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <cstring>
+
+#include "engine/error.h"
+#include "engine/layer.h"
+#include "engine/parallel.h"
+
+namespace scenelab {
+namespace {
+
+using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+constexpr size_t kBandFloats = size_t(1) << 21;  // im2col floats per thread (8 MB)
+
+class Conv2d : public Layer {
+ public:
+  explicit Conv2d(const NodeDesc& d) : Layer(d) {
+    d.attrs.check_known({"out", "k", "pad", "bias", "params"});
+    out_ = d.attrs.get_int("out");
+    k_ = d.attrs.get_int("k", 1);
+    std::string pad = d.attrs.get_str("pad", "valid");
+    bias_ = d.attrs.get_int("bias", 1) != 0;
+    group_ = d.attrs.get_str("params", d.name);
+    SL_REQUIRE(out_ > 0, "conv2d '", name_, "': out must be positive");
+    SL_REQUIRE(k_ >= 1 && k_ % 2 == 1, "conv2d '", name_, "': k=", k_, " must be odd");
+    SL_REQUIRE(pad == "valid" || pad == "same", "conv2d '", name_, "': pad must be valid or same");
+    pad_ = pad == "same" ? k_ / 2 : 0;
+  }
+  const char* type() const override { return "conv2d"; }
+  std::string param_group() const override { return group_; }
+  bool can_fuse_relu() const override { return true; }
+
+  Shape infer_shape(const std::vector<Shape>& in) const override {
+    const Shape& s = in[0];
+    int ho = s.h + 2 * pad_ - k_ + 1, wo = s.w + 2 * pad_ - k_ + 1;
+    SL_REQUIRE(ho >= 1 && wo >= 1, "conv2d '", name_, "' (", k_, "x", k_,
+               ", valid) needs an input of at least ", k_, "x", k_, ", got ", s.w, "x", s.h);
+    return Shape(s.n, out_, ho, wo);
+  }
+  Geometry infer_geometry(const std::vector<Geometry>& in) const override {
+    Geometry g = in[0];
+    g.offset_y += g.stride_y * (k_ / 2 - pad_);
+    g.offset_x += g.stride_x * (k_ / 2 - pad_);
+    return g;
+  }
+  std::vector<ParamSpec> param_specs(const std::vector<Shape>& in) const override {
+    std::vector<ParamSpec> p{{"weight", {out_, in[0].c, k_, k_}}};
+    if (bias_) p.push_back({"bias", {out_}});
+    return p;
+  }
+  double ops(const std::vector<Shape>& in, const Shape& o) const override {
+    return 2.0 * o.n * o.c * in[0].c * k_ * k_ * double(o.h) * o.w;
+  }
+  size_t workspace_floats(const std::vector<Shape>& in, const Shape& o,
+                          int threads) const override {
+    if (k_ == 1) return 0;
+    return size_t(threads) * band_rows(in[0], o, threads) * size_t(o.w) * kdim(in[0]);
+  }
+
+  void forward_cpu(const ForwardArgs& a) const override {
+    const TensorView& x = a.in[0];
+    const TensorView& y = a.out;
+    const size_t K = kdim(x.shape);
+    const float* w = a.params->get("weight").data();
+    const float* b = bias_ ? a.params->get("bias").data() : nullptr;
+    const int rows = band_rows(x.shape, y.shape, a.threads);
+    const int bands = (y.shape.h + rows - 1) / rows;
+    const size_t plane = y.shape.plane();
+    Eigen::Map<const RowMat> W(w, out_, Eigen::Index(K));
+    for (int n = 0; n < x.shape.n; ++n) {
+      parallel_for(bands, a.threads, [&](int64_t band) {
+        const int y0 = int(band) * rows, y1 = std::min(y.shape.h, y0 + rows);
+        const size_t cols = size_t(y1 - y0) * y.shape.w;
+        float* out = y.channel(n, 0) + size_t(y0) * y.shape.w;
+        Eigen::Map<RowMat, 0, Eigen::OuterStride<>> Y(out, out_, Eigen::Index(cols),
+                                                      Eigen::OuterStride<>(Eigen::Index(plane)));
+        if (k_ == 1) {  // pixel-wise fully connected: the input is already the matrix X
+          const float* in = x.channel(n, 0) + size_t(y0) * x.shape.w;
+          Eigen::Map<const RowMat, 0, Eigen::OuterStride<>> X(
+              in, Eigen::Index(K), Eigen::Index(cols),
+              Eigen::OuterStride<>(Eigen::Index(x.shape.plane())));
+          Y.noalias() = W * X;
+        } else {
+          const int tid = omp_get_thread_num();
+          float* ws = a.workspace + size_t(tid) * size_t(rows) * y.shape.w * K;
+          im2col(x, n, y0, y1, y.shape.w, ws);
+          Eigen::Map<const RowMat> X(ws, Eigen::Index(K), Eigen::Index(cols));
+          Y.noalias() = W * X;
+        }
+        epilogue(out, plane, cols, b, a.fused_relu);
+      });
+    }
+  }
+
+ private:
+  size_t kdim(const Shape& in) const { return size_t(in.c) * k_ * k_; }
+  int band_rows(const Shape& in, const Shape& o, int threads) const {
+    size_t per_row = kdim(in) * size_t(o.w);
+    int rows = int(std::max<size_t>(1, kBandFloats / std::max<size_t>(1, per_row)));
+    int fair = (o.h + threads - 1) / std::max(1, threads);  // at least one band per thread
+    return std::max(1, std::min({rows, fair, o.h}));
+  }
+  // X[(c*k + dy)*k + dx][(yy - y0)*wo + xx] = x[c][yy + dy - pad][xx + dx - pad], zero outside.
+  void im2col(const TensorView& x, int n, int y0, int y1, int wo, float* ws) const {
+    const int H = x.shape.h, W = x.shape.w;
+    const size_t cols = size_t(y1 - y0) * wo;
+    for (int c = 0; c < x.shape.c; ++c) {
+      const float* src = x.channel(n, c);
+      for (int dy = 0; dy < k_; ++dy)
+        for (int dx = 0; dx < k_; ++dx) {
+          float* row = ws + (size_t(c * k_ + dy) * k_ + dx) * cols;
+          const int xs = dx - pad_;                             // input column of output col 0
+          const int lo = std::max(0, -xs), hi = std::min(wo, W - xs);  // valid output columns
+          for (int yy = y0; yy < y1; ++yy, row += wo) {
+            const int iy = yy + dy - pad_;
+            if (iy < 0 || iy >= H || hi <= lo) {
+              std::memset(row, 0, sizeof(float) * wo);
+              continue;
+            }
+            if (lo > 0) std::memset(row, 0, sizeof(float) * lo);
+            std::memcpy(row + lo, src + size_t(iy) * W + lo + xs, sizeof(float) * (hi - lo));
+            if (hi < wo) std::memset(row + hi, 0, sizeof(float) * (wo - hi));
+          }
+        }
+    }
+  }
+  void epilogue(float* out, size_t plane, size_t cols, const float* b, bool relu) const {
+    for (int o = 0; o < out_; ++o) {
+      float* p = out + size_t(o) * plane;
+      const float bo = b ? b[o] : 0.f;
+      if (relu)
+        for (size_t i = 0; i < cols; ++i) p[i] = std::max(p[i] + bo, 0.f);
+      else if (b)
+        for (size_t i = 0; i < cols; ++i) p[i] += bo;
+    }
+  }
+
+  int out_ = 0, k_ = 1, pad_ = 0;
+  bool bias_ = true;
+  std::string group_;
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> make_conv2d(const NodeDesc& d) { return std::make_unique<Conv2d>(d); }
+
+}  // namespace scenelab

@@ -1,0 +1,28 @@
+// ReLU, max(0, x). Usually fused into the preceding conv2d by the graph planner.
+#include <algorithm>
+
+#include "engine/layer.h"
+#include "engine/parallel.h"
+
+namespace scenelab {
+namespace {
+
+class Relu : public Layer {
+ public:
+  explicit Relu(const NodeDesc& d) : Layer(d) { d.attrs.check_known({}); }
+  const char* type() const override { return "relu"; }
+  Shape infer_shape(const std::vector<Shape>& in) const override { return in[0]; }
+  void forward_cpu(const ForwardArgs& a) const override {
+    const size_t n = a.out.shape.numel(), chunk = 1 << 16;
+    parallel_for(int64_t((n + chunk - 1) / chunk), a.threads, [&](int64_t b) {
+      const size_t i0 = size_t(b) * chunk, i1 = std::min(n, i0 + chunk);
+      for (size_t i = i0; i < i1; ++i) a.out.data[i] = std::max(a.in[0].data[i], 0.f);
+    });
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> make_relu(const NodeDesc& d) { return std::make_unique<Relu>(d); }
+
+}  // namespace scenelab

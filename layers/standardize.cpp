@@ -1,0 +1,49 @@
+// Per-channel standardisation y = (x - mean[c]) / std[c], with mean and std stored in the model
+// (datasets GROUP/mean and GROUP/std, computed on the training data).
+#include "engine/error.h"
+#include "engine/layer.h"
+#include "engine/parallel.h"
+
+namespace scenelab {
+namespace {
+
+class Standardize : public Layer {
+ public:
+  explicit Standardize(const NodeDesc& d) : Layer(d) {
+    d.attrs.check_known({"params"});
+    group_ = d.attrs.get_str("params", d.name);
+  }
+  const char* type() const override { return "standardize"; }
+  std::string param_group() const override { return group_; }
+  Shape infer_shape(const std::vector<Shape>& in) const override { return in[0]; }
+  std::vector<ParamSpec> param_specs(const std::vector<Shape>& in) const override {
+    return {{"mean", {in[0].c}}, {"std", {in[0].c}}};
+  }
+  void forward_cpu(const ForwardArgs& a) const override {
+    const float* mean = a.params->get("mean").data();
+    const float* sd = a.params->get("std").data();
+    const TensorView &x = a.in[0], &y = a.out;
+    for (int c = 0; c < x.shape.c; ++c)
+      SL_REQUIRE(sd[c] > 0, "standardize '", name_, "': std[", c, "] = ", sd[c],
+                 " is not positive");
+    const size_t plane = x.shape.plane();
+    parallel_for(int64_t(x.shape.n) * x.shape.c, a.threads, [&](int64_t p) {
+      const int c = int(p % x.shape.c);
+      const float m = mean[c], inv = 1.f / sd[c];
+      const float* s = x.data + size_t(p) * plane;
+      float* d = y.data + size_t(p) * plane;
+      for (size_t i = 0; i < plane; ++i) d[i] = (s[i] - m) * inv;
+    });
+  }
+
+ private:
+  std::string group_;
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> make_standardize(const NodeDesc& d) {
+  return std::make_unique<Standardize>(d);
+}
+
+}  // namespace scenelab

@@ -1,0 +1,101 @@
+// Resize input 0 to the spatial size of input 1 (whose values are not read).
+//   mode=nearest|bilinear
+//   align=size      PyTorch's F.interpolate(size=..., align_corners=False) sampling: source
+//                   coordinate (i + 0.5) * in/out - 0.5 (bilinear), floor(i * in/out) (nearest).
+//   align=geometry  sample where the two maps' pixel centres lie on the input image (Geometry),
+//                   e.g. to bring a valid-conv score map back onto every input pixel.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "engine/error.h"
+#include "engine/layer.h"
+#include "engine/parallel.h"
+
+namespace scenelab {
+namespace {
+
+struct Tap {
+  int i0, i1;
+  float w1;  // weight of i1; i0 gets 1 - w1
+};
+
+class Upsample : public Layer {
+ public:
+  explicit Upsample(const NodeDesc& d) : Layer(d) {
+    d.attrs.check_known({"mode", "align"});
+    std::string mode = d.attrs.get_str("mode", "bilinear");
+    std::string align = d.attrs.get_str("align", "size");
+    SL_REQUIRE(mode == "nearest" || mode == "bilinear", "upsample '", name_,
+               "': mode must be nearest or bilinear");
+    SL_REQUIRE(align == "size" || align == "geometry", "upsample '", name_,
+               "': align must be size or geometry");
+    bilinear_ = mode == "bilinear";
+    geometry_ = align == "geometry";
+  }
+  const char* type() const override { return "upsample"; }
+  int num_inputs() const override { return 2; }
+  Shape infer_shape(const std::vector<Shape>& in) const override {
+    SL_REQUIRE(in[0].n == in[1].n, "upsample '", name_, "': batch sizes differ");
+    return Shape(in[0].n, in[0].c, in[1].h, in[1].w);
+  }
+  Geometry infer_geometry(const std::vector<Geometry>& in) const override { return in[1]; }
+
+  void forward_cpu(const ForwardArgs& a) const override {
+    const TensorView &x = a.in[0], &y = a.out;
+    const Geometry &gi = a.in_geometry[0], &go = a.in_geometry[1];
+    auto ty = taps(x.shape.h, y.shape.h, gi.offset_y, gi.stride_y, go.offset_y, go.stride_y);
+    auto tx = taps(x.shape.w, y.shape.w, gi.offset_x, gi.stride_x, go.offset_x, go.stride_x);
+    parallel_for(int64_t(y.shape.n) * y.shape.c, a.threads, [&](int64_t p) {
+      const float* src = x.data + size_t(p) * x.shape.plane();
+      float* dst = y.data + size_t(p) * y.shape.plane();
+      for (int oy = 0; oy < y.shape.h; ++oy) {
+        const Tap& t = ty[size_t(oy)];
+        const float* r0 = src + size_t(t.i0) * x.shape.w;
+        const float* r1 = src + size_t(t.i1) * x.shape.w;
+        float* out = dst + size_t(oy) * y.shape.w;
+        for (int ox = 0; ox < y.shape.w; ++ox) {
+          const Tap& u = tx[size_t(ox)];
+          float top = r0[u.i0] + u.w1 * (r0[u.i1] - r0[u.i0]);
+          float bot = r1[u.i0] + u.w1 * (r1[u.i1] - r1[u.i0]);
+          out[ox] = top + t.w1 * (bot - top);
+        }
+      }
+    });
+  }
+
+ private:
+  std::vector<Tap> taps(int in, int out, double in_off, double in_stride, double out_off,
+                        double out_stride) const {
+    std::vector<Tap> t(static_cast<size_t>(out));
+    const double scale = double(in) / out;
+    for (int i = 0; i < out; ++i) {
+      double src;
+      if (geometry_)
+        src = (out_off + out_stride * i - in_off) / in_stride;
+      else if (bilinear_)
+        src = (i + 0.5) * scale - 0.5;
+      else
+        src = std::floor(float(i) * float(scale));  // PyTorch computes this in float
+      src = std::min(std::max(src, 0.0), double(in - 1));
+      if (!bilinear_) {
+        int k = geometry_ ? int(std::floor(src + 0.5)) : int(src);
+        k = std::min(k, in - 1);
+        t[size_t(i)] = {k, k, 0.f};
+        continue;
+      }
+      int i0 = int(std::floor(src));
+      int i1 = std::min(i0 + 1, in - 1);
+      t[size_t(i)] = {i0, i1, float(src - i0)};
+    }
+    return t;
+  }
+
+  bool bilinear_ = true, geometry_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> make_upsample(const NodeDesc& d) { return std::make_unique<Upsample>(d); }
+
+}  // namespace scenelab

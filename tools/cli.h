@@ -1,0 +1,73 @@
+// A small command-line parser shared by the tools: --key value, --flag, positional arguments.
+#pragma once
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "engine/error.h"
+
+namespace scenelab {
+
+class Cli {
+ public:
+  // `with_value`: options that take a value; `flags`: options that do not.
+  Cli(int argc, char** argv, const std::set<std::string>& with_value,
+      const std::set<std::string>& flags) {
+    for (int i = 1; i < argc; ++i) {
+      std::string a = argv[i];
+      if (a.rfind("--", 0) == 0 && a.size() > 2) {
+        std::string key = a.substr(2), value;
+        size_t eq = key.find('=');
+        bool inline_value = eq != std::string::npos;
+        if (inline_value) {
+          value = key.substr(eq + 1);
+          key = key.substr(0, eq);
+        }
+        if (flags.count(key) && !inline_value) {
+          opts_[key] = "1";
+        } else if (with_value.count(key)) {
+          if (!inline_value) {
+            SL_REQUIRE(i + 1 < argc, "option --", key, " needs a value");
+            value = argv[++i];
+          }
+          opts_[key] = value;
+        } else {
+          throw_error("unknown option --", key, " (see --help)");
+        }
+      } else {
+        positional_.push_back(a);
+      }
+    }
+  }
+  bool has(const std::string& k) const { return opts_.count(k) != 0; }
+  std::string get(const std::string& k, const std::string& def = "") const {
+    auto it = opts_.find(k);
+    return it == opts_.end() ? def : it->second;
+  }
+  int get_int(const std::string& k, int def) const {
+    if (!has(k)) return def;
+    std::string v = get(k);
+    char* end = nullptr;
+    long x = std::strtol(v.c_str(), &end, 10);
+    SL_REQUIRE(!v.empty() && *end == '\0', "option --", k, " expects an integer, got '", v, "'");
+    return int(x);
+  }
+  const std::vector<std::string>& positional() const { return positional_; }
+
+ private:
+  std::map<std::string, std::string> opts_;
+  std::vector<std::string> positional_;
+};
+
+// "640x480" -> {w, h}
+inline std::pair<int, int> parse_size(const std::string& s) {
+  size_t x = s.find('x');
+  SL_REQUIRE(x != std::string::npos, "size '", s, "' should look like 640x480");
+  int w = std::atoi(s.substr(0, x).c_str()), h = std::atoi(s.substr(x + 1).c_str());
+  SL_REQUIRE(w > 0 && h > 0, "size '", s, "' should look like 640x480");
+  return {w, h};
+}
+
+}  // namespace scenelab

@@ -1,0 +1,270 @@
+#include "weights/model_file.h"
+
+#include <hdf5.h>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "engine/error.h"
+#include "weights/h5.h"
+
+namespace scenelab {
+namespace {
+
+std::string class_name_of(hid_t type) {
+  switch (H5Tget_class(type)) {
+    case H5T_INTEGER: return str_cat("int", 8 * H5Tget_size(type));
+    case H5T_FLOAT: return str_cat("float", 8 * H5Tget_size(type));
+    case H5T_STRING: return "string";
+    default: return "non-numeric type";
+  }
+}
+
+std::string read_string_attr(hid_t obj, const char* name, const std::string& file) {
+  SL_REQUIRE(H5Aexists(obj, name) > 0, file, ": missing attribute '", name, "'");
+  H5Id attr(h5_check(H5Aopen(obj, name, H5P_DEFAULT), file, str_cat("open attribute ", name)),
+            H5Aclose);
+  H5Id type(h5_check(H5Aget_type(attr.get()), file, "attribute type"), H5Tclose);
+  SL_REQUIRE(H5Tget_class(type.get()) == H5T_STRING, file, ": attribute '", name,
+             "' should be a string, found ", class_name_of(type.get()));
+  H5Id space(h5_check(H5Aget_space(attr.get()), file, "attribute space"), H5Sclose);
+  SL_REQUIRE(H5Sget_simple_extent_npoints(space.get()) == 1, file, ": attribute '", name,
+             "' should be a single string");
+  if (H5Tis_variable_str(type.get()) > 0) {
+    H5Id mem(H5Tcopy(H5T_C_S1), H5Tclose);
+    H5Tset_size(mem.get(), H5T_VARIABLE);
+    H5Tset_cset(mem.get(), H5Tget_cset(type.get()));
+    char* s = nullptr;
+    h5_check(H5Aread(attr.get(), mem.get(), &s), file, str_cat("read attribute ", name));
+    std::string out = s ? s : "";
+    H5free_memory(s);
+    return out;
+  }
+  size_t n = H5Tget_size(type.get());
+  std::vector<char> buf(n + 1, 0);
+  h5_check(H5Aread(attr.get(), type.get(), buf.data()), file, str_cat("read attribute ", name));
+  return std::string(buf.data(), strnlen(buf.data(), n));
+}
+
+long long read_int_attr(hid_t obj, const char* name, const std::string& file) {
+  SL_REQUIRE(H5Aexists(obj, name) > 0, file, ": not a scenelab model (no attribute '", name,
+             "')");
+  H5Id attr(h5_check(H5Aopen(obj, name, H5P_DEFAULT), file, str_cat("open attribute ", name)),
+            H5Aclose);
+  H5Id type(h5_check(H5Aget_type(attr.get()), file, "attribute type"), H5Tclose);
+  SL_REQUIRE(H5Tget_class(type.get()) == H5T_INTEGER, file, ": attribute '", name,
+             "' should be an integer, found ", class_name_of(type.get()));
+  H5Id space(h5_check(H5Aget_space(attr.get()), file, "attribute space"), H5Sclose);
+  SL_REQUIRE(H5Sget_simple_extent_npoints(space.get()) == 1, file, ": attribute '", name,
+             "' should be a scalar");
+  long long v = 0;
+  h5_check(H5Aread(attr.get(), H5T_NATIVE_LLONG, &v), file, str_cat("read attribute ", name));
+  return v;
+}
+
+// Opens dataset `path`, checks its type class/size and rank/dims; returns the dims.
+H5Id open_dataset(hid_t file, const std::string& path, const std::string& fname,
+                  H5T_class_t cls, size_t size, const char* type_name,
+                  std::vector<hsize_t>* dims_out) {
+  SL_REQUIRE(path_exists(file, path), fname, ": missing dataset '", path, "'");
+  H5Id ds(h5_check(H5Dopen2(file, path.c_str(), H5P_DEFAULT), fname,
+                   str_cat("open dataset '", path, "'")),
+          H5Dclose);
+  H5Id type(h5_check(H5Dget_type(ds.get()), fname, "dataset type"), H5Tclose);
+  if (cls != H5T_NO_CLASS)
+    SL_REQUIRE(H5Tget_class(type.get()) == cls && (size == 0 || H5Tget_size(type.get()) == size),
+               fname, ": dataset '", path, "' has type ", class_name_of(type.get()),
+               ", expected ", type_name);
+  H5Id space(h5_check(H5Dget_space(ds.get()), fname, "dataset space"), H5Sclose);
+  int rank = H5Sget_simple_extent_ndims(space.get());
+  SL_REQUIRE(rank >= 0 && rank <= 8, fname, ": dataset '", path, "' has an unreadable shape");
+  dims_out->assign(size_t(rank), 0);
+  H5Sget_simple_extent_dims(space.get(), dims_out->data(), nullptr);
+  return ds;
+}
+
+std::string dims_str(const std::vector<hsize_t>& d) {
+  std::string s = "[";
+  for (size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + std::to_string(d[i]);
+  return s + "]";
+}
+std::string dims_str(const std::vector<int>& d) {
+  return dims_str(std::vector<hsize_t>(d.begin(), d.end()));
+}
+
+Tensor read_param(hid_t file, const std::string& path, const std::vector<int>& want,
+                  const std::string& fname) {
+  std::vector<hsize_t> dims;
+  H5Id ds = open_dataset(file, path, fname, H5T_FLOAT, 4, "float32", &dims);
+  bool same = dims.size() == want.size();
+  for (size_t i = 0; same && i < dims.size(); ++i) same = dims[i] == hsize_t(want[i]);
+  SL_REQUIRE(same, fname, ": dataset '", path, "' has shape ", dims_str(dims), ", expected ",
+             dims_str(want));
+  Tensor t(param_shape(want));
+  h5_check(H5Dread(ds.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, t.data()), fname,
+           str_cat("read dataset '", path, "'"));
+  for (size_t i = 0; i < t.numel(); ++i)
+    SL_REQUIRE(std::isfinite(t[i]), fname, ": dataset '", path, "' holds a non-finite value (",
+               t[i], ") at flat index ", i);
+  return t;
+}
+
+std::vector<std::string> read_string_list(hid_t file, const std::string& path,
+                                          const std::string& fname) {
+  std::vector<hsize_t> dims;
+  H5Id ds = open_dataset(file, path, fname, H5T_STRING, 0, "string", &dims);
+  SL_REQUIRE(dims.size() == 1, fname, ": dataset '", path, "' should be 1-D, found shape ",
+             dims_str(dims));
+  H5Id type(h5_check(H5Dget_type(ds.get()), fname, "dataset type"), H5Tclose);
+  std::vector<std::string> out;
+  if (H5Tis_variable_str(type.get()) > 0) {
+    H5Id mem(H5Tcopy(H5T_C_S1), H5Tclose);
+    H5Tset_size(mem.get(), H5T_VARIABLE);
+    H5Tset_cset(mem.get(), H5Tget_cset(type.get()));
+    std::vector<char*> ptrs(dims[0], nullptr);
+    h5_check(H5Dread(ds.get(), mem.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, ptrs.data()), fname,
+             str_cat("read dataset '", path, "'"));
+    for (char* p : ptrs) {
+      out.push_back(p ? p : "");
+      H5free_memory(p);
+    }
+  } else {
+    size_t n = H5Tget_size(type.get());
+    std::vector<char> buf(n * dims[0]);
+    h5_check(H5Dread(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()), fname,
+             str_cat("read dataset '", path, "'"));
+    for (hsize_t i = 0; i < dims[0]; ++i)
+      out.emplace_back(buf.data() + i * n, strnlen(buf.data() + i * n, n));
+  }
+  return out;
+}
+
+void write_string_attr(hid_t obj, const char* name, const std::string& value,
+                       const std::string& fname) {
+  H5Id type(H5Tcopy(H5T_C_S1), H5Tclose);
+  H5Tset_size(type.get(), H5T_VARIABLE);
+  H5Tset_cset(type.get(), H5T_CSET_UTF8);
+  H5Id space(H5Screate(H5S_SCALAR), H5Sclose);
+  H5Id attr(h5_check(H5Acreate2(obj, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT),
+                     fname, str_cat("create attribute ", name)),
+            H5Aclose);
+  const char* p = value.c_str();
+  h5_check(H5Awrite(attr.get(), type.get(), &p), fname, str_cat("write attribute ", name));
+}
+
+void write_int_attr(hid_t obj, const char* name, int value, const std::string& fname) {
+  H5Id space(H5Screate(H5S_SCALAR), H5Sclose);
+  H5Id attr(h5_check(H5Acreate2(obj, name, H5T_STD_I32LE, space.get(), H5P_DEFAULT, H5P_DEFAULT),
+                     fname, str_cat("create attribute ", name)),
+            H5Aclose);
+  h5_check(H5Awrite(attr.get(), H5T_NATIVE_INT, &value), fname, str_cat("write attribute ", name));
+}
+
+void write_dataset(hid_t file, const std::string& path, hid_t file_type, hid_t mem_type,
+                   const std::vector<hsize_t>& dims, const void* data, const std::string& fname) {
+  H5Id lcpl(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
+  H5Pset_create_intermediate_group(lcpl.get(), 1);
+  H5Id space(h5_check(H5Screate_simple(int(dims.size()), dims.data(), nullptr), fname,
+                      "create dataspace"),
+             H5Sclose);
+  H5Id ds(h5_check(H5Dcreate2(file, path.c_str(), file_type, space.get(), lcpl.get(),
+                              H5P_DEFAULT, H5P_DEFAULT),
+                   fname, str_cat("create dataset '", path, "'")),
+          H5Dclose);
+  h5_check(H5Dwrite(ds.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), fname,
+           str_cat("write dataset '", path, "'"));
+}
+
+}  // namespace
+
+int model_num_classes(const GraphDesc& g) {
+  SL_REQUIRE(g.find("scores"), "graph has no node named 'scores' (the class scores)");
+  return node_channels(g, "scores");
+}
+
+Model read_model(const std::string& path) {
+  silence_hdf5();
+  H5Id file = open_h5_read(path, "model file");
+  Model m;
+  long long version = read_int_attr(file.get(), "format_version", path);
+  SL_REQUIRE(version >= 1, path, ": invalid format_version ", version);
+  SL_REQUIRE(version <= kModelFormatVersion, path, ": model format version ", version,
+             " is newer than this build supports (", kModelFormatVersion,
+             "); upgrade scenelab");
+  m.name = H5Aexists(file.get(), "name") > 0 ? read_string_attr(file.get(), "name", path) : path;
+  std::string text = read_string_attr(file.get(), "graph", path);
+  try {
+    m.graph = GraphDesc::parse(text);
+  } catch (const Error& e) {
+    throw_error(path, ": attribute 'graph': ", e.what());
+  }
+  std::vector<ParamRequirement> reqs;
+  try {
+    reqs = required_params(m.graph);
+  } catch (const Error& e) {
+    throw_error(path, ": attribute 'graph': ", e.what());
+  }
+  for (const auto& r : reqs)
+    m.params.emplace(r.dataset, read_param(file.get(), "params/" + r.dataset, r.dims, path));
+  int classes = 0;
+  try {
+    classes = model_num_classes(m.graph);
+  } catch (const Error& e) {
+    throw_error(path, ": attribute 'graph': ", e.what());
+  }
+  m.class_names = read_string_list(file.get(), "meta/class_names", path);
+  SL_REQUIRE(int(m.class_names.size()) == classes, path, ": dataset 'meta/class_names' has ",
+             m.class_names.size(), " names, but the graph outputs ", classes, " classes");
+  std::vector<hsize_t> dims;
+  H5Id pal = open_dataset(file.get(), "meta/palette", path, H5T_INTEGER, 1, "uint8", &dims);
+  SL_REQUIRE(dims.size() == 2 && dims[0] == hsize_t(classes) && dims[1] == 3, path,
+             ": dataset 'meta/palette' has shape ", dims_str(dims), ", expected [", classes,
+             ", 3]");
+  std::vector<uint8_t> buf(size_t(classes) * 3);
+  h5_check(H5Dread(pal.get(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()), path,
+           "read dataset 'meta/palette'");
+  for (int c = 0; c < classes; ++c)
+    m.palette.push_back({buf[size_t(c) * 3], buf[size_t(c) * 3 + 1], buf[size_t(c) * 3 + 2]});
+  return m;
+}
+
+void write_model(const std::string& path, const Model& m) {
+  silence_hdf5();
+  const int classes = model_num_classes(m.graph);
+  SL_REQUIRE(int(m.class_names.size()) == classes && int(m.palette.size()) == classes,
+             "write_model ", path, ": need ", classes, " class names and palette entries, have ",
+             m.class_names.size(), " and ", m.palette.size());
+  hid_t fid = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  if (fid < 0) throw_error(path, ": cannot create file (", h5_reason(), ")");
+  H5Id file(fid, H5Fclose);
+  write_int_attr(file.get(), "format_version", kModelFormatVersion, path);
+  write_string_attr(file.get(), "name", m.name, path);
+  write_string_attr(file.get(), "graph", m.graph.to_text(), path);
+  for (const auto& r : required_params(m.graph)) {
+    auto it = m.params.find(r.dataset);
+    SL_REQUIRE(it != m.params.end(), "write_model ", path, ": missing parameter '", r.dataset,
+               "'");
+    SL_REQUIRE(it->second.shape() == param_shape(r.dims), "write_model ", path, ": parameter '",
+               r.dataset, "' has shape ", it->second.shape().str(), ", expected ",
+               dims_str(r.dims));
+    std::vector<hsize_t> dims(r.dims.begin(), r.dims.end());
+    write_dataset(file.get(), "params/" + r.dataset, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, dims,
+                  it->second.data(), path);
+  }
+  H5Id stype(H5Tcopy(H5T_C_S1), H5Tclose);
+  H5Tset_size(stype.get(), H5T_VARIABLE);
+  H5Tset_cset(stype.get(), H5T_CSET_UTF8);
+  std::vector<const char*> names;
+  for (const auto& n : m.class_names) names.push_back(n.c_str());
+  write_dataset(file.get(), "meta/class_names", stype.get(), stype.get(),
+                {hsize_t(names.size())}, names.data(), path);
+  std::vector<uint8_t> pal;
+  for (const auto& p : m.palette) pal.insert(pal.end(), p.begin(), p.end());
+  write_dataset(file.get(), "meta/palette", H5T_STD_U8LE, H5T_NATIVE_UINT8,
+                {hsize_t(m.palette.size()), 3}, pal.data(), path);
+  h5_check(H5Fflush(file.get(), H5F_SCOPE_GLOBAL), path, "flush");
+}
+
+}  // namespace scenelab

@@ -1,0 +1,47 @@
+#include "weights/model_locator.h"
+
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+#include <fstream>
+
+#include "engine/error.h"
+
+namespace scenelab {
+
+std::vector<std::string> default_model_names() {
+  return {"camvid-multiscale.h5", "default-multiscale.h5"};
+}
+
+static std::string exe_dir() {
+  char buf[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return ".";
+  std::string p(buf, size_t(n));
+  return p.substr(0, p.rfind('/'));
+}
+
+std::vector<std::string> weights_search_dirs() {
+  std::vector<std::string> dirs;
+  if (const char* env = std::getenv("SCENELAB_WEIGHTS_DIR")) dirs.push_back(env);
+  dirs.push_back(exe_dir() + "/../share/scenelab/weights");
+  dirs.push_back(SCENELAB_INSTALL_WEIGHTS_DIR);
+  dirs.push_back(SCENELAB_BUILD_WEIGHTS_DIR);
+  dirs.push_back(SCENELAB_SOURCE_WEIGHTS_DIR);
+  return dirs;
+}
+
+std::string find_default_model() {
+  std::string looked;
+  for (const auto& name : default_model_names())
+    for (const auto& dir : weights_search_dirs()) {
+      std::string p = dir + "/" + name;
+      if (std::ifstream(p).good()) return p;
+      looked += "\n  " + p;
+    }
+  throw_error("no default model found; looked for:", looked,
+              "\n(build the project, or pass --model FILE)");
+}
+
+}  // namespace scenelab
