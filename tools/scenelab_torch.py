@@ -1,0 +1,289 @@
+"""PyTorch side of scenelab: the same graph description, layers and model file as the C++ engine.
+
+Used as the peer oracle (tests compare our scores with these), by the exporter and by training.
+Every layer here mirrors one file of layers/; keep them in step (tests/tools check that).
+"""
+import math
+
+import h5py
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+FORMAT_VERSION = 1
+
+
+# ---------------------------------------------------------------- graph text (engine/networks.cpp)
+def _extractor(p, inp, pad):
+    return (f"{p}c1 = conv2d({inp}) out=16 k=7 pad={pad} params=conv1\n"
+            f"{p}r1 = relu({p}c1)\n"
+            f"{p}p1 = maxpool2d({p}r1) k=2\n"
+            f"{p}c2 = conv2d({p}p1) out=64 k=7 pad={pad} params=conv2\n"
+            f"{p}r2 = relu({p}c2)\n"
+            f"{p}p2 = maxpool2d({p}r2) k=2\n"
+            f"{p}c3 = conv2d({p}p2) out=256 k=7 pad={pad} params=conv3\n"
+            f"{p}r3 = relu({p}c3)\n")
+
+
+def _classifier(inp, classes):
+    return (f"fc1 = conv2d({inp}) out=64 k=1\n"
+            "fc1r = relu(fc1)\n"
+            f"scores = conv2d(fc1r) out={classes} k=1\n"
+            "full = upsample(scores, image) mode=bilinear align=geometry\n"
+            "labels_full = argmax(full)\n"
+            "output scores labels_full\n")
+
+
+_PRE = ("input image channels=3\n"
+        "yuv = rgb_to_yuv(image)\n"
+        "lcn = contrast_norm(yuv) size=13\n"
+        "pre = standardize(lcn)\n")
+
+
+def network_text(name, classes):
+    if name == "reference":
+        return _PRE + _extractor("s1", "pre", "valid") + _classifier("s1r3", classes)
+    if name == "multiscale":
+        return (_PRE + "half = downscale(pre) factor=2\n" + "quarter = downscale(pre) factor=4\n"
+                + _extractor("s1", "pre", "same") + _extractor("s2", "half", "same")
+                + _extractor("s4", "quarter", "same")
+                + "s2up = upsample(s2r3, s1r3) mode=bilinear\n"
+                + "s4up = upsample(s4r3, s1r3) mode=bilinear\n"
+                + "features = concat(s1r3, s2up, s4up)\n" + _classifier("features", classes))
+    raise ValueError(f"unknown network '{name}'")
+
+
+def parse_graph(text):
+    """-> (input_name, input_channels, [(name, type, [inputs], {attrs})], [outputs])"""
+    inp, ch, nodes, outs = "image", 3, [], []
+    for raw in text.splitlines():
+        s = raw.split("#")[0].strip()
+        if not s:
+            continue
+        toks = s.split()
+        if toks[0] == "input":
+            inp = toks[1]
+            for t in toks[2:]:
+                k, v = t.split("=")
+                if k == "channels":
+                    ch = int(v)
+            continue
+        if toks[0] == "output":
+            outs += toks[1:]
+            continue
+        name, rest = s.split("=", 1)
+        typ, rest = rest.split("(", 1)
+        ins, attrs = rest.split(")", 1)
+        kv = dict(t.split("=", 1) for t in attrs.split())
+        nodes.append((name.strip(), typ.strip(), [i.strip() for i in ins.split(",")], kv))
+    if not outs:
+        outs = [nodes[-1][0]]
+    return inp, ch, nodes, outs
+
+
+# ---------------------------------------------------------------- preprocessing (layers/*.cpp)
+RGB_TO_YUV = torch.tensor([[0.299, 0.587, 0.114],
+                           [-0.14713, -0.28886, 0.436],
+                           [0.615, -0.51499, -0.10001]])
+
+
+def rgb_to_yuv(x):
+    return torch.einsum("oc,nchw->nohw", RGB_TO_YUV.to(x.dtype).to(x.device), x)
+
+
+def gaussian_window(size, sigma=None):
+    sigma = 0.25 * size if sigma is None else sigma
+    t = (torch.arange(size, dtype=torch.float64) - size // 2) / sigma
+    g = torch.exp(-0.5 * t * t)
+    return g / g.sum()
+
+
+def contrast_norm(x, size=13, sigma=None, eps=1e-4):
+    """Per-channel local contrast normalisation; layers/contrast_norm.cpp is the same function."""
+    n, c, h, w = x.shape
+    g = gaussian_window(size, sigma).to(x.dtype).to(x.device)
+    r = size // 2
+
+    def blur(z):
+        z = z.reshape(-1, 1, z.shape[-2], z.shape[-1])
+        z = F.conv2d(z, g.view(1, 1, 1, size), padding=(0, r))
+        return F.conv2d(z, g.view(1, 1, size, 1), padding=(r, 0))
+
+    coef = blur(torch.ones(1, 1, h, w, dtype=x.dtype, device=x.device))
+    mean = (blur(x) / coef).view(n, c, h, w)
+    cen = x - mean
+    sd = torch.sqrt(torch.clamp((blur(cen * cen) / coef).view(n, c, h, w), min=0))
+    thr = torch.clamp(sd.mean(dim=(2, 3), keepdim=True), min=eps)
+    return cen / torch.maximum(sd, thr)
+
+
+def preprocess(x, mean, std, size=13):
+    """RGB in [0,1] (NCHW) -> the network input, as the engine's first three nodes compute it."""
+    y = contrast_norm(rgb_to_yuv(x), size)
+    return (y - mean.view(1, -1, 1, 1)) / std.view(1, -1, 1, 1)
+
+
+# ---------------------------------------------------------------- the network
+class Geometry:
+    def __init__(self, sy=1.0, sx=1.0, oy=0.0, ox=0.0):
+        self.sy, self.sx, self.oy, self.ox = sy, sx, oy, ox
+
+    def window(self, k, s, pad=0):
+        return Geometry(self.sy * s, self.sx * s, self.oy + self.sy * ((k - 1) / 2 - pad),
+                        self.ox + self.sx * ((k - 1) / 2 - pad))
+
+
+def _geometry_taps(n_in, n_out, gi_o, gi_s, go_o, go_s):
+    src = (go_o + go_s * np.arange(n_out) - gi_o) / gi_s
+    src = np.clip(src, 0, n_in - 1)
+    i0 = np.floor(src).astype(np.int64)
+    i1 = np.minimum(i0 + 1, n_in - 1)
+    return torch.from_numpy(i0), torch.from_numpy(i1), torch.from_numpy(src - i0)
+
+
+def upsample_geometry(x, gi, go, h, w, bilinear=True):
+    y0, y1, wy = _geometry_taps(x.shape[2], h, gi.oy, gi.sy, go.oy, go.sy)
+    x0, x1, wx = _geometry_taps(x.shape[3], w, gi.ox, gi.sx, go.ox, go.sx)
+    dev = x.device
+    if not bilinear:
+        ys = torch.floor(y0 + wy + 0.5).long().clamp(max=x.shape[2] - 1).to(dev)
+        xs = torch.floor(x0 + wx + 0.5).long().clamp(max=x.shape[3] - 1).to(dev)
+        return x[:, :, ys][:, :, :, xs]
+    wy = wy.to(x.dtype).to(dev).view(1, 1, -1, 1)
+    wx = wx.to(x.dtype).to(dev).view(1, 1, 1, -1)
+    r0, r1 = x[:, :, y0.to(dev)], x[:, :, y1.to(dev)]
+    top = r0[:, :, :, x0.to(dev)] + wx * (r0[:, :, :, x1.to(dev)] - r0[:, :, :, x0.to(dev)])
+    bot = r1[:, :, :, x0.to(dev)] + wx * (r1[:, :, :, x1.to(dev)] - r1[:, :, :, x0.to(dev)])
+    return top + wy * (bot - top)
+
+
+class TorchNet(torch.nn.Module):
+    """Runs a scenelab graph description in PyTorch; parameters named 'group/name' as in HDF5."""
+
+    def __init__(self, text):
+        super().__init__()
+        self.text = text
+        self.input_name, self.input_channels, self.nodes, self.outputs = parse_graph(text)
+        self.params = torch.nn.ParameterDict()
+        self.buffers_ = {}
+        ch = {self.input_name: self.input_channels}
+        for name, typ, ins, a in self.nodes:
+            c = ch[ins[0]]
+            group = a.get("params", name)
+            if typ == "conv2d":
+                out, k = int(a["out"]), int(a.get("k", 1))
+                key = group + "/weight"
+                if key.replace("/", "__") not in self.params:
+                    self.params[key.replace("/", "__")] = torch.nn.Parameter(torch.zeros(out, c, k, k))
+                    if int(a.get("bias", 1)):
+                        self.params[(group + "/bias").replace("/", "__")] = torch.nn.Parameter(torch.zeros(out))
+                c = out
+            elif typ == "standardize":
+                for p in ("mean", "std"):
+                    key = (group + "/" + p).replace("/", "__")
+                    if key not in self.params:
+                        self.params[key] = torch.nn.Parameter(torch.ones(c) if p == "std" else torch.zeros(c),
+                                                              requires_grad=False)
+            elif typ == "concat":
+                c = sum(ch[i] for i in ins)
+            elif typ == "argmax":
+                c = 1
+            ch[name] = c
+        self.channels = ch
+
+    def param_items(self):
+        """(dataset name 'group/name', tensor) pairs, as stored under /params in the model file."""
+        return [(k.replace("__", "/"), v) for k, v in self.params.items()]
+
+    def p(self, group, name):
+        return self.params[(group + "/" + name).replace("/", "__")]
+
+    def forward(self, x, want=None):
+        vals = {self.input_name: x}
+        geo = {self.input_name: Geometry()}
+        for name, typ, ins, a in self.nodes:
+            v = vals[ins[0]]
+            g = geo[ins[0]]
+            group = a.get("params", name)
+            if typ == "conv2d":
+                k = int(a.get("k", 1))
+                pad = k // 2 if a.get("pad", "valid") == "same" else 0
+                b = self.p(group, "bias") if int(a.get("bias", 1)) else None
+                v = F.conv2d(v, self.p(group, "weight"), b, padding=pad)
+                g = g.window(k, 1, pad)
+            elif typ == "relu":
+                v = F.relu(v)
+            elif typ == "maxpool2d":
+                k = int(a.get("k", 2))
+                s = int(a.get("stride", k))
+                v = F.max_pool2d(v, k, s)
+                g = g.window(k, s)
+            elif typ == "downscale":
+                f = int(a["factor"])
+                v = F.avg_pool2d(v, f, f)
+                g = g.window(f, f)
+            elif typ == "upsample":
+                ref = vals[ins[1]]
+                h, w = ref.shape[2], ref.shape[3]
+                bil = a.get("mode", "bilinear") == "bilinear"
+                if a.get("align", "size") == "geometry":
+                    v = upsample_geometry(v, g, geo[ins[1]], h, w, bil)
+                elif bil:
+                    v = F.interpolate(v, size=(h, w), mode="bilinear", align_corners=False)
+                else:
+                    v = F.interpolate(v, size=(h, w), mode="nearest")
+                g = geo[ins[1]]
+            elif typ == "concat":
+                v = torch.cat([vals[i] for i in ins], dim=1)
+            elif typ == "argmax":
+                v = torch.argmax(v, dim=1, keepdim=True).to(x.dtype)
+            elif typ == "softmax":
+                v = torch.softmax(v, dim=1)
+            elif typ == "rgb_to_yuv":
+                v = rgb_to_yuv(v)
+            elif typ == "contrast_norm":
+                v = contrast_norm(v, int(a.get("size", 13)),
+                                  float(a["sigma"]) if "sigma" in a else None,
+                                  float(a.get("eps", 1e-4)))
+            elif typ == "standardize":
+                v = (v - self.p(group, "mean").view(1, -1, 1, 1)) / self.p(group, "std").view(1, -1, 1, 1)
+            else:
+                raise ValueError(f"unknown layer type '{typ}' at node '{name}'")
+            vals[name] = v
+            geo[name] = g
+        want = want or self.outputs
+        return {k: vals[k] for k in want}
+
+
+# ---------------------------------------------------------------- model files (weights/FORMAT.md)
+def load_model(path):
+    """-> (TorchNet with weights loaded, class_names, palette (C,3) uint8, name)"""
+    with h5py.File(path, "r") as f:
+        text = f.attrs["graph"]
+        text = text.decode() if isinstance(text, bytes) else text
+        net = TorchNet(text)
+        with torch.no_grad():
+            for key, t in net.param_items():
+                t.copy_(torch.from_numpy(np.asarray(f["params/" + key], dtype=np.float32)))
+        names = [n.decode() if isinstance(n, bytes) else n for n in f["meta/class_names"][()]]
+        palette = np.asarray(f["meta/palette"], dtype=np.uint8)
+        name = f.attrs.get("name", path)
+        name = name.decode() if isinstance(name, bytes) else name
+    return net, names, palette, name
+
+
+def save_model(path, net, class_names, palette, name):
+    """Exports a TorchNet's parameters (its state) in the engine's HDF5 model format."""
+    palette = np.asarray(palette, dtype=np.uint8)
+    assert palette.shape == (len(class_names), 3), "palette must be (classes, 3)"
+    with h5py.File(path, "w") as f:
+        f.attrs["format_version"] = np.int32(FORMAT_VERSION)
+        f.attrs["name"] = name
+        f.attrs["graph"] = net.text
+        for key, t in net.param_items():
+            a = t.detach().cpu().numpy().astype(np.float32)
+            if not np.all(np.isfinite(a)):
+                raise ValueError(f"parameter {key} holds NaN or Inf")
+            f.create_dataset("params/" + key, data=a)
+        f.create_dataset("meta/class_names", data=np.array(class_names, dtype=h5py.string_dtype()))
+        f.create_dataset("meta/palette", data=palette)
