@@ -308,8 +308,8 @@ double Graph::total_ops() const {
   return s;
 }
 
-size_t Graph::planned_bytes() const {
-  size_t f = workspace_floats_;
+size_t Graph::activation_bytes() const {
+  size_t f = 0;
   for (size_t s : buffer_floats_) f += s;
   return f * sizeof(float);
 }

@@ -41,7 +41,8 @@ class Graph {
   double total_ops() const;  // per run, paper's metric
   void set_profiling(bool on) { profiling_ = on; }
   const std::vector<LayerStat>& stats() const { return stats_; }
-  size_t planned_bytes() const;  // activations + workspace
+  size_t activation_bytes() const;  // planned activation buffers
+  size_t workspace_bytes() const { return workspace_floats_ * sizeof(float); }
 
  private:
   struct Node;

@@ -1,0 +1,47 @@
+// rgb_to_yuv, contrast_norm, standardize against float64 references (contrast_norm's reference
+// uses direct 2-D window sums, not the layer's separable passes). Bound: 1e-5 relative.
+#include <gtest/gtest.h>
+
+#include "engine/error.h"
+#include "tests/reference.h"
+
+using namespace scenelab;
+using namespace scenelab::test;
+
+TEST(RgbToYuv, MatchesReference) {
+  Tensor x = random_tensor(Shape(2, 3, 37, 53), 20, 0.f, 1.f);
+  LayerRun r = run_layer("y = rgb_to_yuv(x0)", {&x}, {});
+  EXPECT_LT(rel_error(r.out.view(), ref_rgb_to_yuv(to_ref(x.view()))), 1e-6);
+}
+
+TEST(ContrastNorm, Gaussian13x13OddSize) {
+  Tensor x = random_tensor(Shape(1, 3, 37, 53), 21, 0.f, 1.f);
+  LayerRun r = run_layer("y = contrast_norm(x0) size=13", {&x}, {});
+  EXPECT_LT(rel_error(r.out.view(), ref_contrast_norm(to_ref(x.view()), 13, 3.25, 1e-4)), 1e-5);
+}
+
+TEST(ContrastNorm, ImageSmallerThanWindowAndCustomSigma) {
+  Tensor x = random_tensor(Shape(2, 2, 5, 9), 22);
+  LayerRun r = run_layer("y = contrast_norm(x0) size=13 sigma=2", {&x}, {});
+  EXPECT_LT(rel_error(r.out.view(), ref_contrast_norm(to_ref(x.view()), 13, 2.0, 1e-4)), 1e-5);
+}
+
+TEST(ContrastNorm, ConstantImageGivesZerosNotNaN) {
+  Tensor x(Shape(1, 3, 20, 30), 0.5f);
+  LayerRun r = run_layer("y = contrast_norm(x0)", {&x}, {});
+  // Exact answer 0; float rounding of the local mean (~1e-7 of 0.5) is divided by eps = 1e-4.
+  for (size_t i = 0; i < r.out.numel(); ++i) ASSERT_NEAR(r.out[i], 0.f, 5e-3f) << i;
+}
+
+TEST(Standardize, PerChannel) {
+  Tensor x = random_tensor(Shape(2, 3, 37, 53), 23);
+  Tensor mean(Shape(3, 1, 1, 1)), sd(Shape(3, 1, 1, 1));
+  const double m[3] = {0.1, -0.3, 0.7}, s[3] = {0.5, 2.0, 1.5};
+  for (int c = 0; c < 3; ++c) mean[size_t(c)] = float(m[c]), sd[size_t(c)] = float(s[c]);
+  LayerRun r = run_layer("y = standardize(x0)", {&x}, {{"mean", mean}, {"std", sd}});
+  EXPECT_LT(rel_error(r.out.view(), ref_standardize(to_ref(x.view()), {m[0], m[1], m[2]},
+                                                    {s[0], s[1], s[2]})),
+            1e-6);
+  sd[1] = 0.f;
+  EXPECT_THROW(run_layer("y = standardize(x0)", {&x}, {{"mean", mean}, {"std", sd}}), Error);
+}

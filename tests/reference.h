@@ -1,0 +1,57 @@
+// Straightforward float64 references (naive loops) shared by every layer test, and a harness
+// that runs one layer on the CPU with poisoned outputs.
+#pragma once
+#include <cmath>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/layer.h"
+#include "engine/tensor.h"
+
+namespace scenelab::test {
+
+// A float64 NCHW array.
+struct Ref {
+  Shape shape;
+  std::vector<double> v;
+  explicit Ref(Shape s = {}) : shape(s), v(s.numel(), 0.0) {}
+  double& at(int n, int c, int y, int x) {
+    return v[((size_t(n) * shape.c + c) * shape.h + y) * shape.w + x];
+  }
+  double at(int n, int c, int y, int x) const {
+    return v[((size_t(n) * shape.c + c) * shape.h + y) * shape.w + x];
+  }
+};
+
+Ref to_ref(const TensorView& t);
+Tensor random_tensor(Shape s, uint32_t seed, float lo = -1.f, float hi = 1.f);
+
+// max |a - b| / max |b|  (b: the reference)
+double rel_error(const TensorView& got, const Ref& want);
+
+Ref ref_conv2d(const Ref& x, const Ref& w, const Ref* b, int pad, bool relu);
+Ref ref_relu(const Ref& x);
+Ref ref_maxpool(const Ref& x, int k, int s);
+Ref ref_avgpool(const Ref& x, int f);
+Ref ref_concat(const std::vector<Ref>& xs);
+Ref ref_softmax(const Ref& x);
+Ref ref_rgb_to_yuv(const Ref& x);
+Ref ref_contrast_norm(const Ref& x, int size, double sigma, double eps);
+Ref ref_standardize(const Ref& x, const std::vector<double>& mean, const std::vector<double>& sd);
+// Bilinear/nearest resampling at explicit source coordinates per output row/column.
+Ref ref_resample(const Ref& x, int h, int w, const std::vector<double>& sy,
+                 const std::vector<double>& sx, bool bilinear);
+
+// Runs one layer described by `line` (graph syntax, e.g. "y = conv2d(x) out=4 k=3") on inputs.
+struct LayerRun {
+  std::unique_ptr<Layer> layer;
+  std::map<std::string, Tensor> params;  // by ParamSpec name
+  Tensor out;
+};
+LayerRun run_layer(const std::string& line, const std::vector<const Tensor*>& inputs,
+                   std::map<std::string, Tensor> params, int threads = 2,
+                   bool fused_relu = false, std::vector<Geometry> in_geometry = {});
+
+}  // namespace scenelab::test

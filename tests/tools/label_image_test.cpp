@@ -1,0 +1,114 @@
+// label_image end to end on generated images: good PNG and JPEG files, a corrupt file and a
+// missing one among them. The bad ones are reported by name and skipped, the rest labelled,
+// the exit status is 1, and the outputs exist at the input resolution.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "engine/image_io.h"
+#include "weights/default_model.h"
+#include "weights/model_file.h"
+
+using namespace scenelab;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string slurp(const std::string& p) {
+  std::ifstream f(p);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+int run(const std::string& cmd) {
+  int rc = std::system(cmd.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+Image8 gradient(int w, int h) {
+  Image8 img{w, h, 3, std::vector<uint8_t>(size_t(w) * h * 3)};
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x)
+      for (int c = 0; c < 3; ++c)
+        img.pixels[(size_t(y) * w + x) * 3 + size_t(c)] = uint8_t((x * (c + 1) + y * 3) % 256);
+  return img;
+}
+
+}  // namespace
+
+TEST(LabelImage, CorruptAndMissingFilesFailAloneAndTheRestAreLabelled) {
+  fs::path dir = fs::path(::testing::TempDir()) / "scenelab_label_image";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "in");
+  save_png((dir / "in/a.png").string(), gradient(97, 61));
+  save_png((dir / "in/b.png").string(), gradient(64, 48));
+  std::ofstream(dir / "in/corrupt.png") << "\x89PNG\r\n\x1a\n garbage that is no image";
+  std::string model = (dir / "ref.h5").string();
+  write_model(model, make_random_model("reference", 8, 2));
+  std::string out = (dir / "out").string(), json = (dir / "report.json").string();
+  std::string cmd = std::string(LABEL_IMAGE_BIN) + " --model " + model + " --out " + out +
+                    " --threads 2 --json " + json + " " + (dir / "in").string() + " " +
+                    (dir / "missing.jpg").string() + " > " + (dir / "stdout.txt").string() +
+                    " 2> " + (dir / "stderr.txt").string();
+  EXPECT_EQ(run(cmd), 1) << "exit status must say that not all succeeded";
+  std::string err = slurp((dir / "stderr.txt").string());
+  EXPECT_NE(err.find("corrupt.png"), std::string::npos) << err;
+  EXPECT_NE(err.find("missing.jpg"), std::string::npos) << err;
+  std::string so = slurp((dir / "stdout.txt").string());
+  EXPECT_NE(so.find("labelled 2 of 4"), std::string::npos) << so;
+  for (const char* stem : {"a", "b"})
+    for (const char* kind : {"_labels.png", "_overlay.png", "_classes.png"}) {
+      std::string p = out + "/" + stem + kind;
+      ASSERT_TRUE(fs::exists(p)) << p;
+      Image8 img = load_image(p, 0 == std::string(kind).compare("_classes.png") ? 1 : 3);
+      EXPECT_EQ(img.width, stem[0] == 'a' ? 97 : 64);
+      EXPECT_EQ(img.height, stem[0] == 'a' ? 61 : 48);
+    }
+  Image8 idx = load_image(out + "/a_classes.png", 1);
+  for (uint8_t v : idx.pixels) ASSERT_LT(v, 8);
+  std::string js = slurp(json);
+  EXPECT_NE(js.find("\"failed\": 2"), std::string::npos) << js;
+  EXPECT_NE(js.find("\"ok\": 2"), std::string::npos) << js;
+  EXPECT_NE(js.find("corrupt.png"), std::string::npos);
+}
+
+TEST(LabelImage, PrintsPaperOpsFor320x240ReferenceNet) {
+  fs::path dir = fs::path(::testing::TempDir()) / "scenelab_label_gop";
+  fs::create_directories(dir);
+  save_png((dir / "img.png").string(), gradient(320, 240));
+  std::string model = (dir / "ref.h5").string();
+  write_model(model, make_random_model("reference", 8, 2));
+  std::string cmd = std::string(LABEL_IMAGE_BIN) + " --model " + model + " --out " +
+                    (dir / "out").string() + " " + (dir / "img.png").string() + " > " +
+                    (dir / "stdout.txt").string();
+  ASSERT_EQ(run(cmd), 0);
+  std::string so = slurp((dir / "stdout.txt").string());
+  EXPECT_NE(so.find("320x240"), std::string::npos) << so;
+  EXPECT_NE(so.find(" 7.57 GOp "), std::string::npos) << so;
+}
+
+TEST(LabelImage, DefaultModelIsFound) {
+  fs::path dir = fs::path(::testing::TempDir()) / "scenelab_label_default";
+  fs::create_directories(dir);
+  save_png((dir / "img.png").string(), gradient(80, 60));
+  std::string cmd = std::string(LABEL_IMAGE_BIN) + " --quiet --out " + (dir / "out").string() +
+                    " " + (dir / "img.png").string();
+  EXPECT_EQ(run(cmd), 0);
+  EXPECT_TRUE(fs::exists(dir / "out/img_overlay.png"));
+}
+
+TEST(LabelImage, BadModelIsOneClearLine) {
+  fs::path dir = fs::path(::testing::TempDir()) / "scenelab_label_badmodel";
+  fs::create_directories(dir);
+  std::ofstream(dir / "bad.h5") << "nope";
+  save_png((dir / "img.png").string(), gradient(80, 60));
+  std::string cmd = std::string(LABEL_IMAGE_BIN) + " --model " + (dir / "bad.h5").string() +
+                    " " + (dir / "img.png").string() + " 2> " + (dir / "err.txt").string();
+  EXPECT_EQ(run(cmd), 2);
+  std::string err = slurp((dir / "err.txt").string());
+  EXPECT_NE(err.find("bad.h5: not an HDF5 file"), std::string::npos) << err;
+}
