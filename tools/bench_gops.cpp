@@ -2,7 +2,8 @@
 // conv layers, feature extraction and classifier). For each network and size: median forward
 // time over --runs runs after --warmup runs, GOp/s, and a per-layer breakdown.
 //   bench_gops [--nets reference,multiscale] [--sizes 320x240,640x480,1920x1080]
-//              [--runs 7] [--warmup 2] [--threads N] [--layers]
+//              [--runs 7] [--warmup 2] [--threads N] [--layers] [--model FILE.h5]
+// Without --model the networks get deterministic random weights (speed does not depend on them).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -13,6 +14,7 @@
 #include "engine/graph.h"
 #include "tools/cli.h"
 #include "weights/default_model.h"
+#include "weights/model_file.h"
 
 using namespace scenelab;
 
@@ -36,7 +38,7 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   try {
-    Cli cli(argc, argv, {"nets", "sizes", "runs", "warmup", "threads", "device", "classes"},
+    Cli cli(argc, argv, {"nets", "sizes", "runs", "warmup", "threads", "device", "classes", "model"},
             {"layers", "help"});
     if (cli.has("help")) {
       std::puts("usage: bench_gops [--nets reference,multiscale] [--sizes 320x240,...] "
@@ -51,8 +53,12 @@ int main(int argc, char** argv) {
     std::printf("| network | size | GOp | median ms | GOp/s |\n|---|---|---|---|---|\n");
     std::fflush(stdout);
     std::vector<std::string> layer_reports;
-    for (const auto& net : split(cli.get("nets", "reference,multiscale"))) {
-      Model model = make_random_model(net, cli.get_int("classes", 8), 1);
+    const std::vector<std::string> nets =
+        cli.has("model") ? std::vector<std::string>{cli.get("model")}
+                         : split(cli.get("nets", "reference,multiscale"));
+    for (const auto& net : nets) {
+      Model model = cli.has("model") ? read_model(net)
+                                     : make_random_model(net, cli.get_int("classes", 8), 1);
       Graph g(model);
       for (const auto& sz : split(cli.get("sizes", "320x240,640x480,1920x1080"))) {
         auto [w, h] = parse_size(sz);
