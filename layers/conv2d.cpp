@@ -15,7 +15,10 @@
 namespace scenelab {
 namespace {
 
-using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+// The GEMM is evaluated transposed, Y^T (pixels x Cout) = X^T (pixels x K) * K^T (K x Cout): the
+// same memory (row-major Y, X, K read as column-major), but Eigen blocks the long pixel dimension
+// as rows, which measured 3-8% faster than Cout-as-rows for these shapes.
+using ColMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor>;
 constexpr size_t kBandFloats = size_t(1) << 21;  // im2col floats per thread (8 MB)
 
 class Conv2d : public Layer {
@@ -72,26 +75,26 @@ class Conv2d : public Layer {
     const int rows = band_rows(x.shape, y.shape, a.threads);
     const int bands = (y.shape.h + rows - 1) / rows;
     const size_t plane = y.shape.plane();
-    Eigen::Map<const RowMat> W(w, out_, Eigen::Index(K));
+    Eigen::Map<const ColMat> Wt(w, Eigen::Index(K), out_);
     for (int n = 0; n < x.shape.n; ++n) {
       parallel_for(bands, a.threads, [&](int64_t band) {
         const int y0 = int(band) * rows, y1 = std::min(y.shape.h, y0 + rows);
         const size_t cols = size_t(y1 - y0) * y.shape.w;
         float* out = y.channel(n, 0) + size_t(y0) * y.shape.w;
-        Eigen::Map<RowMat, 0, Eigen::OuterStride<>> Y(out, out_, Eigen::Index(cols),
-                                                      Eigen::OuterStride<>(Eigen::Index(plane)));
+        Eigen::Map<ColMat, 0, Eigen::OuterStride<>> Yt(out, Eigen::Index(cols), out_,
+                                                       Eigen::OuterStride<>(Eigen::Index(plane)));
         if (k_ == 1) {  // pixel-wise fully connected: the input is already the matrix X
           const float* in = x.channel(n, 0) + size_t(y0) * x.shape.w;
-          Eigen::Map<const RowMat, 0, Eigen::OuterStride<>> X(
-              in, Eigen::Index(K), Eigen::Index(cols),
+          Eigen::Map<const ColMat, 0, Eigen::OuterStride<>> Xt(
+              in, Eigen::Index(cols), Eigen::Index(K),
               Eigen::OuterStride<>(Eigen::Index(x.shape.plane())));
-          Y.noalias() = W * X;
+          Yt.noalias() = Xt * Wt;
         } else {
           const int tid = omp_get_thread_num();
           float* ws = a.workspace + size_t(tid) * size_t(rows) * y.shape.w * K;
           im2col(x, n, y0, y1, y.shape.w, ws);
-          Eigen::Map<const RowMat> X(ws, Eigen::Index(K), Eigen::Index(cols));
-          Y.noalias() = W * X;
+          Eigen::Map<const ColMat> Xt(ws, Eigen::Index(cols), Eigen::Index(K));
+          Yt.noalias() = Xt * Wt;
         }
         epilogue(out, plane, cols, b, a.fused_relu);
       });
