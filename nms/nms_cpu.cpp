@@ -1,0 +1,146 @@
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "nms/nms.h"
+
+namespace scenelab::nms {
+
+float area(const Box& b, bool inc) {
+  const float e = inc ? 1.f : 0.f;
+  return std::max(0.f, b.x2 - b.x1 + e) * std::max(0.f, b.y2 - b.y1 + e);
+}
+
+float overlap(const Box& a, const Box& b, Criterion c, bool inc) {
+  const float e = inc ? 1.f : 0.f;
+  const float iw = std::min(a.x2, b.x2) - std::max(a.x1, b.x1) + e;
+  const float ih = std::min(a.y2, b.y2) - std::max(a.y1, b.y1) + e;
+  const float aa = area(a, inc), ab = area(b, inc);
+  if (iw <= 0 || ih <= 0 || aa <= 0 || ab <= 0) return 0.f;
+  const float inter = iw * ih;
+  const float den = c == Criterion::IoU ? aa + ab - inter : aa;
+  return den > 0 ? inter / den : 0.f;
+}
+
+std::vector<int> rank_order(const std::vector<Detection>& d, const Options& o) {
+  std::vector<int> idx;
+  for (size_t i = 0; i < d.size(); ++i)
+    if (!std::isnan(d[i].score) && d[i].score >= o.score_threshold) idx.push_back(int(i));
+  std::stable_sort(idx.begin(), idx.end(),
+                   [&](int a, int b) { return d[size_t(a)].score > d[size_t(b)].score; });
+  return idx;
+}
+
+namespace {
+
+bool suppresses(const Detection& higher, const Detection& cand, const Options& o) {
+  if (o.per_class && higher.cls != cand.cls) return false;
+  return overlap(cand.box, higher.box, o.criterion, o.pixel_inclusive) > o.threshold;
+}
+
+void truncate(std::vector<int>& keep, const Options& o) {
+  if (o.max_outputs >= 0 && int(keep.size()) > o.max_outputs) keep.resize(size_t(o.max_outputs));
+}
+
+}  // namespace
+
+std::vector<int> greedy_nms(const std::vector<Detection>& d, const Options& o) {
+  std::vector<int> keep;
+  for (int i : rank_order(d, o)) {
+    if (o.max_outputs >= 0 && int(keep.size()) >= o.max_outputs) break;
+    bool dead = false;
+    for (int k : keep)
+      if (suppresses(d[size_t(k)], d[size_t(i)], o)) {
+        dead = true;
+        break;
+      }
+    if (!dead) keep.push_back(i);
+  }
+  return keep;
+}
+
+std::vector<int> fast_nms(const std::vector<Detection>& d, const Options& o) {
+  std::vector<int> order = rank_order(d, o), keep;
+  for (size_t r = 0; r < order.size(); ++r) {
+    bool dead = false;
+    for (size_t q = 0; q < r && !dead; ++q) dead = suppresses(d[size_t(order[q])], d[size_t(order[r])], o);
+    if (!dead) keep.push_back(order[r]);
+  }
+  truncate(keep, o);
+  return keep;
+}
+
+std::vector<int> cluster_nms(const std::vector<Detection>& d, const Options& o, int* iterations) {
+  std::vector<int> order = rank_order(d, o);
+  const size_t n = order.size();
+  // X[q][r] (q ranked above r): q would suppress r.
+  std::vector<uint8_t> X(n * n, 0);
+  for (size_t q = 0; q < n; ++q)
+    for (size_t r = q + 1; r < n; ++r)
+      X[q * n + r] = suppresses(d[size_t(order[q])], d[size_t(order[r])], o);
+  std::vector<uint8_t> alive(n, 1), next(n);
+  int it = 0;
+  while (true) {
+    ++it;
+    for (size_t r = 0; r < n; ++r) {
+      bool dead = false;
+      for (size_t q = 0; q < r && !dead; ++q) dead = alive[q] && X[q * n + r];
+      next[r] = !dead;
+    }
+    if (next == alive) break;
+    alive.swap(next);
+  }
+  if (iterations) *iterations = it;
+  std::vector<int> keep;
+  for (size_t r = 0; r < n; ++r)
+    if (alive[r]) keep.push_back(order[r]);
+  truncate(keep, o);
+  return keep;
+}
+
+std::vector<Detection> soft_nms(const std::vector<Detection>& d, const Options& o, SoftKind kind,
+                                float sigma) {
+  std::vector<Detection> pool;
+  for (const auto& x : d)
+    if (!std::isnan(x.score)) pool.push_back(x);
+  std::vector<int> index(pool.size());
+  std::iota(index.begin(), index.end(), 0);
+  std::vector<Detection> out;
+  while (!pool.empty()) {
+    // Highest score; ties go to the earlier input.
+    size_t best = 0;
+    for (size_t i = 1; i < pool.size(); ++i)
+      if (pool[i].score > pool[best].score ||
+          (pool[i].score == pool[best].score && index[i] < index[best]))
+        best = i;
+    Detection top = pool[best];
+    pool.erase(pool.begin() + long(best));
+    index.erase(index.begin() + long(best));
+    if (top.score < o.score_threshold) break;  // all the rest are lower
+    out.push_back(top);
+    if (o.max_outputs >= 0 && int(out.size()) >= o.max_outputs) break;
+    for (auto& x : pool) {
+      if (o.per_class && x.cls != top.cls) continue;
+      const float ov = overlap(x.box, top.box, o.criterion, o.pixel_inclusive);
+      if (kind == SoftKind::Linear) {
+        if (ov > o.threshold) x.score *= 1.f - ov;
+      } else {
+        x.score *= std::exp(-ov * ov / sigma);
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<int> greedy_nms_1d(const std::vector<Segment>& s, const Options& o) {
+  // A segment is a box of unit height: the 1-D criteria follow from the 2-D ones.
+  std::vector<Detection> d;
+  for (const auto& x : s) d.push_back({{x.t1, 0.f, x.t2, 1.f}, x.score, x.cls});
+  Options o1 = o;
+  o1.pixel_inclusive = false;
+  if (o.pixel_inclusive)
+    for (auto& x : d) x.box.x2 += 1.f;  // integer frames: inclusive end
+  return greedy_nms(d, o1);
+}
+
+}  // namespace scenelab::nms
