@@ -18,6 +18,16 @@ struct Geometry {
   double stride_y = 1, stride_x = 1, offset_y = 0, offset_x = 0;
 };
 
+// Geometry after a k x k window applied with this stride and padding (convs, pools, block means):
+// output pixel i is centred on the middle of its window.
+inline Geometry after_window(Geometry g, int k, int stride, int pad = 0) {
+  g.offset_y += g.stride_y * ((k - 1) / 2.0 - pad);
+  g.offset_x += g.stride_x * ((k - 1) / 2.0 - pad);
+  g.stride_y *= stride;
+  g.stride_x *= stride;
+  return g;
+}
+
 // A parameter tensor a layer needs: dataset `group/name` of the model file, with these dims.
 struct ParamSpec {
   std::string name;

@@ -47,10 +47,7 @@ class Conv2d : public Layer {
     return Shape(s.n, out_, ho, wo);
   }
   Geometry infer_geometry(const std::vector<Geometry>& in) const override {
-    Geometry g = in[0];
-    g.offset_y += g.stride_y * (k_ / 2 - pad_);
-    g.offset_x += g.stride_x * (k_ / 2 - pad_);
-    return g;
+    return after_window(in[0], k_, 1, pad_);
   }
   std::vector<ParamSpec> param_specs(const std::vector<Shape>& in) const override {
     std::vector<ParamSpec> p{{"weight", {out_, in[0].c, k_, k_}}};

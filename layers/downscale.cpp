@@ -22,12 +22,7 @@ class Downscale : public Layer {
     return Shape(s.n, s.c, s.h / f_, s.w / f_);
   }
   Geometry infer_geometry(const std::vector<Geometry>& in) const override {
-    Geometry g = in[0];
-    g.offset_y += g.stride_y * (f_ - 1) / 2.0;
-    g.offset_x += g.stride_x * (f_ - 1) / 2.0;
-    g.stride_y *= f_;
-    g.stride_x *= f_;
-    return g;
+    return after_window(in[0], f_, f_);
   }
   void forward_cpu(const ForwardArgs& a) const override {
     const TensorView &x = a.in[0], &y = a.out;

@@ -26,12 +26,7 @@ class MaxPool2d : public Layer {
     return Shape(s.n, s.c, (s.h - k_) / s_ + 1, (s.w - k_) / s_ + 1);
   }
   Geometry infer_geometry(const std::vector<Geometry>& in) const override {
-    Geometry g = in[0];
-    g.offset_y += g.stride_y * (k_ - 1) / 2.0;
-    g.offset_x += g.stride_x * (k_ - 1) / 2.0;
-    g.stride_y *= s_;
-    g.stride_x *= s_;
-    return g;
+    return after_window(in[0], k_, s_);
   }
   void forward_cpu(const ForwardArgs& a) const override {
     const TensorView &x = a.in[0], &y = a.out;
