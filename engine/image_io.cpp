@@ -38,6 +38,16 @@ Image8 load_image(const std::string& path, int want) {
   return img;
 }
 
+Image8 load_label_image(const std::string& path) {
+  int w = 0, h = 0, c = 0;
+  if (stbi_info(path.c_str(), &w, &h, &c)) {
+    SL_REQUIRE(c == 1, path, ": label image has ", c, " channels, expected 8-bit single-channel");
+    SL_REQUIRE(!stbi_is_16_bit(path.c_str()), path,
+               ": label image is 16-bit, expected 8-bit single-channel");
+  }
+  return load_image(path, 1);
+}
+
 void save_png(const std::string& path, const Image8& img) {
   SL_REQUIRE(img.pixels.size() == size_t(img.width) * img.height * img.channels, path,
              ": image buffer does not match its size");

@@ -14,6 +14,8 @@ struct Image8 {
 };
 
 Image8 load_image(const std::string& path, int want_channels = 3);
+// An 8-bit single-channel label image (class index per pixel); other formats are an error.
+Image8 load_label_image(const std::string& path);
 void save_png(const std::string& path, const Image8& img);
 
 // Interleaved 8-bit RGB -> 1x3xHxW float tensor in [0, 1].

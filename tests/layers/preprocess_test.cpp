@@ -45,3 +45,29 @@ TEST(Standardize, PerChannel) {
   sd[1] = 0.f;
   EXPECT_THROW(run_layer("y = standardize(x0)", {&x}, {{"mean", mean}, {"std", sd}}), Error);
 }
+
+// The training script's preprocessing (tools/scenelab_torch.py, float64) exported as fixture
+// data by tests/fixtures/make_preprocess_fixture.py, against the engine's three preprocessing
+// nodes of the shipped networks. Bound: 1e-5 relative.
+#include "engine/graph.h"
+#include "engine/networks.h"
+#include "weights/tensor_file.h"
+
+TEST(Preprocess, SameFunctionAsTheTrainingScript) {
+  const std::string fx = std::string(SCENELAB_SOURCE_DIR) + "/tests/fixtures/preprocess.h5";
+  Tensor img = read_tensor_h5(fx, "input"), want = read_tensor_h5(fx, "expected");
+  Model m;
+  m.graph = GraphDesc::parse(network_text("multiscale", 11));
+  m.graph.outputs = {"pre"};
+  for (const auto& r : required_params(m.graph))
+    m.params.emplace(r.dataset, Tensor(param_shape(r.dims), 0.f));
+  m.params["pre/mean"] = read_tensor_h5(fx, "mean");
+  m.params["pre/mean"].reshape(Shape(3, 1, 1, 1));
+  m.params["pre/std"] = read_tensor_h5(fx, "std");
+  m.params["pre/std"].reshape(Shape(3, 1, 1, 1));
+  Graph g(m);
+  CpuBackend cpu(2);
+  g.plan(1, img.shape().h, img.shape().w, cpu);
+  g.run(img.view());
+  EXPECT_LT(rel_error(g.output("pre"), to_ref(want.view())), 1e-5);
+}

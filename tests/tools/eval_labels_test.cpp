@@ -1,0 +1,67 @@
+// ConfusionMatrix metrics on a hand-made example, and eval_labels end to end on a generated
+// labelled folder with one image whose label has another size (fails by name, the rest count).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "engine/error.h"
+#include "engine/image_io.h"
+#include "engine/label_metrics.h"
+#include "weights/default_model.h"
+#include "weights/model_file.h"
+
+using namespace scenelab;
+namespace fs = std::filesystem;
+
+TEST(ConfusionMatrix, MetricsByHand) {
+  ConfusionMatrix cm(3);
+  // truth: 0 0 0 0 1 1 2 void ; pred: 0 0 0 1 1 0 2 1
+  cm.add({0, 0, 0, 0, 1, 1, 2, 255}, {0, 0, 0, 1, 1, 0, 2, 1});
+  EXPECT_EQ(cm.total(), 7u);
+  EXPECT_DOUBLE_EQ(cm.global_accuracy(), 5.0 / 7);
+  EXPECT_DOUBLE_EQ(cm.class_accuracy(), (3.0 / 4 + 1.0 / 2 + 1.0) / 3);
+  auto iou = cm.class_iou();
+  EXPECT_DOUBLE_EQ(iou[0], 3.0 / 5);  // tp 3, truth 4, pred 4
+  EXPECT_DOUBLE_EQ(iou[1], 1.0 / 3);  // tp 1, truth 2, pred 2
+  EXPECT_DOUBLE_EQ(iou[2], 1.0);
+  EXPECT_DOUBLE_EQ(cm.mean_iou(), (3.0 / 5 + 1.0 / 3 + 1.0) / 3);
+  EXPECT_THROW(cm.add({0}, {3}), Error);
+}
+
+TEST(EvalLabels, SizeMismatchFailsByNameOthersCount) {
+  fs::path dir = fs::path(::testing::TempDir()) / "scenelab_eval";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "data/images");
+  fs::create_directories(dir / "data/labels");
+  auto rgb = [](int w, int h) {
+    Image8 im{w, h, 3, std::vector<uint8_t>(size_t(w) * h * 3)};
+    for (size_t i = 0; i < im.pixels.size(); ++i) im.pixels[i] = uint8_t(i * 7 % 251);
+    return im;
+  };
+  auto lab = [](int w, int h) {
+    Image8 im{w, h, 1, std::vector<uint8_t>(size_t(w) * h)};
+    for (size_t i = 0; i < im.pixels.size(); ++i) im.pixels[i] = uint8_t(i % 9 == 0 ? 11 : i % 8);
+    return im;
+  };
+  save_png((dir / "data/images/a.png").string(), rgb(64, 48));
+  save_png((dir / "data/labels/a.png").string(), lab(64, 48));
+  save_png((dir / "data/images/b.png").string(), rgb(70, 50));
+  save_png((dir / "data/labels/b.png").string(), lab(64, 48));  // wrong size
+  std::string model = (dir / "m.h5").string();
+  write_model(model, make_random_model("multiscale", 8, 3));
+  std::string cmd = std::string(EVAL_LABELS_BIN) + " --data " + (dir / "data").string() +
+                    " --model " + model + " --threads 2 --json " + (dir / "r.json").string() +
+                    " > " + (dir / "out.txt").string() + " 2> " + (dir / "err.txt").string();
+  int rc = std::system(cmd.c_str());
+  EXPECT_EQ(WEXITSTATUS(rc), 1);
+  std::stringstream err, js;
+  err << std::ifstream(dir / "err.txt").rdbuf();
+  js << std::ifstream(dir / "r.json").rdbuf();
+  EXPECT_NE(err.str().find("b.png: image is 70x50 but its label"), std::string::npos) << err.str();
+  EXPECT_NE(js.str().find("\"images\": 1"), std::string::npos) << js.str();
+  EXPECT_NE(js.str().find("\"failed\": 1"), std::string::npos) << js.str();
+}

@@ -1,0 +1,236 @@
+#!/usr/bin/env python3
+"""Train the paper's scene-labelling nets on CamVid (11 classes, void ignored) and export them.
+
+  python3 tools/train.py --data ../shared/data/camvid --network multiscale --out weights/camvid-multiscale.h5
+         [--epochs 120] [--minutes 4] [--batch 8] [--crop 288x384] [--seed 0]
+
+The network is tools/scenelab_torch.py's TorchNet on the engine's own graph text, so training runs
+the engine's preprocessing (RGB->YUV, 13x13 contrast normalisation, standardisation with
+statistics measured on the training set) and the engine's score resampling ('full' node).
+Loss: cross-entropy with median-frequency class weights on every input pixel, void ignored.
+Training uses TF32 tensor cores. Augmentation on the GPU: horizontal flips, scale jitter, random crops. Fixed seed. Logs loss and
+val metrics each eval; keeps the epoch with the best val mean IoU (select on val) and exports it.
+"""
+import argparse
+import glob
+import json
+import math
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import scenelab_torch as st  # noqa: E402
+
+CLASSES = ["Sky", "Building", "Pole", "Road", "Pavement", "Tree", "SignSymbol", "Fence", "Car",
+           "Pedestrian", "Bicyclist"]
+PALETTE = [[128, 128, 128], [128, 0, 0], [192, 192, 128], [128, 64, 128], [60, 40, 222],
+           [128, 128, 0], [192, 128, 128], [64, 64, 128], [64, 0, 128], [64, 64, 0], [0, 128, 192]]
+VOID = 11
+
+
+def read_rgb(path):
+    import cv2
+    im = cv2.imread(path, cv2.IMREAD_COLOR)
+    if im is None:
+        raise SystemExit(f"train: cannot read image {path}")
+    return im[:, :, ::-1].copy()
+
+
+def read_label(path):
+    import cv2
+    lab = cv2.imread(path, cv2.IMREAD_UNCHANGED)
+    if lab is None or lab.ndim != 2:
+        raise SystemExit(f"train: {path} is not an 8-bit single-channel label image")
+    return lab
+
+
+def load_split(root, split, limit=None):
+    names = sorted(os.path.splitext(os.path.basename(p))[0]
+                   for p in glob.glob(os.path.join(root, split, "images", "*.jpg")))
+    if limit:
+        names = names[:limit]
+    imgs, labs = [], []
+    for n in names:
+        im = read_rgb(os.path.join(root, split, "images", n + ".jpg"))
+        lab = read_label(os.path.join(root, split, "labels", n + ".png"))
+        if im.shape[:2] != lab.shape:
+            raise SystemExit(f"train: {n}: image {im.shape[:2]} and label {lab.shape} differ")
+        imgs.append(im)
+        labs.append(lab)
+    x = torch.from_numpy(np.stack(imgs)).permute(0, 3, 1, 2).contiguous()  # N,3,H,W uint8
+    y = torch.from_numpy(np.stack(labs)).long()                               # N,H,W
+    return names, x, y
+
+
+def metrics(conf):
+    conf = conf.double()
+    tp = conf.diag()
+    gt = conf.sum(1)
+    pred = conf.sum(0)
+    valid = gt > 0
+    glob_acc = (tp.sum() / conf.sum()).item()
+    cls_acc = (tp[valid] / gt[valid]).mean().item()
+    iou = tp / (gt + pred - tp).clamp(min=1)
+    return {"global_acc": glob_acc, "class_acc": cls_acc, "mean_iou": iou[valid].mean().item(),
+            "iou": iou.tolist()}
+
+
+def evaluate(net, x, y, dev, batch=8):
+    conf = torch.zeros(11, 11, dtype=torch.long, device=dev)
+    net.eval()
+    with torch.no_grad():
+        for i in range(0, x.shape[0], batch):
+            xb = x[i:i + batch].to(dev).float() / 255
+            yb = y[i:i + batch].to(dev)
+            pred = net(xb, ["labels_full"])["labels_full"][:, 0].long()
+            m = yb != VOID
+            conf += torch.bincount(yb[m] * 11 + pred[m], minlength=121).view(11, 11)
+    net.train()
+    return conf
+
+
+def augment(x, y, crop_h, crop_w, gen, dev):
+    """GPU batch: random scale (so the crop fits), flip, crop. x uint8 N,3,H,W; y N,H,W."""
+    n, _, h, w = x.shape
+    xs, ys = [], []
+    for i in range(n):
+        lo = max(crop_h / h, crop_w / w)
+        s = lo + (1.35 - lo) * torch.rand(1, generator=gen).item()
+        nh, nw = max(crop_h, round(h * s)), max(crop_w, round(w * s))
+        xi = F.interpolate(x[i:i + 1].float() / 255, size=(nh, nw), mode="bilinear", align_corners=False)
+        yi = F.interpolate(y[i:i + 1, None].float(), size=(nh, nw), mode="nearest")[:, 0].long()
+        if torch.rand(1, generator=gen).item() < 0.5:
+            xi, yi = xi.flip(3), yi.flip(2)
+        oy = int(torch.randint(0, nh - crop_h + 1, (1,), generator=gen))
+        ox = int(torch.randint(0, nw - crop_w + 1, (1,), generator=gen))
+        xs.append(xi[:, :, oy:oy + crop_h, ox:ox + crop_w])
+        ys.append(yi[:, oy:oy + crop_h, ox:ox + crop_w])
+    return torch.cat(xs), torch.cat(ys)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", required=True)
+    ap.add_argument("--network", default="multiscale", choices=["reference", "multiscale"])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--epochs", type=int, default=150)
+    ap.add_argument("--minutes", type=float, default=4.0, help="stop training after this long")
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--crop", default="288x384", help="HxW")
+    ap.add_argument("--lr", type=float, default=2e-3)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--eval-every", type=int, default=5)
+    ap.add_argument("--limit", type=int, default=None, help="images per split (smoke tests)")
+    ap.add_argument("--log", default=None, help="JSON lines log file")
+    a = ap.parse_args()
+    torch.manual_seed(a.seed)
+    np.random.seed(a.seed)
+    dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    torch.backends.cudnn.benchmark = True
+    # TF32 tensor cores for training speed; the exported weights run in fp32 in the engine, and the
+    # reported metrics come from the engine (tools/eval_labels), not from this process.
+    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.backends.cudnn.allow_tf32 = True
+    crop_h, crop_w = map(int, a.crop.split("x"))
+    t_start = time.time()
+    _, xtr, ytr = load_split(a.data, "train", a.limit)
+    _, xva, yva = load_split(a.data, "val", a.limit)
+    print(f"train {tuple(xtr.shape)}  val {tuple(xva.shape)}  device {dev}", flush=True)
+
+    net = st.TorchNet(st.network_text(a.network, 11)).to(dev)
+    # He init for convs, zero biases.
+    gen = torch.Generator().manual_seed(a.seed)
+    with torch.no_grad():
+        for key, p in net.param_items():
+            if key.endswith("/weight"):
+                fan_in = p[0].numel()
+                p.copy_(torch.randn(p.shape, generator=gen) * math.sqrt(2.0 / fan_in))
+            elif key.endswith("/bias"):
+                p.zero_()
+    # Standardisation statistics of the contrast-normalised YUV training images.
+    with torch.no_grad():
+        acc = torch.zeros(3, dtype=torch.float64, device=dev)
+        acc2 = torch.zeros(3, dtype=torch.float64, device=dev)
+        cnt = 0
+        for i in range(0, xtr.shape[0], 16):
+            z = st.contrast_norm(st.rgb_to_yuv(xtr[i:i + 16].to(dev).float() / 255))
+            acc += z.double().sum((0, 2, 3))
+            acc2 += (z.double() ** 2).sum((0, 2, 3))
+            cnt += z.shape[0] * z.shape[2] * z.shape[3]
+        mean = acc / cnt
+        std = (acc2 / cnt - mean ** 2).sqrt()
+        net.p("pre", "mean").copy_(mean.float())
+        net.p("pre", "std").copy_(std.float())
+    print(f"standardisation mean {mean.tolist()} std {std.tolist()}", flush=True)
+    # Median-frequency class weights.
+    counts = torch.bincount(ytr[ytr != VOID].flatten(), minlength=11).double()
+    freq = counts / counts.sum()
+    present = freq > 0
+    weights = torch.where(present, freq[present].median() / freq.clamp(min=1e-12),
+                          torch.zeros_like(freq)).float().to(dev)
+    print("class weights", [round(v, 3) for v in weights.tolist()], flush=True)
+
+    trainable = [p for p in net.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(trainable, lr=a.lr, weight_decay=1e-4)
+    steps_per_epoch = math.ceil(xtr.shape[0] / a.batch)
+    total_steps = a.epochs * steps_per_epoch
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=a.lr, total_steps=total_steps, pct_start=0.1)
+    xtr_d, ytr_d = xtr.to(dev), ytr.to(dev)
+    gen = torch.Generator().manual_seed(a.seed + 1)
+    best, best_state, best_epoch = -1.0, None, -1
+    log = open(a.log, "w") if a.log else None
+    budget_s = a.minutes * 60
+    t_train = time.time()
+    step = 0
+    for epoch in range(1, a.epochs + 1):
+        perm = torch.randperm(xtr.shape[0], generator=gen)
+        losses = []
+        for b in range(steps_per_epoch):
+            idx = perm[b * a.batch:(b + 1) * a.batch].to(dev)
+            xb, yb = augment(xtr_d[idx], ytr_d[idx], crop_h, crop_w, gen, dev)
+            full = net(xb, ["full"])["full"]
+            loss = F.cross_entropy(full.float(), yb, weight=weights, ignore_index=VOID)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            if step < total_steps - 1:
+                sched.step()
+            step += 1
+            losses.append(loss.item())
+        elapsed = time.time() - t_train
+        last = elapsed > budget_s or epoch == a.epochs
+        rec = {"epoch": epoch, "loss": float(np.mean(losses)), "time_s": round(elapsed, 1)}
+        if epoch % a.eval_every == 0 or last:
+            m = metrics(evaluate(net, xva, yva, dev))
+            rec.update({k: round(v, 4) for k, v in m.items() if k != "iou"})
+            if m["mean_iou"] > best:
+                best, best_epoch = m["mean_iou"], epoch
+                best_state = {k: v.detach().clone() for k, v in net.state_dict().items()}
+        print(json.dumps(rec), flush=True)
+        if log:
+            log.write(json.dumps(rec) + "\n")
+        if last:
+            break
+    net.load_state_dict(best_state)
+    m = metrics(evaluate(net, xva, yva, dev))
+    summary = {"network": a.network, "best_epoch": best_epoch, "epochs_run": epoch, "seed": a.seed,
+               "train_minutes": round((time.time() - t_train) / 60, 2),
+               "total_minutes": round((time.time() - t_start) / 60, 2), "device": str(
+                   torch.cuda.get_device_name() if dev.type == "cuda" else "cpu"),
+               "val": {k: (round(v, 4) if not isinstance(v, list) else [round(x, 4) for x in v])
+                       for k, v in m.items()}}
+    print("SUMMARY " + json.dumps(summary), flush=True)
+    if log:
+        log.write("SUMMARY " + json.dumps(summary) + "\n")
+    st.save_model(a.out, net.cpu(), CLASSES, PALETTE,
+                  f"camvid-{a.network} (tools/train.py seed {a.seed}, epoch {best_epoch})")
+    print(f"exported {a.out}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
