@@ -1,0 +1,89 @@
+// One checking macro for every CUDA runtime call: the error names the call, the file and line,
+// and what was being done. RAII owners for device memory and streams.
+#pragma once
+#ifdef SCENELAB_WITH_CUDA
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <string>
+#include <utility>
+
+#include "engine/error.h"
+
+#define SL_CUDA_CHECK(call, what)                                                        \
+  do {                                                                                   \
+    cudaError_t sl_err_ = (call);                                                        \
+    if (sl_err_ != cudaSuccess)                                                          \
+      ::scenelab::throw_error(what, ": ", #call, " failed: ", cudaGetErrorString(sl_err_), \
+                              " (", __FILE__, ":", __LINE__, ")");                       \
+  } while (0)
+
+namespace scenelab {
+
+// Device memory owner (cudaMalloc/cudaFree); move-only.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(size_t bytes, const char* what = "DeviceBuffer") { resize(bytes, what); }
+  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(o.bytes_) {}
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+    release();
+    ptr_ = std::exchange(o.ptr_, nullptr);
+    bytes_ = o.bytes_;
+    return *this;
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() { release(); }
+  // Reallocates (contents lost) when `bytes` exceeds the current size.
+  void resize(size_t bytes, const char* what = "DeviceBuffer") {
+    if (bytes <= bytes_ && ptr_) return;
+    release();
+    if (bytes == 0) return;
+    SL_CUDA_CHECK(cudaMalloc(&ptr_, bytes), what);
+    bytes_ = bytes;
+  }
+  template <typename T = void>
+  T* get() const { return static_cast<T*>(ptr_); }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  void release() {
+    if (ptr_) cudaFree(ptr_);
+    ptr_ = nullptr;
+    bytes_ = 0;
+  }
+  void* ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+class CudaStream {
+ public:
+  CudaStream() { SL_CUDA_CHECK(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking), "CudaStream"); }
+  ~CudaStream() {
+    if (s_) cudaStreamDestroy(s_);
+  }
+  CudaStream(const CudaStream&) = delete;
+  CudaStream& operator=(const CudaStream&) = delete;
+  cudaStream_t get() const { return s_; }
+
+ private:
+  cudaStream_t s_ = nullptr;
+};
+
+class CudaEvent {
+ public:
+  CudaEvent() { SL_CUDA_CHECK(cudaEventCreate(&e_), "CudaEvent"); }
+  ~CudaEvent() {
+    if (e_) cudaEventDestroy(e_);
+  }
+  CudaEvent(const CudaEvent&) = delete;
+  CudaEvent& operator=(const CudaEvent&) = delete;
+  cudaEvent_t get() const { return e_; }
+
+ private:
+  cudaEvent_t e_ = nullptr;
+};
+
+}  // namespace scenelab
+#endif  // SCENELAB_WITH_CUDA

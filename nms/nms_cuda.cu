@@ -1,0 +1,451 @@
+// GPU NMS kernels. Papers: the bitmask kernel of Faster R-CNN's nms (masks per 64-box block),
+// Oro et al., "Work-efficient parallel non-maximum suppression" (ICASSP 2016; map/reduce with
+// __syncthreads_and), Zheng et al. 2020 (Cluster-NMS). Built with --fmad=false so overlap values
+// are bit-identical to nms_cpu.cpp (compiled with -ffp-contract=off): exact greedy must match the
+// CPU reference index for index, even at the threshold.
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_select.cuh>
+
+#include <algorithm>
+
+#include "nms/nms_cuda.h"
+
+namespace scenelab::nms {
+namespace {
+
+constexpr int kBlock = 64;  // boxes per mask word
+inline int div_up(int a, int b) { return (a + b - 1) / b; }
+
+struct DevOptions {
+  float threshold;
+  float score_threshold;
+  int iou;  // 1: IoU, 0: over candidate
+  float e;  // 1 with pixel_inclusive
+  int max_outputs;
+};
+
+DevOptions dev_options(const Options& o) {
+  return {o.threshold, o.score_threshold, o.criterion == Criterion::IoU ? 1 : 0,
+          o.pixel_inclusive ? 1.f : 0.f, o.max_outputs};
+}
+
+// The same operations, in the same order, as nms::overlap on the CPU.
+__device__ __forceinline__ float overlap_dev(float4 a, float4 b, const DevOptions& o) {
+  const float iw = fminf(a.z, b.z) - fmaxf(a.x, b.x) + o.e;
+  const float ih = fminf(a.w, b.w) - fmaxf(a.y, b.y) + o.e;
+  const float aa = fmaxf(0.f, a.z - a.x + o.e) * fmaxf(0.f, a.w - a.y + o.e);
+  const float ab = fmaxf(0.f, b.z - b.x + o.e) * fmaxf(0.f, b.w - b.y + o.e);
+  if (iw <= 0.f || ih <= 0.f || aa <= 0.f || ab <= 0.f) return 0.f;
+  const float inter = iw * ih;
+  const float den = o.iou ? aa + ab - inter : aa;
+  return den > 0.f ? inter / den : 0.f;
+}
+
+// Descending-sortable 64-bit key: valid boxes first, then by score, -0 equal to +0.
+__global__ void make_keys_kernel(const float* scores, int n, DevOptions o,
+                                 unsigned long long* keys, int* idx, int* num_valid) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float s = scores[i];
+  bool valid = !isnan(s) && s >= o.score_threshold;
+  unsigned u = __float_as_uint(s + 0.f);
+  u = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+  keys[i] = valid ? ((1ull << 32) | u) : 0ull;
+  idx[i] = i;
+  if (valid) atomicAdd(num_valid, 1);
+}
+
+__global__ void gather_kernel(const float4* boxes, const int* groups, const int* order, int n,
+                              float4* sorted_boxes, int* sorted_groups) {
+  int r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= n) return;
+  int i = order[r];
+  sorted_boxes[r] = boxes[i];
+  sorted_groups[r] = groups ? groups[i] : 0;
+}
+
+// mask[i * col_blocks + c] bit b: sorted box i (ranked above) suppresses box c*64 + b.
+__global__ void mask_kernel(const float4* boxes, const int* groups, const int* num_valid,
+                            DevOptions o, int col_blocks, unsigned long long* mask) {
+  const int row = blockIdx.y, col = blockIdx.x;
+  if (col < row) return;
+  const int nv = *num_valid;
+  const int row_size = min(nv - row * kBlock, kBlock), col_size = min(nv - col * kBlock, kBlock);
+  if (row_size <= 0 || col_size <= 0) return;
+  __shared__ float4 cb[kBlock];
+  __shared__ int cg[kBlock];
+  if (threadIdx.x < col_size) {
+    cb[threadIdx.x] = boxes[col * kBlock + threadIdx.x];
+    cg[threadIdx.x] = groups[col * kBlock + threadIdx.x];
+  }
+  __syncthreads();
+  if (threadIdx.x >= row_size) return;
+  const int i = row * kBlock + threadIdx.x;
+  const float4 bi = boxes[i];
+  const int gi = groups[i];
+  unsigned long long t = 0;
+  for (int b = (row == col ? threadIdx.x + 1 : 0); b < col_size; ++b)
+    if (cg[b] == gi && overlap_dev(cb[b], bi, o) > o.threshold) t |= 1ull << b;
+  mask[size_t(i) * col_blocks + col] = t;
+}
+
+// Exact greedy over the mask, one block: removed bits live in shared memory; per 64-box word the
+// kept boxes are resolved from the diagonal words, then their rows are ORed into later words.
+__global__ void scan_kernel(const unsigned long long* mask, const int* order, const int* num_valid,
+                            int col_blocks, int max_outputs, int* keep_out, int* count_out) {
+  extern __shared__ unsigned long long removed[];
+  __shared__ unsigned long long diag[kBlock];
+  __shared__ unsigned long long kept_bits;
+  __shared__ int count;
+  __shared__ int done;
+  const int nv = *num_valid;
+  const int words = (nv + kBlock - 1) / kBlock;
+  for (int w = threadIdx.x; w < words; w += blockDim.x) removed[w] = 0;
+  if (threadIdx.x == 0) count = 0, done = 0;
+  __syncthreads();
+  for (int w = 0; w < words && !done; ++w) {
+    const int rows = min(nv - w * kBlock, kBlock);
+    if (threadIdx.x < rows) diag[threadIdx.x] = mask[size_t(w * kBlock + threadIdx.x) * col_blocks + w];
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      const unsigned long long valid = rows == kBlock ? ~0ull : ((1ull << rows) - 1);
+      unsigned long long cur = removed[w], kept = 0, todo = valid & ~cur;
+      while (todo) {
+        const int b = __ffsll(todo) - 1;
+        if (max_outputs >= 0 && count >= max_outputs) {
+          done = 1;
+          break;
+        }
+        kept |= 1ull << b;
+        keep_out[count++] = order[w * kBlock + b];
+        cur |= diag[b];
+        todo = valid & ~cur & ~((2ull << b) - 1);  // later boxes of this word, not removed
+      }
+      kept_bits = kept;
+    }
+    __syncthreads();
+    unsigned long long kb = kept_bits;
+    while (kb) {
+      const int b = __ffsll(kb) - 1;
+      kb &= kb - 1;
+      const unsigned long long* rowp = mask + size_t(w * kBlock + b) * col_blocks;
+      for (int v = w + 1 + threadIdx.x; v < words; v += blockDim.x) removed[v] |= rowp[v];
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) *count_out = count;
+}
+
+// Oro map kernel: B[i * dmax + j] = 0 when j outranks i and overlaps it beyond the threshold
+// (i is not a representative), and B[i][i] = 0 for invalid i; 1 elsewhere.
+__global__ void oro_map_kernel(const float4* boxes, const float* scores, const int* groups, int n,
+                               int dmax, DevOptions o, uint8_t* B) {
+  const int j = blockIdx.x * blockDim.x + threadIdx.x;
+  const int i = blockIdx.y * blockDim.y + threadIdx.y;
+  if (i >= dmax || j >= dmax) return;
+  uint8_t v = 1;
+  if (i < n && j < n) {
+    const float si = scores[i], sj = scores[j];
+    const bool vi = !isnan(si) && si >= o.score_threshold;
+    const bool vj = !isnan(sj) && sj >= o.score_threshold;
+    if (i == j) {
+      v = vi;
+    } else if (vi && vj && (sj > si || (sj == si && j < i)) &&
+               (!groups || groups[i] == groups[j]) &&
+               overlap_dev(boxes[i], boxes[j], o) > o.threshold) {
+      v = 0;
+    }
+  } else if (i < n && j >= n) {
+    v = 1;
+  }
+  B[size_t(i) * dmax + j] = v;
+}
+
+// Oro reduce kernel (Algorithm 2): one block per row, blockDim = ceil(dmax / k) threads, each
+// ANDing k entries strided by blockDim with __syncthreads_and.
+__global__ void oro_reduce_kernel(const uint8_t* B, int dmax, int k, int n, uint8_t* V) {
+  const int i = blockIdx.x;
+  const int stride = blockDim.x;
+  int j = threadIdx.x;
+  const uint8_t* row = B + size_t(i) * dmax;
+  int v = __syncthreads_and(j < dmax ? row[j] : 1);
+  for (int p = 1; p < k; ++p) {
+    j += stride;
+    v = __syncthreads_and(v && (j < dmax ? row[j] : 1));
+  }
+  if (threadIdx.x == 0 && i < n) V[i] = uint8_t(v);
+}
+
+__global__ void alive_init_kernel(const int* num_valid, int words, unsigned long long* alive) {
+  const int w = blockIdx.x * blockDim.x + threadIdx.x;
+  if (w >= words) return;
+  const int nv = *num_valid;
+  const int rows = nv - w * kBlock;
+  alive[w] = rows >= kBlock ? ~0ull : rows > 0 ? ((1ull << rows) - 1) : 0ull;
+}
+
+// One Cluster-NMS step for column word c: dead = OR of mask[q][c] over alive q above.
+__global__ void cluster_step_kernel(const unsigned long long* mask, const int* num_valid,
+                                    int col_blocks, const unsigned long long* alive,
+                                    unsigned long long* next, int* changed) {
+  const int c = blockIdx.x;
+  const int nv = *num_valid;
+  const int rows_above = min(nv, (c + 1) * kBlock);
+  unsigned long long acc = 0;
+  for (int q = threadIdx.x; q < rows_above; q += blockDim.x)
+    if ((alive[q / kBlock] >> (q % kBlock)) & 1ull) acc |= mask[size_t(q) * col_blocks + c];
+  __shared__ unsigned long long red[256];
+  red[threadIdx.x] = acc;
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+    if (threadIdx.x < s) red[threadIdx.x] |= red[threadIdx.x + s];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    const int rows = nv - c * kBlock;
+    const unsigned long long valid = rows >= kBlock ? ~0ull : rows > 0 ? ((1ull << rows) - 1) : 0ull;
+    const unsigned long long nw = valid & ~red[0];
+    next[c] = nw;
+    if (nw != alive[c]) *changed = 1;
+  }
+}
+
+__global__ void alive_to_keep_kernel(const unsigned long long* alive, const int* order,
+                                     const int* num_valid, int max_outputs, int* keep_out,
+                                     int* count_out) {
+  // Tiny and serial: runs once after convergence.
+  const int nv = *num_valid;
+  const int words = (nv + kBlock - 1) / kBlock;
+  if (threadIdx.x == 0) {
+    int c = 0;
+    for (int w = 0; w < words; ++w) {
+      unsigned long long a = alive[w];
+      while (a) {
+        const int b = __ffsll(a) - 1;
+        a &= a - 1;
+        if (max_outputs >= 0 && c >= max_outputs) break;
+        keep_out[c++] = order[w * kBlock + b];
+      }
+    }
+    *count_out = c;
+  }
+}
+
+}  // namespace
+
+void GpuNms::reserve(int n) {
+  if (n <= capacity_) return;
+  const size_t N = size_t(n);
+  const int cb = div_up(n, kBlock);
+  idx_in_.resize(N * sizeof(int), "GpuNms idx");
+  idx_sorted_.resize(N * sizeof(int), "GpuNms order");
+  keys_valid_.resize(N * sizeof(unsigned long long), "GpuNms keys");
+  keys_sorted_.resize(N * sizeof(unsigned long long), "GpuNms sorted keys");
+  num_valid_.resize(sizeof(int), "GpuNms count");
+  sorted_boxes_.resize(N * sizeof(float4), "GpuNms boxes");
+  sorted_groups_.resize(N * sizeof(int), "GpuNms groups");
+  mask_.resize(N * size_t(cb) * sizeof(unsigned long long), "GpuNms mask");
+  alive_.resize(size_t(cb) * sizeof(unsigned long long), "GpuNms alive");
+  dead_.resize(size_t(cb) * sizeof(unsigned long long), "GpuNms alive2");
+  changed_.resize(sizeof(int), "GpuNms changed");
+  size_t bytes = 0;
+  SL_CUDA_CHECK(cub::DeviceRadixSort::SortPairsDescending(
+                    nullptr, bytes, (unsigned long long*)nullptr, (unsigned long long*)nullptr,
+                    (int*)nullptr, (int*)nullptr, n, 0, 33),
+                "GpuNms: sort workspace size");
+  cub_temp_.resize(bytes, "GpuNms sort workspace");
+  cub_temp_bytes_ = bytes;
+  // The scan keeps one removed bit per box in shared memory.
+  const size_t smem = size_t(cb) * sizeof(unsigned long long);
+  SL_REQUIRE(smem <= 200 * 1024, "GpuNms: capacity ", n, " exceeds the on-chip scan limit (",
+             200 * 1024 / 8 * kBlock, " boxes)");
+  SL_CUDA_CHECK(cudaFuncSetAttribute(scan_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     int(std::max<size_t>(smem, 1))),
+                "GpuNms: scan shared memory");
+  capacity_ = n;
+}
+
+void GpuNms::reserve_oro(int dmax) {
+  if (dmax <= oro_capacity_) return;
+  oro_matrix_.resize(size_t(dmax) * size_t(dmax), "GpuNms Oro matrix");
+  oro_capacity_ = dmax;
+}
+
+int GpuNms::rank(const DeviceBoxes& in, const Options& o, cudaStream_t s) {
+  SL_REQUIRE(in.n <= capacity_, "GpuNms: ", in.n, " boxes exceed the reserved capacity ",
+             capacity_, " (call reserve())");
+  const DevOptions d = dev_options(o);
+  const int n = in.n;
+  SL_CUDA_CHECK(cudaMemsetAsync(num_valid_.get(), 0, sizeof(int), s), "GpuNms rank");
+  if (n == 0) return 0;
+  make_keys_kernel<<<div_up(n, 256), 256, 0, s>>>(in.scores, n, d, keys_valid_.get<unsigned long long>(),
+                                                  idx_in_.get<int>(), num_valid_.get<int>());
+  SL_CUDA_CHECK(cudaGetLastError(), "GpuNms make_keys_kernel");
+  size_t bytes = cub_temp_bytes_;
+  SL_CUDA_CHECK(cub::DeviceRadixSort::SortPairsDescending(
+                    cub_temp_.get(), bytes, keys_valid_.get<unsigned long long>(),
+                    keys_sorted_.get<unsigned long long>(), idx_in_.get<int>(),
+                    idx_sorted_.get<int>(), n, 0, 33, s),
+                "GpuNms sort");
+  gather_kernel<<<div_up(n, 256), 256, 0, s>>>(in.boxes, in.groups, idx_sorted_.get<int>(), n,
+                                               sorted_boxes_.get<float4>(), sorted_groups_.get<int>());
+  SL_CUDA_CHECK(cudaGetLastError(), "GpuNms gather_kernel");
+  return n;
+}
+
+void GpuNms::greedy(const DeviceBoxes& in, const Options& o, int* keep_out, int* count_out,
+                    cudaStream_t s) {
+  const int n = rank(in, o, s);
+  if (n == 0) {
+    SL_CUDA_CHECK(cudaMemsetAsync(count_out, 0, sizeof(int), s), "GpuNms greedy");
+    return;
+  }
+  const int cb = div_up(n, kBlock);
+  mask_kernel<<<dim3(cb, cb), kBlock, 0, s>>>(sorted_boxes_.get<float4>(), sorted_groups_.get<int>(),
+                                               num_valid_.get<int>(), dev_options(o), cb,
+                                               mask_.get<unsigned long long>());
+  SL_CUDA_CHECK(cudaGetLastError(), "GpuNms mask_kernel");
+  scan_kernel<<<1, 256, size_t(cb) * sizeof(unsigned long long), s>>>(
+      mask_.get<unsigned long long>(), idx_sorted_.get<int>(), num_valid_.get<int>(), cb,
+      o.max_outputs, keep_out, count_out);
+  SL_CUDA_CHECK(cudaGetLastError(), "GpuNms scan_kernel");
+}
+
+void GpuNms::oro(const DeviceBoxes& in, const Options& o, int k, uint8_t* keep_flags,
+                 cudaStream_t s) {
+  SL_REQUIRE(k >= 1, "Oro NMS: k must be >= 1, got ", k);
+  SL_REQUIRE(in.n <= oro_capacity_, "Oro NMS: ", in.n, " boxes exceed Dmax = ", oro_capacity_,
+             " (call reserve_oro())");
+  const int dmax = oro_capacity_;
+  const int threads = div_up(dmax, k);
+  SL_REQUIRE(threads <= 1024, "Oro NMS: Dmax / k = ", threads,
+             " threads per block exceeds 1024; use k >= ", div_up(dmax, 1024));
+  if (in.n == 0) return;
+  dim3 blk(32, 8), grid(div_up(dmax, 32), div_up(dmax, 8));
+  oro_map_kernel<<<grid, blk, 0, s>>>(in.boxes, in.scores, in.groups, in.n, dmax, dev_options(o),
+                                      oro_matrix_.get<uint8_t>());
+  SL_CUDA_CHECK(cudaGetLastError(), "Oro map kernel");
+  oro_reduce_kernel<<<in.n, threads, 0, s>>>(oro_matrix_.get<uint8_t>(), dmax, k, in.n, keep_flags);
+  SL_CUDA_CHECK(cudaGetLastError(), "Oro reduce kernel");
+}
+
+int GpuNms::cluster(const DeviceBoxes& in, const Options& o, int* keep_out, int* count_out,
+                    cudaStream_t s) {
+  const int n = rank(in, o, s);
+  if (n == 0) {
+    SL_CUDA_CHECK(cudaMemsetAsync(count_out, 0, sizeof(int), s), "GpuNms cluster");
+    return 0;
+  }
+  const int cb = div_up(n, kBlock);
+  mask_kernel<<<dim3(cb, cb), kBlock, 0, s>>>(sorted_boxes_.get<float4>(), sorted_groups_.get<int>(),
+                                               num_valid_.get<int>(), dev_options(o), cb,
+                                               mask_.get<unsigned long long>());
+  SL_CUDA_CHECK(cudaGetLastError(), "GpuNms mask_kernel");
+  auto* a = alive_.get<unsigned long long>();
+  auto* b = dead_.get<unsigned long long>();
+  alive_init_kernel<<<div_up(cb, 256), 256, 0, s>>>(num_valid_.get<int>(), cb, a);
+  int iterations = 0;
+  while (true) {
+    ++iterations;
+    SL_CUDA_CHECK(cudaMemsetAsync(changed_.get(), 0, sizeof(int), s), "Cluster-NMS");
+    cluster_step_kernel<<<cb, 256, 0, s>>>(mask_.get<unsigned long long>(), num_valid_.get<int>(),
+                                           cb, a, b, changed_.get<int>());
+    SL_CUDA_CHECK(cudaGetLastError(), "Cluster-NMS step kernel");
+    int changed = 0;
+    SL_CUDA_CHECK(cudaMemcpyAsync(&changed, changed_.get(), sizeof(int), cudaMemcpyDeviceToHost, s),
+                  "Cluster-NMS convergence flag");
+    SL_CUDA_CHECK(cudaStreamSynchronize(s), "Cluster-NMS convergence flag");
+    std::swap(a, b);
+    if (!changed) break;
+  }
+  alive_to_keep_kernel<<<1, 32, 0, s>>>(a, idx_sorted_.get<int>(), num_valid_.get<int>(),
+                                        o.max_outputs, keep_out, count_out);
+  SL_CUDA_CHECK(cudaGetLastError(), "Cluster-NMS compaction");
+  return iterations;
+}
+
+namespace {
+
+struct Uploaded {
+  DeviceBuffer boxes, scores, groups, keep, count, flags;
+  DeviceBoxes view;
+};
+
+Uploaded upload(const std::vector<Detection>& d, const Options& o, cudaStream_t s) {
+  Uploaded u;
+  const size_t n = d.size();
+  std::vector<float4> b(n);
+  std::vector<float> sc(n);
+  std::vector<int> g(n);
+  for (size_t i = 0; i < n; ++i) {
+    b[i] = make_float4(d[i].box.x1, d[i].box.y1, d[i].box.x2, d[i].box.y2);
+    sc[i] = d[i].score;
+    g[i] = o.per_class ? d[i].cls : 0;
+  }
+  u.boxes.resize(std::max<size_t>(n, 1) * sizeof(float4));
+  u.scores.resize(std::max<size_t>(n, 1) * sizeof(float));
+  u.groups.resize(std::max<size_t>(n, 1) * sizeof(int));
+  u.keep.resize(std::max<size_t>(n, 1) * sizeof(int));
+  u.count.resize(sizeof(int));
+  u.flags.resize(std::max<size_t>(n, 1));
+  if (n) {
+    SL_CUDA_CHECK(cudaMemcpyAsync(u.boxes.get(), b.data(), n * sizeof(float4), cudaMemcpyHostToDevice, s), "upload boxes");
+    SL_CUDA_CHECK(cudaMemcpyAsync(u.scores.get(), sc.data(), n * sizeof(float), cudaMemcpyHostToDevice, s), "upload scores");
+    SL_CUDA_CHECK(cudaMemcpyAsync(u.groups.get(), g.data(), n * sizeof(int), cudaMemcpyHostToDevice, s), "upload groups");
+    SL_CUDA_CHECK(cudaStreamSynchronize(s), "upload");
+  }
+  u.view = {u.boxes.get<float4>(), u.scores.get<float>(), u.groups.get<int>(), int(n)};
+  return u;
+}
+
+std::vector<int> download_keep(const Uploaded& u, cudaStream_t s) {
+  int count = 0;
+  SL_CUDA_CHECK(cudaMemcpyAsync(&count, u.count.get(), sizeof(int), cudaMemcpyDeviceToHost, s), "download count");
+  SL_CUDA_CHECK(cudaStreamSynchronize(s), "download count");
+  std::vector<int> keep(static_cast<size_t>(count));
+  if (count)
+    SL_CUDA_CHECK(cudaMemcpy(keep.data(), u.keep.get(), size_t(count) * sizeof(int), cudaMemcpyDeviceToHost), "download keep");
+  return keep;
+}
+
+}  // namespace
+
+std::vector<int> greedy_nms_gpu(const std::vector<Detection>& d, const Options& o) {
+  CudaStream s;
+  Uploaded u = upload(d, o, s.get());
+  GpuNms nms(int(d.size()));
+  nms.greedy(u.view, o, u.keep.get<int>(), u.count.get<int>(), s.get());
+  return download_keep(u, s.get());
+}
+
+std::vector<int> cluster_nms_gpu(const std::vector<Detection>& d, const Options& o, int* iterations) {
+  CudaStream s;
+  Uploaded u = upload(d, o, s.get());
+  GpuNms nms(int(d.size()));
+  int it = nms.cluster(u.view, o, u.keep.get<int>(), u.count.get<int>(), s.get());
+  if (iterations) *iterations = it;
+  return download_keep(u, s.get());
+}
+
+std::vector<int> oro_nms_gpu(const std::vector<Detection>& d, const Options& o, int k, int dmax) {
+  CudaStream s;
+  Uploaded u = upload(d, o, s.get());
+  const int n = int(d.size());
+  if (dmax <= 0) dmax = std::max(k, div_up(n, k) * k);
+  GpuNms nms;
+  nms.reserve_oro(dmax);
+  nms.oro(u.view, o, k, u.flags.get<uint8_t>(), s.get());
+  std::vector<uint8_t> flags(static_cast<size_t>(n));
+  if (n) {
+    SL_CUDA_CHECK(cudaMemcpyAsync(flags.data(), u.flags.get(), size_t(n), cudaMemcpyDeviceToHost, s.get()), "download flags");
+    SL_CUDA_CHECK(cudaStreamSynchronize(s.get()), "download flags");
+  }
+  // Kept indices in rank order, as the CPU rule reports them.
+  std::vector<int> keep;
+  for (int i : rank_order(d, o))
+    if (flags[size_t(i)]) keep.push_back(i);
+  if (o.max_outputs >= 0 && int(keep.size()) > o.max_outputs) keep.resize(size_t(o.max_outputs));
+  return keep;
+}
+
+}  // namespace scenelab::nms

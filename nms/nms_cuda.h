@@ -1,0 +1,76 @@
+// NMS on the GPU, on device pointers, stream-ordered, with no host round trip on the exact path.
+// Same conventions as nms/nms.h (read those first). Boxes are float4 (x1, y1, x2, y2).
+//
+//   greedy()   exact greedy NMS: rank (NaN/score-threshold filter + stable radix sort), the
+//              Faster R-CNN bitmask kernel (one 64-bit mask per box and 64-box column block,
+//              upper triangle only), then a single-block on-device scan. Index for index equal to
+//              nms::greedy_nms.
+//   oro()      Oro et al. (ICASSP 2016) map/reduce on unsorted input of capacity Dmax: the map
+//              kernel fills a Dmax x Dmax boolean matrix, the reduce kernel ANDs each row in k
+//              partitions with __syncthreads_and. Equals nms::fast_nms ("Fast NMS"), not greedy.
+//   cluster()  Cluster-NMS (Zheng et al. 2020): the Fast-NMS step on the bitmask matrix iterated
+//              through the boxes still kept until stable; equals greedy. One host sync per
+//              iteration (to test convergence); returns the iteration count.
+//
+// A GpuNms owns its device workspace, sized by reserve(n) (allocation happens there only):
+// calling with n above the reserved capacity throws a clear error.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "nms/nms.h"
+
+#ifdef SCENELAB_WITH_CUDA
+#include <cuda_runtime.h>
+
+#include "kernels/cuda_check.h"
+
+namespace scenelab::nms {
+
+struct DeviceBoxes {
+  const float4* boxes = nullptr;  // n boxes
+  const float* scores = nullptr;  // n scores
+  const int* groups = nullptr;    // optional: boxes suppress only within the same group
+                                  // (class, or image * classes + class for batched NMS)
+  int n = 0;
+};
+
+class GpuNms {
+ public:
+  explicit GpuNms(int capacity = 0) { reserve(capacity); }
+  // Sizes the workspace for up to n boxes (greedy, cluster). Allocates; not for the hot path.
+  void reserve(int n);
+  // Sizes the Oro boolean matrix for capacity Dmax (Dmax^2 bytes).
+  void reserve_oro(int dmax);
+  int capacity() const { return capacity_; }
+  int oro_capacity() const { return oro_capacity_; }
+
+  // Kept input indices in rank order -> keep_out[0..*count_out); both device pointers.
+  void greedy(const DeviceBoxes& in, const Options& o, int* keep_out, int* count_out,
+              cudaStream_t stream);
+  // Keep flag per input index (1 kept) -> keep_flags[0..n); k partitions per row.
+  void oro(const DeviceBoxes& in, const Options& o, int k, uint8_t* keep_flags,
+           cudaStream_t stream);
+  int cluster(const DeviceBoxes& in, const Options& o, int* keep_out, int* count_out,
+              cudaStream_t stream);
+
+ private:
+  // Filters and sorts on the device into idx_sorted_/sorted_boxes_/num_valid_; returns in.n.
+  int rank(const DeviceBoxes& in, const Options& o, cudaStream_t stream);
+
+  int capacity_ = 0, oro_capacity_ = 0;
+  DeviceBuffer idx_in_, keys_valid_, idx_sorted_, keys_sorted_, num_valid_;
+  DeviceBuffer sorted_boxes_, sorted_groups_, mask_, cub_temp_, alive_, dead_, changed_;
+  DeviceBuffer oro_matrix_;
+  size_t cub_temp_bytes_ = 0;
+};
+
+// Host conveniences (copy in, run, copy out): for tests and simple callers.
+std::vector<int> greedy_nms_gpu(const std::vector<Detection>& d, const Options& o);
+std::vector<int> oro_nms_gpu(const std::vector<Detection>& d, const Options& o, int k,
+                             int dmax = 0);  // dmax 0: n rounded up to a multiple of k
+std::vector<int> cluster_nms_gpu(const std::vector<Detection>& d, const Options& o,
+                                 int* iterations = nullptr);
+
+}  // namespace scenelab::nms
+#endif  // SCENELAB_WITH_CUDA
