@@ -1,0 +1,160 @@
+// bench_nms: NMS on clustered boxes in a 1920x1080 frame (about 20 candidates per object), each
+// algorithm timed with CUDA events after warm-up (median of --runs), the CPU greedy reference
+// beside it. --dump DIR writes the boxes, scores and our exact-greedy result per n for
+// tools/peer_nms.py (torchvision.ops.nms on the same boxes).
+//   bench_nms [--sizes 200,1000,3000,10000,30000,100000] [--runs 20] [--threshold 0.5] [--dump DIR]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "nms/nms.h"
+#include "nms/nms_cuda.h"
+#include "tools/cli.h"
+
+using namespace scenelab;
+using namespace scenelab::nms;
+
+namespace {
+
+std::vector<Detection> clustered_boxes(int n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(0.f, 1.f);
+  const int objects = std::max(1, n / 20);
+  std::vector<Box> obj;
+  for (int k = 0; k < objects; ++k) {
+    float w = 24 + 180 * u(rng), h = 24 + 180 * u(rng);
+    float x = (1920 - w) * u(rng), y = (1080 - h) * u(rng);
+    obj.push_back({x, y, x + w, y + h});
+  }
+  std::vector<Detection> d;
+  for (int i = 0; i < n; ++i) {
+    const Box& c = obj[size_t(rng() % obj.size())];
+    float w = c.x2 - c.x1, h = c.y2 - c.y1;
+    float dx = (u(rng) - 0.5f) * 0.25f * w, dy = (u(rng) - 0.5f) * 0.25f * h;
+    float s = 0.85f + 0.3f * u(rng);
+    d.push_back({{c.x1 + dx, c.y1 + dy, c.x1 + dx + w * s, c.y1 + dy + h * s}, u(rng), 0});
+  }
+  return d;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+template <typename T>
+void dump(const std::string& path, const std::vector<T>& v) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(reinterpret_cast<const char*>(v.data()), std::streamsize(v.size() * sizeof(T)));
+  SL_REQUIRE(f.good(), path, ": cannot write");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    Cli cli(argc, argv, {"sizes", "runs", "threshold", "dump"}, {"help"});
+    if (cli.has("help")) {
+      std::puts("usage: bench_nms [--sizes 200,1000,...] [--runs 20] [--threshold 0.5] [--dump DIR]");
+      return 0;
+    }
+    std::vector<int> sizes;
+    {
+      std::stringstream ss(cli.get("sizes", "200,1000,3000,10000,30000,100000"));
+      std::string t;
+      while (std::getline(ss, t, ',')) sizes.push_back(std::atoi(t.c_str()));
+    }
+    const int runs = std::max(1, cli.get_int("runs", 20));
+    Options o;
+    o.threshold = float(std::atof(cli.get("threshold", "0.5").c_str()));
+#ifndef SCENELAB_WITH_CUDA
+    std::fprintf(stderr, "bench_nms: built without CUDA; only the CPU reference can run\n");
+    return 1;
+#else
+    cudaDeviceProp prop{};
+    SL_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0), "bench_nms");
+    std::printf("# bench_nms on %s: clustered boxes in 1920x1080, IoU > %.2f, median of %d runs "
+                "(CUDA events) after 3 warm-up\n", prop.name, o.threshold, runs);
+    const int ks[] = {1, 2, 4, 8, 16, 32};
+    std::printf("| n | kept | CPU greedy ms | GPU greedy ms | Cluster-NMS ms (iterations) |");
+    for (int k : ks) std::printf(" Oro k=%d ms |", k);
+    std::printf("\n|---|---|---|---|---|");
+    for (size_t i = 0; i < sizeof(ks) / sizeof(ks[0]); ++i) std::printf("---|");
+    std::printf("\n");
+    CudaStream stream;
+    CudaEvent e0, e1;
+    for (int n : sizes) {
+      auto d = clustered_boxes(n, uint32_t(n));
+      std::vector<float4> b(static_cast<size_t>(n));
+      std::vector<float> sc(static_cast<size_t>(n));
+      for (int i = 0; i < n; ++i) {
+        b[size_t(i)] = make_float4(d[size_t(i)].box.x1, d[size_t(i)].box.y1, d[size_t(i)].box.x2, d[size_t(i)].box.y2);
+        sc[size_t(i)] = d[size_t(i)].score;
+      }
+      DeviceBuffer db(size_t(n) * sizeof(float4)), ds(size_t(n) * sizeof(float)),
+          keep(size_t(n) * sizeof(int)), count(sizeof(int)), flags(static_cast<size_t>(n));
+      SL_CUDA_CHECK(cudaMemcpy(db.get(), b.data(), b.size() * sizeof(float4), cudaMemcpyHostToDevice), "upload");
+      SL_CUDA_CHECK(cudaMemcpy(ds.get(), sc.data(), sc.size() * sizeof(float), cudaMemcpyHostToDevice), "upload");
+      DeviceBoxes in{db.get<float4>(), ds.get<float>(), nullptr, n};
+      GpuNms nms(n);
+      auto time_gpu = [&](auto&& f) {
+        for (int i = 0; i < 3; ++i) f();
+        std::vector<double> t;
+        for (int i = 0; i < runs; ++i) {
+          SL_CUDA_CHECK(cudaEventRecord(e0.get(), stream.get()), "event");
+          f();
+          SL_CUDA_CHECK(cudaEventRecord(e1.get(), stream.get()), "event");
+          SL_CUDA_CHECK(cudaEventSynchronize(e1.get()), "event");
+          float ms = 0;
+          SL_CUDA_CHECK(cudaEventElapsedTime(&ms, e0.get(), e1.get()), "event");
+          t.push_back(ms);
+        }
+        return median(t);
+      };
+      const double greedy_ms = time_gpu([&] { nms.greedy(in, o, keep.get<int>(), count.get<int>(), stream.get()); });
+      int kept = 0;
+      SL_CUDA_CHECK(cudaMemcpy(&kept, count.get(), sizeof(int), cudaMemcpyDeviceToHost), "count");
+      std::vector<int> gpu_keep(static_cast<size_t>(kept));
+      SL_CUDA_CHECK(cudaMemcpy(gpu_keep.data(), keep.get(), size_t(kept) * sizeof(int), cudaMemcpyDeviceToHost), "keep");
+      int iters = 0;
+      const double cluster_ms = time_gpu([&] { iters = nms.cluster(in, o, keep.get<int>(), count.get<int>(), stream.get()); });
+      std::vector<double> cpu_t;
+      std::vector<int> cpu_keep;
+      for (int i = 0; i < (n >= 30000 ? 1 : 3); ++i) {
+        auto t0 = std::chrono::steady_clock::now();
+        cpu_keep = greedy_nms(d, o);
+        cpu_t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      }
+      if (cpu_keep != gpu_keep) std::fprintf(stderr, "bench_nms: n=%d GPU greedy differs from the CPU reference!\n", n);
+      std::printf("| %d | %d | %.2f | %.3f | %.3f (%d) |", n, kept, median(cpu_t), greedy_ms, cluster_ms, iters);
+      const int dmax = (n + 31) / 32 * 32;
+      if (dmax / 1 <= 1024 * 32) nms.reserve_oro(dmax);
+      for (int k : ks) {
+        if ((dmax + k - 1) / k > 1024 || nms.oro_capacity() < dmax) {
+          std::printf(" n/a |");
+          continue;
+        }
+        std::printf(" %.3f |", time_gpu([&] { nms.oro(in, o, k, flags.get<uint8_t>(), stream.get()); }));
+      }
+      std::printf("\n");
+      std::fflush(stdout);
+      if (cli.has("dump")) {
+        const std::string p = cli.get("dump") + "/n" + std::to_string(n);
+        std::vector<float> flat;
+        for (const auto& x : b) flat.insert(flat.end(), {x.x, x.y, x.z, x.w});
+        dump(p + "_boxes.f32", flat);
+        dump(p + "_scores.f32", sc);
+        dump(p + "_keep.i32", gpu_keep);
+      }
+    }
+    std::printf("(Oro n/a: the published reduce maps Dmax/k threads to a block, at most 1024)\n");
+    return 0;
+#endif
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_nms: %s\n", e.what());
+    return 1;
+  }
+}
