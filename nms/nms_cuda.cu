@@ -41,32 +41,42 @@ __device__ __forceinline__ float overlap_dev(float4 a, float4 b, const DevOption
   return den > 0.f ? inter / den : 0.f;
 }
 
-// Descending-sortable 64-bit key: valid boxes first, then by score, -0 equal to +0.
-__global__ void make_keys_kernel(const float* scores, int n, DevOptions o,
-                                 unsigned long long* keys, int* idx, int* num_valid) {
+// Descending-sortable 32-bit key of a valid score (never 0: the smallest, -Inf, maps to
+// 0x007fffff); invalid boxes (NaN, below the score threshold) get key 0 and sort last.
+// -0 is made +0 so that it ties with +0 as on the CPU.
+__global__ void make_keys_kernel(const float* scores, int n, DevOptions o, unsigned* keys,
+                                 int* idx) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
   float s = scores[i];
   bool valid = !isnan(s) && s >= o.score_threshold;
   unsigned u = __float_as_uint(s + 0.f);
   u = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-  keys[i] = valid ? ((1ull << 32) | u) : 0ull;
+  keys[i] = valid ? u : 0u;
   idx[i] = i;
-  if (valid) atomicAdd(num_valid, 1);
 }
 
-__global__ void gather_kernel(const float4* boxes, const int* groups, const int* order, int n,
-                              float4* sorted_boxes, int* sorted_groups) {
+// Sorted boxes, groups and areas (the same float operations as nms::area); the number of valid
+// boxes is where the sorted keys drop to 0.
+__global__ void gather_kernel(const float4* boxes, const int* groups, const int* order,
+                              const unsigned* sorted_keys, int n, DevOptions o,
+                              float4* sorted_boxes, int* sorted_groups, float* sorted_area,
+                              int* num_valid) {
   int r = blockIdx.x * blockDim.x + threadIdx.x;
   if (r >= n) return;
   int i = order[r];
-  sorted_boxes[r] = boxes[i];
+  float4 b = boxes[i];
+  sorted_boxes[r] = b;
   sorted_groups[r] = groups ? groups[i] : 0;
+  sorted_area[r] = fmaxf(0.f, b.z - b.x + o.e) * fmaxf(0.f, b.w - b.y + o.e);
+  if (sorted_keys[r] != 0u && (r == n - 1 || sorted_keys[r + 1] == 0u)) *num_valid = r + 1;
 }
 
-// mask[i * col_blocks + c] bit b: sorted box i (ranked above) suppresses box c*64 + b.
-__global__ void mask_kernel(const float4* boxes, const int* groups, const int* num_valid,
-                            DevOptions o, int col_blocks, unsigned long long* mask) {
+// mask[i * col_blocks + c] bit b: sorted box i (ranked above) suppresses box c*64 + b. Only
+// intersecting pairs reach the division; the operations are those of nms::overlap.
+__global__ void mask_kernel(const float4* boxes, const int* groups, const float* areas,
+                            const int* num_valid, DevOptions o, int col_blocks,
+                            unsigned long long* mask) {
   const int row = blockIdx.y, col = blockIdx.x;
   if (col < row) return;
   const int nv = *num_valid;
@@ -74,66 +84,121 @@ __global__ void mask_kernel(const float4* boxes, const int* groups, const int* n
   if (row_size <= 0 || col_size <= 0) return;
   __shared__ float4 cb[kBlock];
   __shared__ int cg[kBlock];
+  __shared__ float ca[kBlock];
   if (threadIdx.x < col_size) {
     cb[threadIdx.x] = boxes[col * kBlock + threadIdx.x];
     cg[threadIdx.x] = groups[col * kBlock + threadIdx.x];
+    ca[threadIdx.x] = areas[col * kBlock + threadIdx.x];
   }
   __syncthreads();
   if (threadIdx.x >= row_size) return;
   const int i = row * kBlock + threadIdx.x;
   const float4 bi = boxes[i];
   const int gi = groups[i];
+  const float ai = areas[i];
   unsigned long long t = 0;
-  for (int b = (row == col ? threadIdx.x + 1 : 0); b < col_size; ++b)
-    if (cg[b] == gi && overlap_dev(cb[b], bi, o) > o.threshold) t |= 1ull << b;
+  for (int b = (row == col ? threadIdx.x + 1 : 0); b < col_size; ++b) {
+    if (cg[b] != gi) continue;
+    const float4 c = cb[b];  // the candidate, ranked below i
+    float ov = 0.f;          // nms::overlap, with its early outs
+    const float iw = fminf(c.z, bi.z) - fmaxf(c.x, bi.x) + o.e;
+    if (iw > 0.f) {
+      const float ih = fminf(c.w, bi.w) - fmaxf(c.y, bi.y) + o.e;
+      const float aa = ca[b];
+      if (ih > 0.f && aa > 0.f && ai > 0.f) {
+        const float inter = iw * ih;
+        const float den = o.iou ? aa + ai - inter : aa;
+        ov = den > 0.f ? inter / den : 0.f;
+      }
+    }
+    if (ov > o.threshold) t |= 1ull << b;
+  }
   mask[size_t(i) * col_blocks + col] = t;
 }
 
-// Exact greedy over the mask, one block: removed bits live in shared memory; per 64-box word the
-// kept boxes are resolved from the diagonal words, then their rows are ORed into later words.
-__global__ void scan_kernel(const unsigned long long* mask, const int* order, const int* num_valid,
-                            int col_blocks, int max_outputs, int* keep_out, int* count_out) {
-  extern __shared__ unsigned long long removed[];
-  __shared__ unsigned long long diag[kBlock];
-  __shared__ unsigned long long kept_bits;
-  __shared__ int count;
-  __shared__ int done;
+// Exact greedy over the mask, one block, in tiles of kTile words (kTile * 64 boxes):
+//  1. the tile's upper-triangular mask words go to shared memory (one parallel load);
+//  2. warp 0 resolves the tile's boxes in rank order: the removed bits of the tile's words sit
+//     in its lanes' registers, kept boxes' rows are ORed into the later words of the tile;
+//  3. all threads OR the rows of the tile's kept boxes into the removed bits of later words.
+// One round of global-memory latency per tile instead of per word or per kept box.
+constexpr int kTile = 16;
+constexpr int kScanThreads = 512;
+
+__global__ void __launch_bounds__(kScanThreads)
+scan_kernel(const unsigned long long* mask, const int* order, const int* num_valid,
+            int col_blocks, int max_outputs, int* keep_out, int* count_out) {
+  extern __shared__ unsigned long long smem[];
+  unsigned long long* S = smem;                          // [kTile * 64][kTile]
+  unsigned long long* removed = smem + kTile * kBlock * kTile;  // [words]
+  __shared__ unsigned long long kept_tile[kTile];
+  __shared__ int count, done;
   const int nv = *num_valid;
   const int words = (nv + kBlock - 1) / kBlock;
   for (int w = threadIdx.x; w < words; w += blockDim.x) removed[w] = 0;
   if (threadIdx.x == 0) count = 0, done = 0;
   __syncthreads();
-  for (int w = 0; w < words && !done; ++w) {
-    const int rows = min(nv - w * kBlock, kBlock);
-    if (threadIdx.x < rows) diag[threadIdx.x] = mask[size_t(w * kBlock + threadIdx.x) * col_blocks + w];
+  for (int t0 = 0; t0 < words && !done; t0 += kTile) {
+    const int tw = min(kTile, words - t0);
+    for (int e = threadIdx.x; e < tw * kBlock * kTile; e += blockDim.x) {
+      const int ra = e / kTile, b = e % kTile;
+      const int r = t0 * kBlock + ra;
+      S[e] = (b < tw && b >= ra / kBlock && r < nv) ? mask[size_t(r) * col_blocks + t0 + b] : 0ull;
+    }
+    if (threadIdx.x < kTile) kept_tile[threadIdx.x] = 0;
     __syncthreads();
-    if (threadIdx.x == 0) {
-      const unsigned long long valid = rows == kBlock ? ~0ull : ((1ull << rows) - 1);
-      unsigned long long cur = removed[w], kept = 0, todo = valid & ~cur;
-      while (todo) {
-        const int b = __ffsll(todo) - 1;
-        if (max_outputs >= 0 && count >= max_outputs) {
-          done = 1;
-          break;
+    if (threadIdx.x < 32) {
+      const int lane = threadIdx.x;
+      unsigned long long cur = lane < tw ? removed[t0 + lane] : 0ull;
+      int cnt = count;
+      bool stop = false;
+      for (int a = 0; a < tw && !stop; ++a) {
+        unsigned long long ca = __shfl_sync(0xffffffffu, cur, a);
+        const int rows = min(nv - (t0 + a) * kBlock, kBlock);
+        const unsigned long long valid = rows >= kBlock ? ~0ull : ((1ull << rows) - 1);
+        unsigned long long kept = 0, todo = valid & ~ca;
+        const unsigned long long* Sa = S + size_t(a) * kBlock * kTile;
+        while (todo) {
+          const int b = __ffsll(todo) - 1;
+          if (max_outputs >= 0 && cnt >= max_outputs) {
+            stop = true;
+            break;
+          }
+          kept |= 1ull << b;
+          if (lane == 0) keep_out[cnt] = order[(t0 + a) * kBlock + b];
+          ++cnt;
+          ca |= Sa[b * kTile + a];
+          todo = valid & ~ca & ~((2ull << b) - 1);
         }
-        kept |= 1ull << b;
-        keep_out[count++] = order[w * kBlock + b];
-        cur |= diag[b];
-        todo = valid & ~cur & ~((2ull << b) - 1);  // later boxes of this word, not removed
+        if (lane > a && lane < tw) {
+          unsigned long long kb = kept;
+          while (kb) {
+            const int b = __ffsll(kb) - 1;
+            kb &= kb - 1;
+            cur |= Sa[b * kTile + lane];
+          }
+        }
+        if (lane == 0) kept_tile[a] = kept;
       }
-      kept_bits = kept;
+      if (lane == 0) count = cnt, done = stop;
     }
     __syncthreads();
-    unsigned long long kb = kept_bits;
-    while (kb) {
-      const int b = __ffsll(kb) - 1;
-      kb &= kb - 1;
-      const unsigned long long* rowp = mask + size_t(w * kBlock + b) * col_blocks;
-      for (int v = w + 1 + threadIdx.x; v < words; v += blockDim.x) removed[v] |= rowp[v];
+    for (int a = 0; a < tw; ++a) {
+      unsigned long long kb = kept_tile[a];
+      while (kb) {
+        const int b = __ffsll(kb) - 1;
+        kb &= kb - 1;
+        const unsigned long long* rowp = mask + size_t((t0 + a) * kBlock + b) * col_blocks;
+        for (int v = t0 + tw + threadIdx.x; v < words; v += blockDim.x) removed[v] |= rowp[v];
+      }
     }
     __syncthreads();
   }
   if (threadIdx.x == 0) *count_out = count;
+}
+
+size_t scan_smem_bytes(int words) {
+  return (size_t(kTile) * kBlock * kTile + size_t(words)) * sizeof(unsigned long long);
 }
 
 // Oro map kernel: B[i * dmax + j] = 0 when j outranks i and overlaps it beyond the threshold
@@ -234,33 +299,39 @@ __global__ void alive_to_keep_kernel(const unsigned long long* alive, const int*
 }  // namespace
 
 void GpuNms::reserve(int n) {
+  n = std::max(n, 1);
   if (n <= capacity_) return;
   const size_t N = size_t(n);
   const int cb = div_up(n, kBlock);
   idx_in_.resize(N * sizeof(int), "GpuNms idx");
   idx_sorted_.resize(N * sizeof(int), "GpuNms order");
-  keys_valid_.resize(N * sizeof(unsigned long long), "GpuNms keys");
-  keys_sorted_.resize(N * sizeof(unsigned long long), "GpuNms sorted keys");
+  keys_in_.resize(N * sizeof(unsigned), "GpuNms keys");
+  keys_sorted_.resize(N * sizeof(unsigned), "GpuNms sorted keys");
   num_valid_.resize(sizeof(int), "GpuNms count");
   sorted_boxes_.resize(N * sizeof(float4), "GpuNms boxes");
   sorted_groups_.resize(N * sizeof(int), "GpuNms groups");
+  sorted_area_.resize(N * sizeof(float), "GpuNms areas");
   mask_.resize(N * size_t(cb) * sizeof(unsigned long long), "GpuNms mask");
   alive_.resize(size_t(cb) * sizeof(unsigned long long), "GpuNms alive");
   dead_.resize(size_t(cb) * sizeof(unsigned long long), "GpuNms alive2");
   changed_.resize(sizeof(int), "GpuNms changed");
   size_t bytes = 0;
   SL_CUDA_CHECK(cub::DeviceRadixSort::SortPairsDescending(
-                    nullptr, bytes, (unsigned long long*)nullptr, (unsigned long long*)nullptr,
-                    (int*)nullptr, (int*)nullptr, n, 0, 33),
+                    nullptr, bytes, (unsigned*)nullptr, (unsigned*)nullptr, (int*)nullptr,
+                    (int*)nullptr, n),
                 "GpuNms: sort workspace size");
   cub_temp_.resize(bytes, "GpuNms sort workspace");
   cub_temp_bytes_ = bytes;
-  // The scan keeps one removed bit per box in shared memory.
-  const size_t smem = size_t(cb) * sizeof(unsigned long long);
-  SL_REQUIRE(smem <= 200 * 1024, "GpuNms: capacity ", n, " exceeds the on-chip scan limit (",
-             200 * 1024 / 8 * kBlock, " boxes)");
+  // The scan keeps a tile of the mask and one removed bit per box in shared memory.
+  const size_t smem = scan_smem_bytes(cb);
+  int max_smem = 0;
+  SL_CUDA_CHECK(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0),
+                "GpuNms: shared memory limit");
+  SL_REQUIRE(smem + 1024 <= size_t(max_smem), "GpuNms: capacity ", n,
+             " exceeds the on-chip scan limit of this GPU (about ",
+             (size_t(max_smem) - 1024 - scan_smem_bytes(0)) / 8 * kBlock, " boxes)");
   SL_CUDA_CHECK(cudaFuncSetAttribute(scan_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     int(std::max<size_t>(smem, 1))),
+                                     int(smem)),
                 "GpuNms: scan shared memory");
   capacity_ = n;
 }
@@ -278,18 +349,24 @@ int GpuNms::rank(const DeviceBoxes& in, const Options& o, cudaStream_t s) {
   const int n = in.n;
   SL_CUDA_CHECK(cudaMemsetAsync(num_valid_.get(), 0, sizeof(int), s), "GpuNms rank");
   if (n == 0) return 0;
-  make_keys_kernel<<<div_up(n, 256), 256, 0, s>>>(in.scores, n, d, keys_valid_.get<unsigned long long>(),
-                                                  idx_in_.get<int>(), num_valid_.get<int>());
+  make_keys_kernel<<<div_up(n, 256), 256, 0, s>>>(in.scores, n, d, keys_in_.get<unsigned>(),
+                                                  idx_in_.get<int>());
   SL_CUDA_CHECK(cudaGetLastError(), "GpuNms make_keys_kernel");
   size_t bytes = cub_temp_bytes_;
   SL_CUDA_CHECK(cub::DeviceRadixSort::SortPairsDescending(
-                    cub_temp_.get(), bytes, keys_valid_.get<unsigned long long>(),
-                    keys_sorted_.get<unsigned long long>(), idx_in_.get<int>(),
-                    idx_sorted_.get<int>(), n, 0, 33, s),
+                    cub_temp_.get(), bytes, keys_in_.get<unsigned>(), keys_sorted_.get<unsigned>(),
+                    idx_in_.get<int>(), idx_sorted_.get<int>(), n, 0, 32, s),
                 "GpuNms sort");
-  gather_kernel<<<div_up(n, 256), 256, 0, s>>>(in.boxes, in.groups, idx_sorted_.get<int>(), n,
-                                               sorted_boxes_.get<float4>(), sorted_groups_.get<int>());
+  gather_kernel<<<div_up(n, 256), 256, 0, s>>>(
+      in.boxes, in.groups, idx_sorted_.get<int>(), keys_sorted_.get<unsigned>(), n, d,
+      sorted_boxes_.get<float4>(), sorted_groups_.get<int>(), sorted_area_.get<float>(),
+      num_valid_.get<int>());
   SL_CUDA_CHECK(cudaGetLastError(), "GpuNms gather_kernel");
+  const int cb = div_up(n, kBlock);
+  mask_kernel<<<dim3(cb, cb), kBlock, 0, s>>>(sorted_boxes_.get<float4>(), sorted_groups_.get<int>(),
+                                               sorted_area_.get<float>(), num_valid_.get<int>(), d,
+                                               cb, mask_.get<unsigned long long>());
+  SL_CUDA_CHECK(cudaGetLastError(), "GpuNms mask_kernel");
   return n;
 }
 
@@ -301,11 +378,7 @@ void GpuNms::greedy(const DeviceBoxes& in, const Options& o, int* keep_out, int*
     return;
   }
   const int cb = div_up(n, kBlock);
-  mask_kernel<<<dim3(cb, cb), kBlock, 0, s>>>(sorted_boxes_.get<float4>(), sorted_groups_.get<int>(),
-                                               num_valid_.get<int>(), dev_options(o), cb,
-                                               mask_.get<unsigned long long>());
-  SL_CUDA_CHECK(cudaGetLastError(), "GpuNms mask_kernel");
-  scan_kernel<<<1, 256, size_t(cb) * sizeof(unsigned long long), s>>>(
+  scan_kernel<<<1, kScanThreads, scan_smem_bytes(cb), s>>>(
       mask_.get<unsigned long long>(), idx_sorted_.get<int>(), num_valid_.get<int>(), cb,
       o.max_outputs, keep_out, count_out);
   SL_CUDA_CHECK(cudaGetLastError(), "GpuNms scan_kernel");
@@ -337,10 +410,6 @@ int GpuNms::cluster(const DeviceBoxes& in, const Options& o, int* keep_out, int*
     return 0;
   }
   const int cb = div_up(n, kBlock);
-  mask_kernel<<<dim3(cb, cb), kBlock, 0, s>>>(sorted_boxes_.get<float4>(), sorted_groups_.get<int>(),
-                                               num_valid_.get<int>(), dev_options(o), cb,
-                                               mask_.get<unsigned long long>());
-  SL_CUDA_CHECK(cudaGetLastError(), "GpuNms mask_kernel");
   auto* a = alive_.get<unsigned long long>();
   auto* b = dead_.get<unsigned long long>();
   alive_init_kernel<<<div_up(cb, 256), 256, 0, s>>>(num_valid_.get<int>(), cb, a);

@@ -55,12 +55,13 @@ class GpuNms {
               cudaStream_t stream);
 
  private:
-  // Filters and sorts on the device into idx_sorted_/sorted_boxes_/num_valid_; returns in.n.
+  // Filters and sorts on the device (idx_sorted_, sorted_boxes_, num_valid_) and builds the
+  // bitmask matrix; returns in.n.
   int rank(const DeviceBoxes& in, const Options& o, cudaStream_t stream);
 
   int capacity_ = 0, oro_capacity_ = 0;
-  DeviceBuffer idx_in_, keys_valid_, idx_sorted_, keys_sorted_, num_valid_;
-  DeviceBuffer sorted_boxes_, sorted_groups_, mask_, cub_temp_, alive_, dead_, changed_;
+  DeviceBuffer idx_in_, keys_in_, idx_sorted_, keys_sorted_, num_valid_;
+  DeviceBuffer sorted_boxes_, sorted_groups_, sorted_area_, mask_, cub_temp_, alive_, dead_, changed_;
   DeviceBuffer oro_matrix_;
   size_t cub_temp_bytes_ = 0;
 };
