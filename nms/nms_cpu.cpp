@@ -80,7 +80,7 @@ std::vector<int> cluster_nms(const std::vector<Detection>& d, const Options& o, 
       X[q * n + r] = suppresses(d[size_t(order[q])], d[size_t(order[r])], o);
   std::vector<uint8_t> alive(n, 1), next(n);
   int it = 0;
-  while (true) {
+  while (n > 0) {  // no boxes: no step to run
     ++it;
     for (size_t r = 0; r < n; ++r) {
       bool dead = false;

@@ -123,7 +123,7 @@ __global__ void mask_kernel(const float4* boxes, const int* groups, const float*
 //  3. all threads OR the rows of the tile's kept boxes into the removed bits of later words.
 // One round of global-memory latency per tile instead of per word or per kept box.
 constexpr int kTile = 16;
-constexpr int kScanThreads = 512;
+constexpr int kScanThreads = 1024;
 
 __global__ void __launch_bounds__(kScanThreads)
 scan_kernel(const unsigned long long* mask, const int* order, const int* num_valid,
@@ -131,8 +131,8 @@ scan_kernel(const unsigned long long* mask, const int* order, const int* num_val
   extern __shared__ unsigned long long smem[];
   unsigned long long* S = smem;                          // [kTile * 64][kTile]
   unsigned long long* removed = smem + kTile * kBlock * kTile;  // [words]
-  __shared__ unsigned long long kept_tile[kTile];
-  __shared__ int count, done;
+  __shared__ int tile_rows[kTile * kBlock];  // sorted indices of the tile's kept boxes
+  __shared__ int count, done, tile_kept;
   const int nv = *num_valid;
   const int words = (nv + kBlock - 1) / kBlock;
   for (int w = threadIdx.x; w < words; w += blockDim.x) removed[w] = 0;
@@ -145,12 +145,11 @@ scan_kernel(const unsigned long long* mask, const int* order, const int* num_val
       const int r = t0 * kBlock + ra;
       S[e] = (b < tw && b >= ra / kBlock && r < nv) ? mask[size_t(r) * col_blocks + t0 + b] : 0ull;
     }
-    if (threadIdx.x < kTile) kept_tile[threadIdx.x] = 0;
     __syncthreads();
     if (threadIdx.x < 32) {
       const int lane = threadIdx.x;
       unsigned long long cur = lane < tw ? removed[t0 + lane] : 0ull;
-      int cnt = count;
+      int cnt = count, nk = 0;
       bool stop = false;
       for (int a = 0; a < tw && !stop; ++a) {
         unsigned long long ca = __shfl_sync(0xffffffffu, cur, a);
@@ -165,8 +164,12 @@ scan_kernel(const unsigned long long* mask, const int* order, const int* num_val
             break;
           }
           kept |= 1ull << b;
-          if (lane == 0) keep_out[cnt] = order[(t0 + a) * kBlock + b];
+          if (lane == 0) {
+            keep_out[cnt] = order[(t0 + a) * kBlock + b];
+            tile_rows[nk] = (t0 + a) * kBlock + b;
+          }
           ++cnt;
+          ++nk;
           ca |= Sa[b * kTile + a];
           todo = valid & ~ca & ~((2ull << b) - 1);
         }
@@ -178,19 +181,22 @@ scan_kernel(const unsigned long long* mask, const int* order, const int* num_val
             cur |= Sa[b * kTile + lane];
           }
         }
-        if (lane == 0) kept_tile[a] = kept;
       }
-      if (lane == 0) count = cnt, done = stop;
+      if (lane == 0) count = cnt, done = stop, tile_kept = nk;
     }
     __syncthreads();
-    for (int a = 0; a < tw; ++a) {
-      unsigned long long kb = kept_tile[a];
-      while (kb) {
-        const int b = __ffsll(kb) - 1;
-        kb &= kb - 1;
-        const unsigned long long* rowp = mask + size_t((t0 + a) * kBlock + b) * col_blocks;
-        for (int v = t0 + tw + threadIdx.x; v < words; v += blockDim.x) removed[v] |= rowp[v];
+    // Each thread owns later words and ORs in every kept row of the tile: independent loads,
+    // coalesced across threads, unrolled for memory-level parallelism.
+    const int nk = tile_kept;
+    for (int v = t0 + tw + threadIdx.x; v < words; v += blockDim.x) {
+      unsigned long long acc = 0;
+      int k = 0;
+      for (; k + 8 <= nk; k += 8) {
+#pragma unroll
+        for (int u = 0; u < 8; ++u) acc |= mask[size_t(tile_rows[k + u]) * col_blocks + v];
       }
+      for (; k < nk; ++k) acc |= mask[size_t(tile_rows[k]) * col_blocks + v];
+      removed[v] |= acc;
     }
     __syncthreads();
   }

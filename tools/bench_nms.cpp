@@ -79,9 +79,10 @@ int main(int argc, char** argv) {
     std::printf("# bench_nms on %s: clustered boxes in 1920x1080, IoU > %.2f, median of %d runs "
                 "(CUDA events) after 3 warm-up\n", prop.name, o.threshold, runs);
     const int ks[] = {1, 2, 4, 8, 16, 32};
-    std::printf("| n | kept | CPU greedy ms | GPU greedy ms | Cluster-NMS ms (iterations) |");
+    std::printf("| n | kept | CPU greedy ms | GPU greedy ms | of which sort+mask ms | "
+                "Cluster-NMS ms (iterations) |");
     for (int k : ks) std::printf(" Oro k=%d ms |", k);
-    std::printf("\n|---|---|---|---|---|");
+    std::printf("\n|---|---|---|---|---|---|");
     for (size_t i = 0; i < sizeof(ks) / sizeof(ks[0]); ++i) std::printf("---|");
     std::printf("\n");
     CudaStream stream;
@@ -115,6 +116,9 @@ int main(int argc, char** argv) {
         return median(t);
       };
       const double greedy_ms = time_gpu([&] { nms.greedy(in, o, keep.get<int>(), count.get<int>(), stream.get()); });
+      Options o0 = o;  // max_outputs 0: ranking and the mask kernel, the scan stops at once
+      o0.max_outputs = 0;
+      const double rank_ms = time_gpu([&] { nms.greedy(in, o0, keep.get<int>(), count.get<int>(), stream.get()); });
       int kept = 0;
       SL_CUDA_CHECK(cudaMemcpy(&kept, count.get(), sizeof(int), cudaMemcpyDeviceToHost), "count");
       std::vector<int> gpu_keep(static_cast<size_t>(kept));
@@ -129,7 +133,8 @@ int main(int argc, char** argv) {
         cpu_t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
       }
       if (cpu_keep != gpu_keep) std::fprintf(stderr, "bench_nms: n=%d GPU greedy differs from the CPU reference!\n", n);
-      std::printf("| %d | %d | %.2f | %.3f | %.3f (%d) |", n, kept, median(cpu_t), greedy_ms, cluster_ms, iters);
+      std::printf("| %d | %d | %.2f | %.3f | %.3f | %.3f (%d) |", n, kept, median(cpu_t), greedy_ms,
+                  rank_ms, cluster_ms, iters);
       const int dmax = (n + 31) / 32 * 32;
       if (dmax / 1 <= 1024 * 32) nms.reserve_oro(dmax);
       for (int k : ks) {
