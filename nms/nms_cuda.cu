@@ -72,48 +72,59 @@ __global__ void gather_kernel(const float4* boxes, const int* groups, const int*
   if (sorted_keys[r] != 0u && (r == n - 1 || sorted_keys[r + 1] == 0u)) *num_valid = r + 1;
 }
 
-// mask[i * col_blocks + c] bit b: sorted box i (ranked above) suppresses box c*64 + b. Only
-// intersecting pairs reach the division; the operations are those of nms::overlap.
-__global__ void mask_kernel(const float4* boxes, const int* groups, const float* areas,
-                            const int* num_valid, DevOptions o, int col_blocks,
-                            unsigned long long* mask) {
-  const int row = blockIdx.y, col = blockIdx.x;
-  if (col < row) return;
+// mask[i * col_blocks + c] bit b: sorted box i (ranked above) suppresses box c*64 + b.
+// A CTA covers kMaskRowBlocks row blocks (one thread per row box) against kMaskColBlocks column
+// blocks held in shared memory; CTAs wholly below the diagonal return at once. Only intersecting
+// pairs reach the division; the operations are those of nms::overlap.
+constexpr int kMaskRowBlocks = 4;
+constexpr int kMaskColBlocks = 8;
+
+__global__ void __launch_bounds__(kMaskRowBlocks * kBlock)
+mask_kernel(const float4* boxes, const int* groups, const float* areas, const int* num_valid,
+            DevOptions o, int col_blocks, unsigned long long* mask) {
+  const int rb0 = blockIdx.y * kMaskRowBlocks, cb0 = blockIdx.x * kMaskColBlocks;
+  if (cb0 + kMaskColBlocks - 1 < rb0) return;
   const int nv = *num_valid;
-  const int row_size = min(nv - row * kBlock, kBlock), col_size = min(nv - col * kBlock, kBlock);
-  if (row_size <= 0 || col_size <= 0) return;
-  __shared__ float4 cb[kBlock];
-  __shared__ int cg[kBlock];
-  __shared__ float ca[kBlock];
-  if (threadIdx.x < col_size) {
-    cb[threadIdx.x] = boxes[col * kBlock + threadIdx.x];
-    cg[threadIdx.x] = groups[col * kBlock + threadIdx.x];
-    ca[threadIdx.x] = areas[col * kBlock + threadIdx.x];
+  const int col_begin = cb0 * kBlock;
+  const int ncols = min(nv - col_begin, kMaskColBlocks * kBlock);
+  if (ncols <= 0 || rb0 * kBlock >= nv) return;
+  __shared__ float4 cbox[kMaskColBlocks * kBlock];
+  __shared__ int cgrp[kMaskColBlocks * kBlock];
+  __shared__ float carea[kMaskColBlocks * kBlock];
+  for (int t = threadIdx.x; t < ncols; t += blockDim.x) {
+    cbox[t] = boxes[col_begin + t];
+    cgrp[t] = groups[col_begin + t];
+    carea[t] = areas[col_begin + t];
   }
   __syncthreads();
-  if (threadIdx.x >= row_size) return;
-  const int i = row * kBlock + threadIdx.x;
+  const int i = rb0 * kBlock + threadIdx.x;
+  if (i >= nv) return;
+  const int my_block = i / kBlock;
   const float4 bi = boxes[i];
   const int gi = groups[i];
   const float ai = areas[i];
-  unsigned long long t = 0;
-  for (int b = (row == col ? threadIdx.x + 1 : 0); b < col_size; ++b) {
-    if (cg[b] != gi) continue;
-    const float4 c = cb[b];  // the candidate, ranked below i
-    float ov = 0.f;          // nms::overlap, with its early outs
-    const float iw = fminf(c.z, bi.z) - fmaxf(c.x, bi.x) + o.e;
-    if (iw > 0.f) {
-      const float ih = fminf(c.w, bi.w) - fmaxf(c.y, bi.y) + o.e;
-      const float aa = ca[b];
-      if (ih > 0.f && aa > 0.f && ai > 0.f) {
-        const float inter = iw * ih;
-        const float den = o.iou ? aa + ai - inter : aa;
-        ov = den > 0.f ? inter / den : 0.f;
+  for (int cbk = max(cb0, my_block); cbk < cb0 + kMaskColBlocks && cbk * kBlock < nv; ++cbk) {
+    const int base = (cbk - cb0) * kBlock;
+    const int size = min(nv - cbk * kBlock, kBlock);
+    unsigned long long t = 0;
+    for (int b = (cbk == my_block ? i % kBlock + 1 : 0); b < size; ++b) {
+      if (cgrp[base + b] != gi) continue;
+      const float4 c = cbox[base + b];  // the candidate, ranked below i
+      float ov = 0.f;                    // nms::overlap, with its early outs
+      const float iw = fminf(c.z, bi.z) - fmaxf(c.x, bi.x) + o.e;
+      if (iw > 0.f) {
+        const float ih = fminf(c.w, bi.w) - fmaxf(c.y, bi.y) + o.e;
+        const float aa = carea[base + b];
+        if (ih > 0.f && aa > 0.f && ai > 0.f) {
+          const float inter = iw * ih;
+          const float den = o.iou ? aa + ai - inter : aa;
+          ov = den > 0.f ? inter / den : 0.f;
+        }
       }
+      if (ov > o.threshold) t |= 1ull << b;
     }
-    if (ov > o.threshold) t |= 1ull << b;
+    mask[size_t(i) * col_blocks + cbk] = t;
   }
-  mask[size_t(i) * col_blocks + col] = t;
 }
 
 // Exact greedy over the mask, one block, in tiles of kTile words (kTile * 64 boxes):
@@ -187,16 +198,29 @@ scan_kernel(const unsigned long long* mask, const int* order, const int* num_val
     __syncthreads();
     // Each thread owns later words and ORs in every kept row of the tile: independent loads,
     // coalesced across threads, unrolled for memory-level parallelism.
+    // When fewer later words than threads remain, groups of threads split the kept rows of a word
+    // and merge with a shared atomicOr.
     const int nk = tile_kept;
-    for (int v = t0 + tw + threadIdx.x; v < words; v += blockDim.x) {
-      unsigned long long acc = 0;
-      int k = 0;
-      for (; k + 8 <= nk; k += 8) {
+    const int later = words - t0 - tw;
+    if (later > 0 && nk > 0) {
+      const int groups = max(1, min(nk, int(blockDim.x) / later));
+      const int g = threadIdx.x / max(later, 1);
+      if (g < groups) {
+        for (int v = t0 + tw + threadIdx.x % later; v < words; v += (groups == 1 ? blockDim.x : later)) {
+          unsigned long long acc = 0;
+          int k = g;
+          for (; k + 7 * groups < nk; k += 8 * groups) {
 #pragma unroll
-        for (int u = 0; u < 8; ++u) acc |= mask[size_t(tile_rows[k + u]) * col_blocks + v];
+            for (int u = 0; u < 8; ++u) acc |= mask[size_t(tile_rows[k + u * groups]) * col_blocks + v];
+          }
+          for (; k < nk; k += groups) acc |= mask[size_t(tile_rows[k]) * col_blocks + v];
+          if (groups == 1)
+            removed[v] |= acc;
+          else if (acc)
+            atomicOr(&removed[v], acc);
+          if (groups > 1) break;  // a thread of a group owns one word
+        }
       }
-      for (; k < nk; ++k) acc |= mask[size_t(tile_rows[k]) * col_blocks + v];
-      removed[v] |= acc;
     }
     __syncthreads();
   }
@@ -369,7 +393,7 @@ int GpuNms::rank(const DeviceBoxes& in, const Options& o, cudaStream_t s) {
       num_valid_.get<int>());
   SL_CUDA_CHECK(cudaGetLastError(), "GpuNms gather_kernel");
   const int cb = div_up(n, kBlock);
-  mask_kernel<<<dim3(cb, cb), kBlock, 0, s>>>(sorted_boxes_.get<float4>(), sorted_groups_.get<int>(),
+  mask_kernel<<<dim3(div_up(cb, kMaskColBlocks), div_up(cb, kMaskRowBlocks)), kMaskRowBlocks * kBlock, 0, s>>>(sorted_boxes_.get<float4>(), sorted_groups_.get<int>(),
                                                sorted_area_.get<float>(), num_valid_.get<int>(), d,
                                                cb, mask_.get<unsigned long long>());
   SL_CUDA_CHECK(cudaGetLastError(), "GpuNms mask_kernel");
