@@ -79,6 +79,7 @@ __global__ void gather_kernel(const float4* boxes, const int* groups, const int*
 constexpr int kMaskRowBlocks = 4;
 constexpr int kMaskColBlocks = 8;
 
+template <bool kGroups>
 __global__ void __launch_bounds__(kMaskRowBlocks * kBlock)
 mask_kernel(const float4* boxes, const int* groups, const float* areas, const int* num_valid,
             DevOptions o, int col_blocks, unsigned long long* mask) {
@@ -89,11 +90,11 @@ mask_kernel(const float4* boxes, const int* groups, const float* areas, const in
   const int ncols = min(nv - col_begin, kMaskColBlocks * kBlock);
   if (ncols <= 0 || rb0 * kBlock >= nv) return;
   __shared__ float4 cbox[kMaskColBlocks * kBlock];
-  __shared__ int cgrp[kMaskColBlocks * kBlock];
+  __shared__ int cgrp[kGroups ? kMaskColBlocks * kBlock : 1];
   __shared__ float carea[kMaskColBlocks * kBlock];
   for (int t = threadIdx.x; t < ncols; t += blockDim.x) {
     cbox[t] = boxes[col_begin + t];
-    cgrp[t] = groups[col_begin + t];
+    if (kGroups) cgrp[t] = groups[col_begin + t];
     carea[t] = areas[col_begin + t];
   }
   __syncthreads();
@@ -101,27 +102,32 @@ mask_kernel(const float4* boxes, const int* groups, const float* areas, const in
   if (i >= nv) return;
   const int my_block = i / kBlock;
   const float4 bi = boxes[i];
-  const int gi = groups[i];
+  const int gi = kGroups ? groups[i] : 0;
   const float ai = areas[i];
+  // nms::overlap is 0 for non-intersecting pairs, so those suppress only when threshold < 0.
+  const bool zero_suppresses = 0.f > o.threshold;
   for (int cbk = max(cb0, my_block); cbk < cb0 + kMaskColBlocks && cbk * kBlock < nv; ++cbk) {
     const int base = (cbk - cb0) * kBlock;
     const int size = min(nv - cbk * kBlock, kBlock);
     unsigned long long t = 0;
+#pragma unroll 4
     for (int b = (cbk == my_block ? i % kBlock + 1 : 0); b < size; ++b) {
-      if (cgrp[base + b] != gi) continue;
       const float4 c = cbox[base + b];  // the candidate, ranked below i
-      float ov = 0.f;                    // nms::overlap, with its early outs
       const float iw = fminf(c.z, bi.z) - fmaxf(c.x, bi.x) + o.e;
-      if (iw > 0.f) {
-        const float ih = fminf(c.w, bi.w) - fmaxf(c.y, bi.y) + o.e;
+      const float ih = fminf(c.w, bi.w) - fmaxf(c.y, bi.y) + o.e;
+      const bool same = !kGroups || cgrp[base + b] == gi;
+      bool sup = zero_suppresses && same;
+      if (iw > 0.f && ih > 0.f && same) {  // rare: the operations of nms::overlap
         const float aa = carea[base + b];
-        if (ih > 0.f && aa > 0.f && ai > 0.f) {
+        float ov = 0.f;
+        if (aa > 0.f && ai > 0.f) {
           const float inter = iw * ih;
           const float den = o.iou ? aa + ai - inter : aa;
           ov = den > 0.f ? inter / den : 0.f;
         }
+        sup = ov > o.threshold;
       }
-      if (ov > o.threshold) t |= 1ull << b;
+      if (sup) t |= 1ull << b;
     }
     mask[size_t(i) * col_blocks + cbk] = t;
   }
@@ -393,9 +399,11 @@ int GpuNms::rank(const DeviceBoxes& in, const Options& o, cudaStream_t s) {
       num_valid_.get<int>());
   SL_CUDA_CHECK(cudaGetLastError(), "GpuNms gather_kernel");
   const int cb = div_up(n, kBlock);
-  mask_kernel<<<dim3(div_up(cb, kMaskColBlocks), div_up(cb, kMaskRowBlocks)), kMaskRowBlocks * kBlock, 0, s>>>(sorted_boxes_.get<float4>(), sorted_groups_.get<int>(),
-                                               sorted_area_.get<float>(), num_valid_.get<int>(), d,
-                                               cb, mask_.get<unsigned long long>());
+  const dim3 grid(div_up(cb, kMaskColBlocks), div_up(cb, kMaskRowBlocks));
+  auto* kernel = in.groups ? mask_kernel<true> : mask_kernel<false>;
+  kernel<<<grid, kMaskRowBlocks * kBlock, 0, s>>>(sorted_boxes_.get<float4>(), sorted_groups_.get<int>(),
+                                                  sorted_area_.get<float>(), num_valid_.get<int>(), d,
+                                                  cb, mask_.get<unsigned long long>());
   SL_CUDA_CHECK(cudaGetLastError(), "GpuNms mask_kernel");
   return n;
 }
