@@ -74,10 +74,11 @@ __global__ void gather_kernel(const float4* boxes, const int* groups, const int*
 
 // mask[i * col_blocks + c] bit b: sorted box i (ranked above) suppresses box c*64 + b.
 // A CTA covers kMaskRowBlocks row blocks (one thread per row box) against kMaskColBlocks column
-// blocks held in shared memory; CTAs wholly below the diagonal return at once. Only intersecting
+// blocks held in shared memory; CTAs wholly below the diagonal return at once. The kernel is
+// compute-bound (about 17 instructions per pair); most pairs take no branch. Only intersecting
 // pairs reach the division; the operations are those of nms::overlap.
-constexpr int kMaskRowBlocks = 4;
-constexpr int kMaskColBlocks = 8;
+constexpr int kMaskRowBlocks = 2;  // small CTAs: many of them, so even 10^4 boxes fill the GPU
+constexpr int kMaskColBlocks = 1;
 
 template <bool kGroups>
 __global__ void __launch_bounds__(kMaskRowBlocks * kBlock)
@@ -215,9 +216,9 @@ scan_kernel(const unsigned long long* mask, const int* order, const int* num_val
         for (int v = t0 + tw + threadIdx.x % later; v < words; v += (groups == 1 ? blockDim.x : later)) {
           unsigned long long acc = 0;
           int k = g;
-          for (; k + 7 * groups < nk; k += 8 * groups) {
+          for (; k + 15 * groups < nk; k += 16 * groups) {
 #pragma unroll
-            for (int u = 0; u < 8; ++u) acc |= mask[size_t(tile_rows[k + u * groups]) * col_blocks + v];
+            for (int u = 0; u < 16; ++u) acc |= mask[size_t(tile_rows[k + u * groups]) * col_blocks + v];
           }
           for (; k < nk; k += groups) acc |= mask[size_t(tile_rows[k]) * col_blocks + v];
           if (groups == 1)
