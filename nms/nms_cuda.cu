@@ -137,7 +137,8 @@ mask_kernel(const float4* boxes, const int* groups, const float* areas, const in
 // Exact greedy over the mask, one block, in tiles of kTile words (kTile * 64 boxes):
 //  1. the tile's upper-triangular mask words go to shared memory (one parallel load);
 //  2. warp 0 resolves the tile's boxes in rank order: the removed bits of the tile's words sit
-//     in its lanes' registers, kept boxes' rows are ORed into the later words of the tile;
+//     in its lanes' registers, kept boxes' rows are ORed into the later words of the tile (no
+//     global memory access on this serial path);
 //  3. all threads OR the rows of the tile's kept boxes into the removed bits of later words.
 // One round of global-memory latency per tile instead of per word or per kept box.
 constexpr int kTile = 16;
@@ -150,7 +151,7 @@ scan_kernel(const unsigned long long* mask, const int* order, const int* num_val
   unsigned long long* S = smem;                          // [kTile * 64][kTile]
   unsigned long long* removed = smem + kTile * kBlock * kTile;  // [words]
   __shared__ int tile_rows[kTile * kBlock];  // sorted indices of the tile's kept boxes
-  __shared__ int count, done, tile_kept;
+  __shared__ int count, done, tile_kept, tile_base;
   const int nv = *num_valid;
   const int words = (nv + kBlock - 1) / kBlock;
   for (int w = threadIdx.x; w < words; w += blockDim.x) removed[w] = 0;
@@ -182,10 +183,7 @@ scan_kernel(const unsigned long long* mask, const int* order, const int* num_val
             break;
           }
           kept |= 1ull << b;
-          if (lane == 0) {
-            keep_out[cnt] = order[(t0 + a) * kBlock + b];
-            tile_rows[nk] = (t0 + a) * kBlock + b;
-          }
+          if (lane == 0) tile_rows[nk] = (t0 + a) * kBlock + b;  // keep_out is written below
           ++cnt;
           ++nk;
           ca |= Sa[b * kTile + a];
@@ -200,9 +198,11 @@ scan_kernel(const unsigned long long* mask, const int* order, const int* num_val
           }
         }
       }
-      if (lane == 0) count = cnt, done = stop, tile_kept = nk;
+      if (lane == 0) tile_base = count, count = cnt, done = stop, tile_kept = nk;
     }
     __syncthreads();
+    // The tile's kept boxes, by input index, in rank order (off the serial path).
+    for (int k = threadIdx.x; k < tile_kept; k += blockDim.x) keep_out[tile_base + k] = order[tile_rows[k]];
     // Each thread owns later words and ORs in every kept row of the tile: independent loads,
     // coalesced across threads, unrolled for memory-level parallelism.
     // When fewer later words than threads remain, groups of threads split the kept rows of a word
