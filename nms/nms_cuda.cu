@@ -143,6 +143,7 @@ mask_kernel(const float4* boxes, const int* groups, const float* areas, const in
 // One round of global-memory latency per tile instead of per word or per kept box.
 constexpr int kTile = 16;
 constexpr int kScanThreads = 1024;
+static_assert(kTile * kBlock * kTile % kScanThreads == 0, "scan tile must split evenly");
 
 __global__ void __launch_bounds__(kScanThreads)
 scan_kernel(const unsigned long long* mask, const int* order, const int* num_valid,
@@ -159,10 +160,19 @@ scan_kernel(const unsigned long long* mask, const int* order, const int* num_val
   __syncthreads();
   for (int t0 = 0; t0 < words && !done; t0 += kTile) {
     const int tw = min(kTile, words - t0);
-    for (int e = threadIdx.x; e < tw * kBlock * kTile; e += blockDim.x) {
-      const int ra = e / kTile, b = e % kTile;
-      const int r = t0 * kBlock + ra;
-      S[e] = (b < tw && b >= ra / kBlock && r < nv) ? mask[size_t(r) * col_blocks + t0 + b] : 0ull;
+    {
+      // All of a thread's loads are issued before any is stored: one round of latency.
+      constexpr int kPer = kTile * kBlock * kTile / kScanThreads;
+      unsigned long long vals[kPer];
+#pragma unroll
+      for (int u = 0; u < kPer; ++u) {
+        const int e = threadIdx.x + u * kScanThreads;
+        const int ra = e / kTile, b = e % kTile;
+        const int r = t0 * kBlock + ra;
+        vals[u] = (b < tw && b >= ra / kBlock && r < nv) ? mask[size_t(r) * col_blocks + t0 + b] : 0ull;
+      }
+#pragma unroll
+      for (int u = 0; u < kPer; ++u) S[threadIdx.x + u * kScanThreads] = vals[u];
     }
     __syncthreads();
     if (threadIdx.x < 32) {
