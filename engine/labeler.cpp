@@ -1,6 +1,7 @@
 #include "engine/labeler.h"
 
 #include <chrono>
+#include <algorithm>
 #include <cmath>
 
 #include "engine/error.h"
@@ -27,6 +28,24 @@ LabelMap Labeler::label(const Image8& rgb) {
   LabelMap m{rgb.width, rgb.height, std::vector<uint8_t>(lab.shape.plane())};
   for (size_t i = 0; i < m.labels.size(); ++i) m.labels[i] = uint8_t(lab.data[i]);
   return m;
+}
+
+std::vector<float> Labeler::class_probability(int cls, int* h, int* w, Geometry* geometry) const {
+  TensorView s = graph_.output("scores");
+  SL_REQUIRE(cls >= 0 && cls < s.shape.c, "class ", cls, " out of range 0..", s.shape.c - 1);
+  *h = s.shape.h;
+  *w = s.shape.w;
+  *geometry = graph_.geometry_of("scores");
+  const size_t plane = s.shape.plane();
+  std::vector<float> p(plane);
+  for (size_t i = 0; i < plane; ++i) {
+    float m = s.channel(0, 0)[i];
+    for (int c = 1; c < s.shape.c; ++c) m = std::max(m, s.channel(0, c)[i]);
+    double sum = 0;
+    for (int c = 0; c < s.shape.c; ++c) sum += std::exp(double(s.channel(0, c)[i] - m));
+    p[i] = float(std::exp(double(s.channel(0, cls)[i] - m)) / sum);
+  }
+  return p;
 }
 
 Image8 colorize(const LabelMap& m, const std::vector<std::array<uint8_t, 3>>& palette) {

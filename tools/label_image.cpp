@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "engine/labeler.h"
+#include "nms/sliding_window.h"
 #include "tools/cli.h"
 #include "weights/model_file.h"
 #include "weights/model_locator.h"
@@ -31,6 +32,9 @@ const char* kUsage =
     "  --device cpu|cuda|auto  (default auto)\n"
     "  --threads N          CPU threads (default: all)\n"
     "  --json FILE          machine-readable report ('-' for stdout)\n"
+    "  --detect CLASS[,..]  sliding-window detection of these classes (names or indices):\n"
+    "                       boxes go into the JSON report and onto the overlay\n"
+    "  --det-threshold F    minimum mean class probability of a window (default 0.6)\n"
     "  --quiet              no per-image lines\n";
 
 bool is_image_name(const fs::path& p) {
@@ -86,13 +90,57 @@ std::string json_escape(const std::string& s) {
   return o;
 }
 
+struct Found {
+  int cls;
+  nms::Box box;
+  float score;
+};
+
 struct Result {
+  std::vector<Found> detections;
   std::string file, error;
   int w = 0, h = 0;
   double ms = 0, gop = 0;
   std::vector<size_t> hist;
   std::vector<std::string> outputs;
 };
+
+void draw_box(Image8& img, const nms::Box& b, const std::array<uint8_t, 3>& color) {
+  const int x1 = std::max(0, int(b.x1)), y1 = std::max(0, int(b.y1));
+  const int x2 = std::min(img.width - 1, int(b.x2)), y2 = std::min(img.height - 1, int(b.y2));
+  auto put = [&](int x, int y, bool outline) {
+    if (x < 0 || y < 0 || x >= img.width || y >= img.height) return;
+    uint8_t* p = &img.pixels[(size_t(y) * img.width + x) * 3];
+    for (int k = 0; k < 3; ++k) p[k] = outline ? 0 : color[size_t(k)];
+  };
+  for (int t = -1; t <= 2; ++t) {  // 2 px in the class colour inside a 1 px black outline
+    const bool outline = t == -1 || t == 2;
+    for (int x = x1 - 1; x <= x2 + 1; ++x) put(x, y1 + t, outline), put(x, y2 - t, outline);
+    for (int y = y1 - 1; y <= y2 + 1; ++y) put(x1 + t, y, outline), put(x2 - t, y, outline);
+  }
+}
+
+std::vector<int> parse_classes(const std::string& list, const std::vector<std::string>& names) {
+  std::vector<int> out;
+  std::stringstream ss(list);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    int found = -1;
+    for (size_t c = 0; c < names.size(); ++c) {
+      std::string a = names[c], b = item;
+      std::transform(a.begin(), a.end(), a.begin(), ::tolower);
+      std::transform(b.begin(), b.end(), b.begin(), ::tolower);
+      if (a == b || std::to_string(c) == item) found = int(c);
+    }
+    if (found < 0) {
+      std::string all;
+      for (const auto& n : names) all += (all.empty() ? "" : ", ") + n;
+      throw_error("--detect: unknown class '", item, "' (classes: ", all, ")");
+    }
+    out.push_back(found);
+  }
+  return out;
+}
 
 void progress(size_t done, size_t total) {
   const int width = 30;
@@ -111,8 +159,11 @@ int main(int argc, char** argv) {
   std::vector<std::string> files;
   std::string out_dir, json_path, model_path;
   bool quiet = false;
+  std::vector<int> detect_classes;
+  nms::WindowHeadOptions head;
   try {
-    Cli cli(argc, argv, {"model", "out", "device", "threads", "json"}, {"quiet", "help"});
+    Cli cli(argc, argv, {"model", "out", "device", "threads", "json", "detect", "det-threshold"},
+            {"quiet", "help"});
     if (cli.has("help")) {
       std::fputs(kUsage, stdout);
       return 0;
@@ -128,6 +179,8 @@ int main(int argc, char** argv) {
     model = read_model(model_path);
     labeler = std::make_unique<Labeler>(
         model, make_backend(cli.get("device", "auto"), cli.get_int("threads", 0)));
+    if (cli.has("detect")) detect_classes = parse_classes(cli.get("detect"), model.class_names);
+    head.threshold = float(std::atof(cli.get("det-threshold", "0.6").c_str()));
     files = expand_inputs(cli.positional());
     SL_REQUIRE(!files.empty(), "no image files found in the given paths");
     std::error_code ec;
@@ -162,12 +215,24 @@ int main(int argc, char** argv) {
       for (int k = 2; used_stems.count(stem); ++k)
         stem = fs::path(r.file).stem().string() + "_" + std::to_string(k);
       used_stems.insert(stem);
+      for (int cls : detect_classes) {
+        int mh = 0, mw = 0;
+        Geometry geo;
+        std::vector<float> prob = labeler->class_probability(cls, &mh, &mw, &geo);
+        for (const auto& d : nms::detect_windows_cpu(
+                 prob.data(), mh, mw, cls, head,
+                 nms::MapGeometry{geo.stride_y, geo.stride_x, geo.offset_y, geo.offset_x},
+                 img.width, img.height))
+          r.detections.push_back({cls, d.box, d.score});
+      }
       Image8 color = colorize(m, model.palette);
       Image8 index{m.width, m.height, 1, m.labels};
       r.outputs = {out_dir + "/" + stem + "_labels.png", out_dir + "/" + stem + "_overlay.png",
                    out_dir + "/" + stem + "_classes.png"};
       save_png(r.outputs[0], color);
-      save_png(r.outputs[1], overlay(img, color));
+      Image8 over = overlay(img, color);
+      for (const auto& d : r.detections) draw_box(over, d.box, model.palette[size_t(d.cls)]);
+      save_png(r.outputs[1], over);
       save_png(r.outputs[2], index);
     } catch (const std::exception& e) {
       r.error = e.what();
@@ -193,6 +258,7 @@ int main(int argc, char** argv) {
                         100.0 * r.hist[size_t(c)] / total);
           line << buf;
         }
+      if (!detect_classes.empty()) line << "  detections: " << r.detections.size();
       std::fprintf(human, "%s\n", line.str().c_str());
     }
     if (show_progress) progress(i + 1, files.size());
@@ -236,7 +302,14 @@ int main(int argc, char** argv) {
       for (int c = 0; c < classes; ++c)
         js << (c ? ", " : "") << "\"" << json_escape(model.class_names[size_t(c)])
            << "\": " << r.hist[size_t(c)];
-      js << "}, \"outputs\": [";
+      js << "}, \"detections\": [";
+      for (size_t k = 0; k < r.detections.size(); ++k) {
+        const Found& d = r.detections[k];
+        js << (k ? ", " : "") << "{\"class\": \"" << json_escape(model.class_names[size_t(d.cls)])
+           << "\", \"score\": " << d.score << ", \"box\": [" << d.box.x1 << ", " << d.box.y1
+           << ", " << d.box.x2 << ", " << d.box.y2 << "]}";
+      }
+      js << "], \"outputs\": [";
       for (size_t k = 0; k < r.outputs.size(); ++k)
         js << (k ? ", " : "") << "\"" << json_escape(r.outputs[k]) << "\"";
       js << "]}";

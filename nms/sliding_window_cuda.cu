@@ -1,0 +1,173 @@
+// GPU sliding-window head (see sliding_window.h); the arithmetic is sliding_window_box.h's,
+// shared with the CPU path. Built with --fmad=false.
+#include <cub/device/device_select.cuh>
+
+#include <algorithm>
+
+#include "nms/sliding_window.h"
+#include "nms/sliding_window_box.h"
+
+namespace scenelab::nms {
+namespace {
+
+constexpr int kMaxSizes = 16;
+struct SizeTable {
+  int n;
+  int h[kMaxSizes], w[kMaxSizes], nx[kMaxSizes], begin[kMaxSizes + 1];
+};
+
+int count_windows(int H, int W, const WindowHeadOptions& o, SizeTable* t) {
+  SL_REQUIRE(int(o.sizes.size()) <= kMaxSizes, "window head: at most ", kMaxSizes, " sizes");
+  SL_REQUIRE(o.stride >= 1, "window head: stride must be >= 1");
+  int total = 0, k = 0;
+  for (const auto& [h, w] : o.sizes) {
+    if (h < 1 || w < 1 || h > H || w > W) continue;
+    const int ny = (H - h) / o.stride + 1, nx = (W - w) / o.stride + 1;
+    if (t) t->h[k] = h, t->w[k] = w, t->nx[k] = nx, t->begin[k] = total;
+    total += ny * nx;
+    ++k;
+  }
+  if (t) t->n = k, t->begin[k] = total;
+  return total;
+}
+
+__global__ void fixed_kernel(const float* prob, int n, int64_t* out) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = window_fixed(prob[i]);
+}
+
+// S is (H+1) x (W+1) with a zero first row and column (memset beforehand).
+__global__ void row_prefix_kernel(const int64_t* fixed, int H, int W, int64_t* S) {
+  const int y = blockIdx.x * blockDim.x + threadIdx.x;
+  if (y >= H) return;
+  int64_t acc = 0;
+  for (int x = 0; x < W; ++x) {
+    acc += fixed[size_t(y) * W + x];
+    S[size_t(y + 1) * (W + 1) + x + 1] = acc;
+  }
+}
+
+__global__ void col_prefix_kernel(int H, int W, int64_t* S) {
+  const int x = blockIdx.x * blockDim.x + threadIdx.x + 1;
+  if (x > W) return;
+  for (int y = 1; y <= H; ++y) S[size_t(y) * (W + 1) + x] += S[size_t(y - 1) * (W + 1) + x];
+}
+
+__device__ void decode(const SizeTable& t, int stride, int idx, int* h, int* w, int* y, int* x) {
+  int s = 0;
+  while (idx >= t.begin[s + 1]) ++s;
+  const int r = idx - t.begin[s];
+  *h = t.h[s];
+  *w = t.w[s];
+  *y = (r / t.nx[s]) * stride;
+  *x = (r % t.nx[s]) * stride;
+}
+
+__global__ void window_kernel(const int64_t* S, int W, SizeTable t, int stride, float threshold,
+                              int total, uint8_t* flags, int* idx) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= total) return;
+  int h, w, y, x;
+  decode(t, stride, i, &h, &w, &y, &x);
+  const int64_t sum = S[size_t(y + h) * (W + 1) + x + w] - S[size_t(y) * (W + 1) + x + w] -
+                      S[size_t(y + h) * (W + 1) + x] + S[size_t(y) * (W + 1) + x];
+  flags[i] = window_score(sum, h, w) >= threshold;
+  idx[i] = i;
+}
+
+__global__ void candidate_kernel(const int64_t* S, int W, SizeTable t, int stride,
+                                 const int* cand_idx, const int* count, MapGeometry g,
+                                 int image_w, int image_h, float4* boxes, float* scores) {
+  const int k = blockIdx.x * blockDim.x + threadIdx.x;
+  if (k >= *count) return;
+  int h, w, y, x;
+  decode(t, stride, cand_idx[k], &h, &w, &y, &x);
+  const int64_t sum = S[size_t(y + h) * (W + 1) + x + w] - S[size_t(y) * (W + 1) + x + w] -
+                      S[size_t(y + h) * (W + 1) + x] + S[size_t(y) * (W + 1) + x];
+  const Box b = window_box(y, x, h, w, g, image_w, image_h);
+  boxes[k] = make_float4(b.x1, b.y1, b.x2, b.y2);
+  scores[k] = window_score(sum, h, w);
+}
+
+}  // namespace
+
+void GpuWindowHead::reserve(int H, int W, const WindowHeadOptions& o) {
+  const int plane = H * W, windows = std::max(1, count_windows(H, W, o, nullptr));
+  if (plane > max_plane_) {
+    fixed_.resize(size_t(plane) * sizeof(int64_t), "window head fixed point");
+    integral_.resize(size_t(H + 1) * (W + 1) * sizeof(int64_t), "window head integral");
+    max_plane_ = plane;
+  }
+  if (windows > max_windows_) {
+    flags_.resize(size_t(windows), "window head flags");
+    idx_all_.resize(size_t(windows) * sizeof(int), "window head indices");
+    cand_idx_.resize(size_t(windows) * sizeof(int), "window head candidates");
+    cand_boxes_.resize(size_t(windows) * sizeof(float4), "window head boxes");
+    cand_scores_.resize(size_t(windows) * sizeof(float), "window head scores");
+    keep_.resize(size_t(windows) * sizeof(int), "window head keep");
+    size_t bytes = 0;
+    SL_CUDA_CHECK(cub::DeviceSelect::Flagged(nullptr, bytes, (int*)nullptr, (uint8_t*)nullptr,
+                                             (int*)nullptr, (int*)nullptr, windows),
+                  "window head: compaction workspace size");
+    cub_temp_.resize(bytes, "window head compaction workspace");
+    cub_bytes_ = bytes;
+    max_windows_ = windows;
+  }
+  count_.resize(sizeof(int), "window head count");
+  keep_count_.resize(sizeof(int), "window head keep count");
+}
+
+std::vector<Detection> GpuWindowHead::detect(const float* prob, int H, int W, int cls,
+                                             const WindowHeadOptions& o, const MapGeometry& g,
+                                             int image_w, int image_h, cudaStream_t s) {
+  SizeTable t{};
+  const int total = count_windows(H, W, o, &t);
+  SL_REQUIRE(H * W <= max_plane_ && total <= max_windows_, "window head: map ", W, "x", H,
+             " exceeds the reserved size (call reserve())");
+  if (total == 0) return {};
+  const int plane = H * W;
+  auto* S = integral_.get<int64_t>();
+  SL_CUDA_CHECK(cudaMemsetAsync(S, 0, size_t(H + 1) * (W + 1) * sizeof(int64_t), s), "window head");
+  fixed_kernel<<<(plane + 255) / 256, 256, 0, s>>>(prob, plane, fixed_.get<int64_t>());
+  row_prefix_kernel<<<(H + 127) / 128, 128, 0, s>>>(fixed_.get<int64_t>(), H, W, S);
+  col_prefix_kernel<<<(W + 127) / 128, 128, 0, s>>>(H, W, S);
+  window_kernel<<<(total + 255) / 256, 256, 0, s>>>(S, W, t, o.stride, o.threshold, total,
+                                                    flags_.get<uint8_t>(), idx_all_.get<int>());
+  SL_CUDA_CHECK(cudaGetLastError(), "window head kernels");
+  size_t bytes = cub_bytes_;
+  SL_CUDA_CHECK(cub::DeviceSelect::Flagged(cub_temp_.get(), bytes, idx_all_.get<int>(),
+                                           flags_.get<uint8_t>(), cand_idx_.get<int>(),
+                                           count_.get<int>(), total, s),
+                "window head compaction");
+  int count = 0;
+  SL_CUDA_CHECK(cudaMemcpyAsync(&count, count_.get(), sizeof(int), cudaMemcpyDeviceToHost, s),
+                "window head candidate count");
+  SL_CUDA_CHECK(cudaStreamSynchronize(s), "window head candidate count");
+  if (count == 0) return {};
+  candidate_kernel<<<(count + 255) / 256, 256, 0, s>>>(S, W, t, o.stride, cand_idx_.get<int>(),
+                                                       count_.get<int>(), g, image_w, image_h,
+                                                       cand_boxes_.get<float4>(),
+                                                       cand_scores_.get<float>());
+  SL_CUDA_CHECK(cudaGetLastError(), "window head candidate_kernel");
+  nms_.reserve(count);  // grows only when a frame has more candidates than any before
+  nms_.greedy(DeviceBoxes{cand_boxes_.get<float4>(), cand_scores_.get<float>(), nullptr, count},
+              o.nms, keep_.get<int>(), keep_count_.get<int>(), s);
+  int kept = 0;
+  SL_CUDA_CHECK(cudaMemcpyAsync(&kept, keep_count_.get(), sizeof(int), cudaMemcpyDeviceToHost, s),
+                "window head kept count");
+  SL_CUDA_CHECK(cudaStreamSynchronize(s), "window head kept count");
+  std::vector<int> keep(static_cast<size_t>(kept));
+  std::vector<float4> boxes(static_cast<size_t>(count));
+  std::vector<float> scores(static_cast<size_t>(count));
+  SL_CUDA_CHECK(cudaMemcpy(keep.data(), keep_.get(), size_t(kept) * sizeof(int), cudaMemcpyDeviceToHost), "window head keep");
+  SL_CUDA_CHECK(cudaMemcpy(boxes.data(), cand_boxes_.get(), size_t(count) * sizeof(float4), cudaMemcpyDeviceToHost), "window head boxes");
+  SL_CUDA_CHECK(cudaMemcpy(scores.data(), cand_scores_.get(), size_t(count) * sizeof(float), cudaMemcpyDeviceToHost), "window head scores");
+  std::vector<Detection> out;
+  for (int k : keep) {
+    const float4 b = boxes[size_t(k)];
+    out.push_back({{b.x, b.y, b.z, b.w}, scores[size_t(k)], cls});
+  }
+  return out;
+}
+
+}  // namespace scenelab::nms
