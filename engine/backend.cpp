@@ -3,12 +3,16 @@
 #include <omp.h>
 
 #include <Eigen/Core>
+#include <cstring>
 #include <thread>
 
 #include "engine/error.h"
+#include "engine/tensor.h"
 
 #ifdef SCENELAB_WITH_CUDA
 #include <cuda_runtime.h>
+
+#include "engine/cuda_backend.h"
 #endif
 
 namespace scenelab {
@@ -25,6 +29,18 @@ void CpuBackend::activate() const {
   Eigen::setNbThreads(threads_);
 }
 
+BackendMemory CpuBackend::allocate(size_t bytes) const {
+  float* p = aligned_floats((bytes + sizeof(float) - 1) / sizeof(float)).release();
+  return BackendMemory(p, [](void* q) { AlignedFree()(static_cast<float*>(q)); });
+}
+
+void CpuBackend::upload(void* dst, const void* src, size_t bytes) const {
+  if (bytes) std::memcpy(dst, src, bytes);
+}
+void CpuBackend::download(void* dst, const void* src, size_t bytes) const {
+  if (bytes) std::memcpy(dst, src, bytes);
+}
+
 bool cuda_device_available() {
 #ifdef SCENELAB_WITH_CUDA
   int n = 0;
@@ -34,13 +50,17 @@ bool cuda_device_available() {
 #endif
 }
 
-std::unique_ptr<Backend> make_backend(const std::string& device, int threads) {
+std::unique_ptr<Backend> make_backend(const std::string& device, int threads,
+                                      const CudaOptions& cuda) {
   if (device == "cpu") return std::make_unique<CpuBackend>(threads);
   if (device == "cuda" || device == "auto") {
-    if (device == "auto") return std::make_unique<CpuBackend>(threads);  // CUDA backend: issue 3
 #ifdef SCENELAB_WITH_CUDA
-    throw_error("--device cuda: the CUDA backend is not available yet in this build");
+    if (cuda_device_available()) return std::make_unique<CudaBackend>(cuda);
+    if (device == "auto") return std::make_unique<CpuBackend>(threads);
+    throw_error("--device cuda: no CUDA device is available");
 #else
+    if (device == "auto") return std::make_unique<CpuBackend>(threads);
+    (void)cuda;
     throw_error("--device cuda: this build has no CUDA support (built without a CUDA toolkit)");
 #endif
   }

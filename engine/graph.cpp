@@ -8,6 +8,16 @@
 
 namespace scenelab {
 
+const float* LayerParams::data(const std::string& name) const {
+  auto it = data_.find(name);
+  if (it != data_.end()) return it->second;
+  return get(name).data();
+}
+
+void Layer::forward_cuda(const ForwardArgs&, const CudaContext&) const {
+  throw_error("layer '", name_, "' (", type(), ") has no GPU implementation");
+}
+
 const Tensor& LayerParams::get(const std::string& name) const {
   auto it = map_.find(name);
   SL_REQUIRE(it != map_.end() && it->second, "layer parameter '", name, "' was not bound");
@@ -164,7 +174,6 @@ void Graph::plan(int n, int h, int w, const Backend& backend) {
   SL_REQUIRE(n >= 1 && h >= 1 && w >= 1, "input size ", n, "x", h, "x", w, " is empty");
   backend_ = &backend;
   input_shape_ = Shape(n, model_.graph.input_channels, h, w);
-  const int threads = backend.threads();
   // Shapes and geometry.
   for (auto& node : nodes_) {
     std::vector<Shape> shapes;
@@ -212,7 +221,7 @@ void Graph::plan(int n, int h, int w, const Backend& backend) {
     std::vector<Shape> shapes;
     for (int k : node.inputs) shapes.push_back(k < 0 ? input_shape_ : nodes_[size_t(k)]->shape);
     workspace_floats_ =
-        std::max(workspace_floats_, node.layer->workspace_floats(shapes, node.shape, threads));
+        std::max(workspace_floats_, node.layer->workspace_floats(shapes, node.shape, backend));
     if (node.alias_of >= -1) continue;
     size_t need = node.shape.numel();
     int best = -1;
@@ -234,8 +243,31 @@ void Graph::plan(int n, int h, int w, const Backend& backend) {
   }
   buffers_.clear();
   buffer_floats_ = sizes;
-  for (size_t s : sizes) buffers_.push_back(aligned_floats(s));
-  workspace_ = aligned_floats(workspace_floats_);
+  for (size_t s : sizes) buffers_.push_back(backend.allocate(s * sizeof(float)));
+  workspace_ = backend.allocate(std::max<size_t>(workspace_floats_, 1) * sizeof(float));
+  input_buffer_ = backend.kind() == DeviceKind::CPU
+                      ? nullptr
+                      : backend.allocate(input_shape_.numel() * sizeof(float));
+  // Parameters live where the backend computes: uploaded once per backend.
+  if (backend.kind() != DeviceKind::CPU && params_backend_ != &backend) {
+    device_params_.clear();
+    for (const auto& [name, t] : model_.params) {
+      BackendMemory m = backend.allocate(t.numel() * sizeof(float));
+      backend.upload(m.get(), t.data(), t.numel() * sizeof(float));
+      device_params_[name] = m;
+    }
+    params_backend_ = &backend;
+  }
+  for (auto& node : nodes_) {
+    std::vector<Shape> shapes;
+    for (int k : node->inputs) shapes.push_back(k < 0 ? input_shape_ : nodes_[size_t(k)]->shape);
+    for (const auto& spec : node->layer->param_specs(shapes)) {
+      const std::string ds = node->layer->param_group() + "/" + spec.name;
+      node->params.set_data(spec.name, backend.kind() == DeviceKind::CPU
+                                           ? model_.params.at(ds).data()
+                                           : static_cast<const float*>(device_params_.at(ds).get()));
+    }
+  }
   stats_.clear();
   for (auto& node : nodes_)
     stats_.push_back({node->layer->name(), node->layer->type(), node->shape, node->ops, 0.0});
@@ -247,12 +279,17 @@ void Graph::run(const TensorView& input) {
   SL_REQUIRE(input.shape == input_shape_, "input shape ", input.shape.str(),
              " differs from the planned ", input_shape_.str());
   backend_->activate();
-  input_view_ = input;
+  if (input_buffer_) {  // the input goes up once; everything else stays on the device
+    backend_->upload(input_buffer_.get(), input.data, input.shape.numel() * sizeof(float));
+    input_view_ = TensorView{static_cast<float*>(input_buffer_.get()), input.shape};
+  } else {
+    input_view_ = input;
+  }
   auto view_of = [&](int k) -> TensorView {
     if (k < 0) return input_view_;
     while (nodes_[size_t(k)]->alias_of >= -1) k = nodes_[size_t(k)]->alias_of;
     const Node& n = *nodes_[size_t(k)];
-    return TensorView{buffers_[size_t(n.buffer)].get(), n.shape};
+    return TensorView{static_cast<float*>(buffers_[size_t(n.buffer)].get()), n.shape};
   };
   for (size_t i = 0; i < nodes_.size(); ++i) {
     Node& node = *nodes_[i];
@@ -265,15 +302,19 @@ void Graph::run(const TensorView& input) {
       a.in.push_back(view_of(k));
       a.in_geometry.push_back(k < 0 ? Geometry{} : nodes_[size_t(k)]->geometry);
     }
-    a.out = TensorView{buffers_[size_t(node.buffer)].get(), node.shape};
+    a.out = TensorView{static_cast<float*>(buffers_[size_t(node.buffer)].get()), node.shape};
     a.out_geometry = node.geometry;
-    a.workspace = workspace_.get();
+    a.workspace = static_cast<float*>(workspace_.get());
     a.params = &node.params;
     a.threads = backend_->threads();
     a.fused_relu = node.fused_relu;
     auto t0 = std::chrono::steady_clock::now();
     try {
-      node.layer->forward_cpu(a);
+      if (const CudaContext* ctx = backend_->cuda())
+        node.layer->forward_cuda(a, *ctx);
+      else
+        node.layer->forward_cpu(a);
+      if (profiling_) backend_->synchronize();
     } catch (const Error& e) {
       throw_error("layer '", node.layer->name(), "' (", node.layer->type(), "): ", e.what());
     }
@@ -289,7 +330,14 @@ TensorView Graph::output(const std::string& name) const {
   if (k < 0) return input_view_;
   while (nodes_[size_t(k)]->alias_of >= -1) k = nodes_[size_t(k)]->alias_of;
   const Node& n = *nodes_[size_t(k)];
-  return TensorView{buffers_[size_t(n.buffer)].get(), n.shape};
+  return TensorView{static_cast<float*>(buffers_[size_t(n.buffer)].get()), n.shape};
+}
+
+Tensor Graph::fetch(const std::string& name) const {
+  TensorView v = output(name);
+  Tensor t(v.shape);
+  backend_->download(t.data(), v.data, t.numel() * sizeof(float));
+  return t;
 }
 
 Shape Graph::shape_of(const std::string& name) const {

@@ -1,6 +1,7 @@
 // A layer graph built from a Model, planned once for an input size (shapes and geometry
 // inferred, buffers sized and reused, one shared workspace), then run many times.
 #pragma once
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,8 +33,11 @@ class Graph {
   // Runs the planned graph on `input` (shape must equal input_shape()).
   void run(const TensorView& input);
 
-  // Output (or any node's output) of the last run; valid until the next plan().
+  // Output (or any node's output) of the last run, in the backend's memory (device memory on
+  // the GPU); valid until the next plan().
   TensorView output(const std::string& node) const;
+  // The same, copied to a host tensor (waits for the GPU).
+  Tensor fetch(const std::string& node) const;
   Shape shape_of(const std::string& node) const;
   Geometry geometry_of(const std::string& node) const;
   const std::vector<std::string>& outputs() const { return model_.graph.outputs; }
@@ -50,9 +54,11 @@ class Graph {
 
   const Model& model_;
   std::vector<std::unique_ptr<Node>> nodes_;
-  std::vector<std::unique_ptr<float[], AlignedFree>> buffers_;
+  std::vector<BackendMemory> buffers_;
   std::vector<size_t> buffer_floats_;
-  std::unique_ptr<float[], AlignedFree> workspace_;
+  BackendMemory workspace_, input_buffer_;
+  std::map<std::string, BackendMemory> device_params_;  // per dataset, on a non-host backend
+  const Backend* params_backend_ = nullptr;
   size_t workspace_floats_ = 0;
   Shape input_shape_;
   TensorView input_view_;

@@ -20,8 +20,9 @@ LabelMap Labeler::label(const Image8& rgb) {
     graph_.plan(1, rgb.height, rgb.width, *backend_);
   auto t0 = std::chrono::steady_clock::now();
   graph_.run(x.view());
+  Tensor lab_t = graph_.fetch("labels_full");  // waits for the backend
   last_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  TensorView lab = graph_.output("labels_full");
+  TensorView lab = lab_t.view();
   SL_REQUIRE(lab.shape.h == rgb.height && lab.shape.w == rgb.width && lab.shape.c == 1,
              "node 'labels_full' has shape ", lab.shape.str(), ", expected 1x1x", rgb.height, "x",
              rgb.width);
@@ -31,7 +32,8 @@ LabelMap Labeler::label(const Image8& rgb) {
 }
 
 std::vector<float> Labeler::class_probability(int cls, int* h, int* w, Geometry* geometry) const {
-  TensorView s = graph_.output("scores");
+  Tensor st = graph_.fetch("scores");
+  TensorView s = st.view();
   SL_REQUIRE(cls >= 0 && cls < s.shape.c, "class ", cls, " out of range 0..", s.shape.c - 1);
   *h = s.shape.h;
   *w = s.shape.w;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/backend.h"
 #include "engine/graph_desc.h"
 #include "engine/tensor.h"
 
@@ -39,11 +40,20 @@ class LayerParams {
  public:
   void set(const std::string& name, const Tensor* t) { map_[name] = t; }
   const Tensor& get(const std::string& name) const;
+  // Where the backend keeps the parameter (the host tensor's data on the CPU, device memory
+  // on the GPU).
+  void set_data(const std::string& name, const float* p) { data_[name] = p; }
+  const float* data(const std::string& name) const;
 
  private:
   std::map<std::string, const Tensor*> map_;
+  std::map<std::string, const float*> data_;
 };
 
+struct CudaContext;  // engine/cuda_backend.h
+
+// Arguments of one layer's forward pass. All pointers live in the backend's memory: host on the
+// CPU, device on the GPU (parameters: LayerParams::data).
 struct ForwardArgs {
   std::vector<TensorView> in;
   std::vector<Geometry> in_geometry;
@@ -73,8 +83,9 @@ class Layer {
   virtual std::vector<ParamSpec> param_specs(const std::vector<Shape>& /*in*/) const { return {}; }
   // Parameter group (dataset folder) this layer reads; layers sharing weights name one group.
   virtual std::string param_group() const { return name_; }
+  // Scratch memory needed by forward (in the backend's memory; planned once per input size).
   virtual size_t workspace_floats(const std::vector<Shape>& /*in*/, const Shape& /*out*/,
-                                  int /*threads*/) const {
+                                  const Backend& /*backend*/) const {
     return 0;
   }
   // Operations by the paper's metric (2 x multiply-adds of conv layers); 0 for others.
@@ -82,6 +93,8 @@ class Layer {
   // True when this layer can apply a following ReLU itself (ForwardArgs::fused_relu).
   virtual bool can_fuse_relu() const { return false; }
   virtual void forward_cpu(const ForwardArgs& a) const = 0;
+  // The GPU path (layers/*.cpp, kernels in kernels/*.cu); stream-ordered, no allocation, no sync.
+  virtual void forward_cuda(const ForwardArgs& a, const CudaContext& ctx) const;
 
  protected:
   std::string name_;

@@ -2,6 +2,10 @@
 // scores never win (all-NaN gives 0).
 #include "engine/layer.h"
 #include "engine/parallel.h"
+#ifdef SCENELAB_WITH_CUDA
+#include "engine/cuda_backend.h"
+#include "kernels/layers_cuda.h"
+#endif
 
 namespace scenelab {
 namespace {
@@ -33,6 +37,12 @@ class Argmax : public Layer {
       });
     }
   }
+#ifdef SCENELAB_WITH_CUDA
+  void forward_cuda(const ForwardArgs& a, const CudaContext& ctx) const override {
+    const Shape& x = a.in[0].shape;
+    cuda::argmax(a.in[0].data, a.out.data, x.n, x.c, x.plane(), ctx.stream);
+  }
+#endif
 };
 
 }  // namespace

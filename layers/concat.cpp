@@ -4,6 +4,10 @@
 #include "engine/error.h"
 #include "engine/layer.h"
 #include "engine/parallel.h"
+#ifdef SCENELAB_WITH_CUDA
+#include "engine/cuda_backend.h"
+#include "kernels/layers_cuda.h"
+#endif
 
 namespace scenelab {
 namespace {
@@ -34,6 +38,20 @@ class Concat : public Layer {
       std::memcpy(y.data + size_t(p) * plane, src[size_t(p)], plane * sizeof(float));
     });
   }
+#ifdef SCENELAB_WITH_CUDA
+  void forward_cuda(const ForwardArgs& a, const CudaContext& ctx) const override {
+    const Shape& y = a.out.shape;
+    float* dst = a.out.data;
+    for (int n = 0; n < y.n; ++n)
+      for (const auto& x : a.in) {
+        const size_t bytes = size_t(x.shape.c) * x.shape.plane() * sizeof(float);
+        SL_CUDA_CHECK(cudaMemcpyAsync(dst, x.channel(n, 0), bytes, cudaMemcpyDeviceToDevice,
+                                      ctx.stream),
+                      str_cat("concat '", name_, "'"));
+        dst += bytes / sizeof(float);
+      }
+  }
+#endif
 };
 
 }  // namespace

@@ -12,6 +12,10 @@
 #include "engine/error.h"
 #include "engine/layer.h"
 #include "engine/parallel.h"
+#ifdef SCENELAB_WITH_CUDA
+#include "engine/cuda_backend.h"
+#include "kernels/layers_cuda.h"
+#endif
 
 namespace scenelab {
 namespace {
@@ -36,9 +40,12 @@ class ContrastNorm : public Layer {
   }
   const char* type() const override { return "contrast_norm"; }
   Shape infer_shape(const std::vector<Shape>& in) const override { return in[0]; }
-  size_t workspace_floats(const std::vector<Shape>& in, const Shape&, int) const override {
-    // per plane: centred values, squared/blurred buffer, horizontal pass; plus edge coefficients
-    return size_t(in[0].n) * in[0].c * in[0].plane() * 3 + size_t(in[0].h + in[0].w);
+  size_t workspace_floats(const std::vector<Shape>& in, const Shape&,
+                          const Backend&) const override {
+    // per plane: centred values, squared/blurred buffer, horizontal pass; plus edge
+    // coefficients (CPU) or the planes' mean deviations (GPU)
+    const size_t planes = size_t(in[0].n) * in[0].c;
+    return planes * in[0].plane() * 3 + size_t(in[0].h + in[0].w) + planes;
   }
 
   void forward_cpu(const ForwardArgs& a) const override {
@@ -72,6 +79,15 @@ class ContrastNorm : public Layer {
       for (size_t i = 0; i < plane; ++i) dst[i] = cen[i] / std::max(sq[i], thr);
     });
   }
+
+#ifdef SCENELAB_WITH_CUDA
+  void forward_cuda(const ForwardArgs& a, const CudaContext& ctx) const override {
+    std::vector<float> k(kernel_.begin(), kernel_.end());
+    const Shape& s = a.in[0].shape;
+    cuda::contrast_norm(a.in[0].data, a.out.data, s.n * s.c, s.h, s.w, k.data(), size_, eps_,
+                        a.workspace, ctx.stream);
+  }
+#endif
 
  private:
   void edge_coef(int n, float* coef) const {

@@ -11,6 +11,10 @@
 #include "engine/error.h"
 #include "engine/layer.h"
 #include "engine/parallel.h"
+#ifdef SCENELAB_WITH_CUDA
+#include "engine/cuda_backend.h"
+#include "kernels/conv_cuda.h"
+#endif
 
 namespace scenelab {
 namespace {
@@ -58,17 +62,42 @@ class Conv2d : public Layer {
     return 2.0 * o.n * o.c * in[0].c * k_ * k_ * double(o.h) * o.w;
   }
   size_t workspace_floats(const std::vector<Shape>& in, const Shape& o,
-                          int threads) const override {
+                          const Backend& backend) const override {
     if (k_ == 1) return 0;
+#ifdef SCENELAB_WITH_CUDA
+    if (const CudaContext* ctx = backend.cuda()) {
+      const cuda::ConvShape c = conv_shape(in[0], o);
+      return size_t(cuda::conv_band_rows(c, ctx->conv_workspace_bytes / sizeof(float))) * o.w *
+             kdim(in[0]);
+    }
+#endif
+    const int threads = backend.threads();
     return size_t(threads) * band_rows(in[0], o, threads) * size_t(o.w) * kdim(in[0]);
   }
+
+#ifdef SCENELAB_WITH_CUDA
+  cuda::ConvShape conv_shape(const Shape& x, const Shape& y) const {
+    return {x.n, x.c, x.h, x.w, out_, k_, pad_, y.h, y.w};
+  }
+  // direct: the paper's direct kernel; gemm (and auto, for now): im2col + cuBLAS.
+  void forward_cuda(const ForwardArgs& a, const CudaContext& ctx) const override {
+    const cuda::ConvShape c = conv_shape(a.in[0].shape, a.out.shape);
+    const float* w = a.params->data("weight");
+    const float* b = bias_ ? a.params->data("bias") : nullptr;
+    if (ctx.conv == ConvAlgo::Direct && k_ > 1)
+      cuda::conv2d_direct(c, a.in[0].data, w, b, a.out.data, a.fused_relu, ctx.stream);
+    else
+      cuda::conv2d_gemm(c, a.in[0].data, w, b, a.out.data, a.fused_relu, a.workspace,
+                        ctx.conv_workspace_bytes / sizeof(float), ctx.cublas, ctx.stream);
+  }
+#endif
 
   void forward_cpu(const ForwardArgs& a) const override {
     const TensorView& x = a.in[0];
     const TensorView& y = a.out;
     const size_t K = kdim(x.shape);
-    const float* w = a.params->get("weight").data();
-    const float* b = bias_ ? a.params->get("bias").data() : nullptr;
+    const float* w = a.params->data("weight");
+    const float* b = bias_ ? a.params->data("bias") : nullptr;
     const int rows = band_rows(x.shape, y.shape, a.threads);
     const int bands = (y.shape.h + rows - 1) / rows;
     const size_t plane = y.shape.plane();

@@ -6,6 +6,10 @@
 #include "engine/error.h"
 #include "engine/layer.h"
 #include "engine/parallel.h"
+#ifdef SCENELAB_WITH_CUDA
+#include "engine/cuda_backend.h"
+#include "kernels/layers_cuda.h"
+#endif
 
 namespace scenelab {
 namespace {
@@ -44,6 +48,13 @@ class MaxPool2d : public Layer {
         }
     });
   }
+
+#ifdef SCENELAB_WITH_CUDA
+  void forward_cuda(const ForwardArgs& a, const CudaContext& ctx) const override {
+    const Shape &x = a.in[0].shape, &y = a.out.shape;
+    cuda::maxpool2d(a.in[0].data, a.out.data, x.n * x.c, x.h, x.w, y.h, y.w, k_, s_, ctx.stream);
+  }
+#endif
 
  private:
   int k_ = 2, s_ = 2;

@@ -3,6 +3,10 @@
 
 #include "engine/layer.h"
 #include "engine/parallel.h"
+#ifdef SCENELAB_WITH_CUDA
+#include "engine/cuda_backend.h"
+#include "kernels/layers_cuda.h"
+#endif
 
 namespace scenelab {
 namespace {
@@ -19,6 +23,11 @@ class Relu : public Layer {
       for (size_t i = i0; i < i1; ++i) a.out.data[i] = std::max(a.in[0].data[i], 0.f);
     });
   }
+#ifdef SCENELAB_WITH_CUDA
+  void forward_cuda(const ForwardArgs& a, const CudaContext& ctx) const override {
+    cuda::relu(a.in[0].data, a.out.data, a.out.shape.numel(), ctx.stream);
+  }
+#endif
 };
 
 }  // namespace

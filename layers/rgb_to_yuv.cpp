@@ -5,6 +5,10 @@
 #include "engine/error.h"
 #include "engine/layer.h"
 #include "engine/parallel.h"
+#ifdef SCENELAB_WITH_CUDA
+#include "engine/cuda_backend.h"
+#include "kernels/layers_cuda.h"
+#endif
 
 namespace scenelab {
 namespace {
@@ -33,6 +37,11 @@ class RgbToYuv : public Layer {
       });
     }
   }
+#ifdef SCENELAB_WITH_CUDA
+  void forward_cuda(const ForwardArgs& a, const CudaContext& ctx) const override {
+    cuda::rgb_to_yuv(a.in[0].data, a.out.data, a.in[0].shape.n, a.in[0].shape.plane(), ctx.stream);
+  }
+#endif
 };
 
 }  // namespace

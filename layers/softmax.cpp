@@ -4,6 +4,10 @@
 
 #include "engine/layer.h"
 #include "engine/parallel.h"
+#ifdef SCENELAB_WITH_CUDA
+#include "engine/cuda_backend.h"
+#include "kernels/layers_cuda.h"
+#endif
 
 namespace scenelab {
 namespace {
@@ -31,6 +35,12 @@ class Softmax : public Layer {
         }
       });
   }
+#ifdef SCENELAB_WITH_CUDA
+  void forward_cuda(const ForwardArgs& a, const CudaContext& ctx) const override {
+    const Shape& x = a.in[0].shape;
+    cuda::softmax(a.in[0].data, a.out.data, x.n, x.c, x.plane(), ctx.stream);
+  }
+#endif
 };
 
 }  // namespace

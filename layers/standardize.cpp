@@ -3,6 +3,10 @@
 #include "engine/error.h"
 #include "engine/layer.h"
 #include "engine/parallel.h"
+#ifdef SCENELAB_WITH_CUDA
+#include "engine/cuda_backend.h"
+#include "kernels/layers_cuda.h"
+#endif
 
 namespace scenelab {
 namespace {
@@ -20,8 +24,8 @@ class Standardize : public Layer {
     return {{"mean", {in[0].c}}, {"std", {in[0].c}}};
   }
   void forward_cpu(const ForwardArgs& a) const override {
-    const float* mean = a.params->get("mean").data();
-    const float* sd = a.params->get("std").data();
+    const float* mean = a.params->data("mean");
+    const float* sd = a.params->data("std");
     const TensorView &x = a.in[0], &y = a.out;
     for (int c = 0; c < x.shape.c; ++c)
       SL_REQUIRE(sd[c] > 0, "standardize '", name_, "': std[", c, "] = ", sd[c],
@@ -35,6 +39,18 @@ class Standardize : public Layer {
       for (size_t i = 0; i < plane; ++i) d[i] = (s[i] - m) * inv;
     });
   }
+
+#ifdef SCENELAB_WITH_CUDA
+  void forward_cuda(const ForwardArgs& a, const CudaContext& ctx) const override {
+    // std > 0 is checked on the host copy of the parameter (once per run, 3 values).
+    const Tensor& sd = a.params->get("std");
+    for (size_t c = 0; c < sd.numel(); ++c)
+      SL_REQUIRE(sd[c] > 0, "standardize '", name_, "': std[", c, "] = ", sd[c], " is not positive");
+    const Shape& x = a.in[0].shape;
+    cuda::standardize(a.in[0].data, a.out.data, a.params->data("mean"), a.params->data("std"), x.n,
+                      x.c, x.plane(), ctx.stream);
+  }
+#endif
 
  private:
   std::string group_;

@@ -11,14 +11,14 @@
 #include "engine/error.h"
 #include "engine/layer.h"
 #include "engine/parallel.h"
+#include "layers/upsample_taps.h"
+#ifdef SCENELAB_WITH_CUDA
+#include "engine/cuda_backend.h"
+#include "kernels/layers_cuda.h"
+#endif
 
 namespace scenelab {
 namespace {
-
-struct Tap {
-  int i0, i1;
-  float w1;  // weight of i1; i0 gets 1 - w1
-};
 
 class Upsample : public Layer {
  public:
@@ -50,12 +50,12 @@ class Upsample : public Layer {
       const float* src = x.data + size_t(p) * x.shape.plane();
       float* dst = y.data + size_t(p) * y.shape.plane();
       for (int oy = 0; oy < y.shape.h; ++oy) {
-        const Tap& t = ty[size_t(oy)];
+        const UpsampleTap& t = ty[size_t(oy)];
         const float* r0 = src + size_t(t.i0) * x.shape.w;
         const float* r1 = src + size_t(t.i1) * x.shape.w;
         float* out = dst + size_t(oy) * y.shape.w;
         for (int ox = 0; ox < y.shape.w; ++ox) {
-          const Tap& u = tx[size_t(ox)];
+          const UpsampleTap& u = tx[size_t(ox)];
           float top = r0[u.i0] + u.w1 * (r0[u.i1] - r0[u.i0]);
           float bot = r1[u.i0] + u.w1 * (r1[u.i1] - r1[u.i0]);
           out[ox] = top + t.w1 * (bot - top);
@@ -64,30 +64,21 @@ class Upsample : public Layer {
     });
   }
 
+#ifdef SCENELAB_WITH_CUDA
+  void forward_cuda(const ForwardArgs& a, const CudaContext& ctx) const override {
+    const Shape &x = a.in[0].shape, &y = a.out.shape;
+    cuda::upsample(a.in[0].data, a.out.data, x.n * x.c, x.h, x.w, y.h, y.w, geometry_, bilinear_,
+                   a.in_geometry[0], a.in_geometry[1], ctx.stream);
+  }
+#endif
+
  private:
-  std::vector<Tap> taps(int in, int out, double in_off, double in_stride, double out_off,
-                        double out_stride) const {
-    std::vector<Tap> t(static_cast<size_t>(out));
-    const double scale = double(in) / out;
-    for (int i = 0; i < out; ++i) {
-      double src;
-      if (geometry_)
-        src = (out_off + out_stride * i - in_off) / in_stride;
-      else if (bilinear_)
-        src = (i + 0.5) * scale - 0.5;
-      else
-        src = std::floor(float(i) * float(scale));  // PyTorch computes this in float
-      src = std::min(std::max(src, 0.0), double(in - 1));
-      if (!bilinear_) {
-        int k = geometry_ ? int(std::floor(src + 0.5)) : int(src);
-        k = std::min(k, in - 1);
-        t[size_t(i)] = {k, k, 0.f};
-        continue;
-      }
-      int i0 = int(std::floor(src));
-      int i1 = std::min(i0 + 1, in - 1);
-      t[size_t(i)] = {i0, i1, float(src - i0)};
-    }
+  std::vector<UpsampleTap> taps(int in, int out, double in_off, double in_stride,
+                                double out_off, double out_stride) const {
+    std::vector<UpsampleTap> t(static_cast<size_t>(out));
+    for (int i = 0; i < out; ++i)
+      t[size_t(i)] = upsample_tap(i, in, out, geometry_, bilinear_, in_off, in_stride, out_off,
+                                  out_stride);
     return t;
   }
 

@@ -242,7 +242,8 @@ LayerRun run_layer(const std::string& line, const std::vector<const Tensor*>& in
     lp.set(spec.name, &it->second);
   }
   a.params = &lp;
-  std::vector<float> ws(r.layer->workspace_floats(shapes, out, threads) + 1,
+  CpuBackend cpu(threads);
+  std::vector<float> ws(r.layer->workspace_floats(shapes, out, cpu) + 1,
                         std::numeric_limits<float>::quiet_NaN());
   a.workspace = ws.data();
   a.threads = threads;

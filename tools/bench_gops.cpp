@@ -12,6 +12,9 @@
 #include <sstream>
 
 #include "engine/graph.h"
+#ifdef SCENELAB_WITH_CUDA
+#include "engine/cuda_backend.h"
+#endif
 #include "tools/cli.h"
 #include "weights/default_model.h"
 #include "weights/model_file.h"
@@ -38,7 +41,8 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   try {
-    Cli cli(argc, argv, {"nets", "sizes", "runs", "warmup", "threads", "device", "classes", "model"},
+    Cli cli(argc, argv, {"nets", "sizes", "runs", "warmup", "threads", "device", "classes", "model",
+                         "conv", "precision"},
             {"layers", "help"});
     if (cli.has("help")) {
       std::puts("usage: bench_gops [--nets reference,multiscale] [--sizes 320x240,...] "
@@ -47,7 +51,13 @@ int main(int argc, char** argv) {
     }
     const int runs = std::max(1, cli.get_int("runs", 7));
     const int warmup = std::max(0, cli.get_int("warmup", 2));
-    auto backend = make_backend(cli.get("device", "cpu"), cli.get_int("threads", 0));
+    CudaOptions co;
+    co.conv = cli.get("conv", "auto");
+    co.precision = cli.get("precision", "fp32");
+    auto backend = make_backend(cli.get("device", "cpu"), cli.get_int("threads", 0), co);
+#ifdef SCENELAB_WITH_CUDA
+    CudaEvent e0, e1;  // GPU runs are timed with CUDA events on the backend's stream
+#endif
     std::printf("# bench_gops on %s, median of %d runs after %d warm-up\n",
                 backend->describe().c_str(), runs, warmup);
     std::printf("| network | size | GOp | median ms | GOp/s |\n|---|---|---|---|---|\n");
@@ -70,9 +80,23 @@ int main(int argc, char** argv) {
         for (int i = 0; i < warmup; ++i) g.run(x.view());
         std::vector<double> ms;
         std::map<std::string, std::vector<double>> layer_ms;
+        backend->synchronize();
         for (int i = 0; i < runs; ++i) {
+#ifdef SCENELAB_WITH_CUDA
+          if (const CudaContext* ctx = backend->cuda(); ctx && !cli.has("layers")) {
+            SL_CUDA_CHECK(cudaEventRecord(e0.get(), ctx->stream), "bench");
+            g.run(x.view());
+            SL_CUDA_CHECK(cudaEventRecord(e1.get(), ctx->stream), "bench");
+            SL_CUDA_CHECK(cudaEventSynchronize(e1.get()), "bench");
+            float t = 0;
+            SL_CUDA_CHECK(cudaEventElapsedTime(&t, e0.get(), e1.get()), "bench");
+            ms.push_back(t);
+            continue;
+          }
+#endif
           auto t0 = std::chrono::steady_clock::now();
           g.run(x.view());
+          backend->synchronize();
           ms.push_back(std::chrono::duration<double, std::milli>(
                            std::chrono::steady_clock::now() - t0)
                            .count());

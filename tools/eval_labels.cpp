@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
   std::string model_path, json_path;
   int void_index = 11;
   try {
-    Cli cli(argc, argv, {"data", "model", "void", "device", "threads", "limit", "json"}, {"help"});
+    Cli cli(argc, argv, {"data", "model", "void", "device", "threads", "limit", "json", "conv", "precision"}, {"help"});
     if (cli.has("help") || !cli.has("data")) {
       std::fputs("usage: eval_labels --data DIR [--model FILE.h5] [--void 11] [--device cpu|cuda|auto] "
                  "[--threads N] [--limit N] [--json FILE|-]\n", cli.has("help") ? stdout : stderr);
@@ -37,8 +37,11 @@ int main(int argc, char** argv) {
     json_path = cli.get("json");
     model_path = cli.has("model") ? cli.get("model") : find_default_model();
     model = read_model(model_path);
-    labeler = std::make_unique<Labeler>(model, make_backend(cli.get("device", "auto"),
-                                                            cli.get_int("threads", 0)));
+    CudaOptions co;
+    co.conv = cli.get("conv", "auto");
+    co.precision = cli.get("precision", "fp32");
+    labeler = std::make_unique<Labeler>(
+        model, make_backend(cli.get("device", "auto"), cli.get_int("threads", 0), co));
     const fs::path data = cli.get("data");
     SL_REQUIRE(fs::is_directory(data / "images") && fs::is_directory(data / "labels"), data.string(),
                ": expected folders images/ and labels/");

@@ -29,7 +29,9 @@ const char* kUsage =
     "usage: label_image [options] IMAGE|DIR|GLOB...\n"
     "  --model FILE.h5      model (default: the model shipped in weights/)\n"
     "  --out DIR            output folder (default: labels)\n"
-    "  --device cpu|cuda|auto  (default auto)\n"
+    "  --device cpu|cuda|auto  (default auto: the GPU when there is one)\n"
+    "  --conv gemm|direct|auto  GPU convolution algorithm (default auto)\n"
+    "  --precision fp32|tf32    GPU precision (default fp32)\n"
     "  --threads N          CPU threads (default: all)\n"
     "  --json FILE          machine-readable report ('-' for stdout)\n"
     "  --detect CLASS[,..]  sliding-window detection of these classes (names or indices):\n"
@@ -162,7 +164,8 @@ int main(int argc, char** argv) {
   std::vector<int> detect_classes;
   nms::WindowHeadOptions head;
   try {
-    Cli cli(argc, argv, {"model", "out", "device", "threads", "json", "detect", "det-threshold"},
+    Cli cli(argc, argv, {"model", "out", "device", "threads", "json", "detect", "det-threshold",
+                         "conv", "precision"},
             {"quiet", "help"});
     if (cli.has("help")) {
       std::fputs(kUsage, stdout);
@@ -177,8 +180,11 @@ int main(int argc, char** argv) {
     json_path = cli.get("json");
     model_path = cli.has("model") ? cli.get("model") : find_default_model();
     model = read_model(model_path);
+    CudaOptions co;
+    co.conv = cli.get("conv", "auto");
+    co.precision = cli.get("precision", "fp32");
     labeler = std::make_unique<Labeler>(
-        model, make_backend(cli.get("device", "auto"), cli.get_int("threads", 0)));
+        model, make_backend(cli.get("device", "auto"), cli.get_int("threads", 0), co));
     if (cli.has("detect")) detect_classes = parse_classes(cli.get("detect"), model.class_names);
     head.threshold = float(std::atof(cli.get("det-threshold", "0.6").c_str()));
     files = expand_inputs(cli.positional());

@@ -23,13 +23,37 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import scenelab_torch as st  # noqa: E402
 
 
-def ours_ms(build, model, size, threads, runs):
+def ours_ms(build, model, size, threads, runs, device="cpu", precision="fp32", conv="auto"):
     out = subprocess.check_output([os.path.join(build, "tools", "bench_gops"), "--model", model,
                                    "--sizes", size, "--threads", str(threads), "--runs", str(runs),
-                                   "--warmup", "2"], text=True)
+                                   "--warmup", "3", "--device", device, "--precision", precision,
+                                   "--conv", conv], text=True)
     row = [l for l in out.splitlines() if l.startswith("| ") and size in l][0]
     cells = [c.strip() for c in row.strip("|").split("|")]
     return float(cells[2]), float(cells[3])  # GOp, median ms
+
+
+def torch_ms_cuda(net, w, h, runs):
+    """CUDA: cudnn.benchmark, the whole graph captured once as a CUDA graph and replayed."""
+    x = torch.rand(1, 3, h, w, device="cuda")
+    with torch.no_grad():
+        for _ in range(3):
+            net(x)
+        torch.cuda.synchronize()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            net(x)
+        for _ in range(3):
+            g.replay()
+        ts = []
+        for _ in range(runs):
+            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            e0.record()
+            g.replay()
+            e1.record()
+            torch.cuda.synchronize()
+            ts.append(e0.elapsed_time(e1))
+    return float(np.median(ts))
 
 
 def torch_ms(net, w, h, runs):
@@ -53,10 +77,19 @@ def main():
     ap.add_argument("--nets", default="reference,multiscale")
     ap.add_argument("--model", help="one model file instead of generated --nets")
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--precision", default="fp32", choices=["fp32", "tf32"])
+    ap.add_argument("--conv", default="auto", help="our GPU convolution algorithm")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
-    print(f"# peer_torch: PyTorch {torch.__version__} vs scenelab, {a.threads} threads, "
-          f"median of {a.runs} runs after 2 warm-up")
+    if a.device == "cuda":
+        torch.backends.cudnn.benchmark = True
+        torch.backends.cuda.matmul.allow_tf32 = a.precision == "tf32"
+        torch.backends.cudnn.allow_tf32 = a.precision == "tf32"
+    where = (f"{torch.cuda.get_device_name()}, {a.precision}, our conv {a.conv}" if a.device == "cuda"
+             else f"{a.threads} threads")
+    print(f"# peer_torch: PyTorch {torch.__version__} vs scenelab, {where}, "
+          f"median of {a.runs} runs after warm-up")
     print("| model | size | GOp | scenelab ms | GOp/s | PyTorch ms | GOp/s | PyTorch / scenelab |")
     print("|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
@@ -72,10 +105,12 @@ def main():
         for label, path in models:
             net, _, _, _ = st.load_model(path)
             net.eval()
+            if a.device == "cuda":
+                net = net.cuda()
             for size in a.sizes.split(","):
                 w, h = map(int, size.split("x"))
-                gop, ours = ours_ms(a.build, path, size, a.threads, a.runs)
-                theirs = torch_ms(net, w, h, a.runs)
+                gop, ours = ours_ms(a.build, path, size, a.threads, a.runs, a.device, a.precision, a.conv)
+                theirs = torch_ms_cuda(net, w, h, a.runs) if a.device == "cuda" else torch_ms(net, w, h, a.runs)
                 print(f"| {label} | {size} | {gop:.2f} | {ours:.1f} | {gop / ours * 1e3:.1f} | "
                       f"{theirs:.1f} | {gop / theirs * 1e3:.1f} | {theirs / ours:.2f} |", flush=True)
 

@@ -17,7 +17,7 @@ using namespace scenelab;
 
 int main(int argc, char** argv) {
   try {
-    Cli cli(argc, argv, {"model", "input", "image", "out", "nodes", "threads", "device"},
+    Cli cli(argc, argv, {"model", "input", "image", "out", "nodes", "threads", "device", "conv", "precision"},
             {"help"});
     if (cli.has("help") || !cli.has("model") || !cli.has("out") ||
         (cli.has("input") == cli.has("image"))) {
@@ -29,7 +29,10 @@ int main(int argc, char** argv) {
     Model model = read_model(cli.get("model"));
     Tensor x = cli.has("input") ? read_tensor_h5(cli.get("input"), "input")
                                 : image_to_tensor(load_image(cli.get("image"), 3));
-    auto backend = make_backend(cli.get("device", "cpu"), cli.get_int("threads", 0));
+    CudaOptions co;
+    co.conv = cli.get("conv", "auto");
+    co.precision = cli.get("precision", "fp32");
+    auto backend = make_backend(cli.get("device", "cpu"), cli.get_int("threads", 0), co);
     Graph g(model);
     g.plan(x.shape().n, x.shape().h, x.shape().w, *backend);
     g.run(x.view());
@@ -40,8 +43,10 @@ int main(int argc, char** argv) {
       std::string n;
       while (std::getline(ss, n, ',')) nodes.push_back(n);
     }
+    std::vector<Tensor> host;
+    for (const auto& n : nodes) host.push_back(g.fetch(n));
     std::vector<std::pair<std::string, TensorView>> outs;
-    for (const auto& n : nodes) outs.emplace_back(n, g.output(n));
+    for (size_t i = 0; i < nodes.size(); ++i) outs.emplace_back(nodes[i], host[i].view());
     write_tensors_h5(cli.get("out"), outs);
     return 0;
   } catch (const std::exception& e) {

@@ -141,9 +141,17 @@ def _geometry_taps(n_in, n_out, gi_o, gi_s, go_o, go_s):
     return torch.from_numpy(i0), torch.from_numpy(i1), torch.from_numpy(src - i0)
 
 
+_TAPS = {}  # (sizes, geometry, device, dtype) -> taps on the device; built once (CUDA graphs)
+
+
 def upsample_geometry(x, gi, go, h, w, bilinear=True):
-    y0, y1, wy = _geometry_taps(x.shape[2], h, gi.oy, gi.sy, go.oy, go.sy)
-    x0, x1, wx = _geometry_taps(x.shape[3], w, gi.ox, gi.sx, go.ox, go.sx)
+    key = (x.shape[2], x.shape[3], h, w, gi.oy, gi.sy, gi.ox, gi.sx, go.oy, go.sy, go.ox, go.sx,
+           str(x.device))
+    if key not in _TAPS:
+        ty = _geometry_taps(x.shape[2], h, gi.oy, gi.sy, go.oy, go.sy)
+        tx = _geometry_taps(x.shape[3], w, gi.ox, gi.sx, go.ox, go.sx)
+        _TAPS[key] = tuple(t.to(x.device) for t in ty + tx)
+    y0, y1, wy, x0, x1, wx = _TAPS[key]
     dev = x.device
     if not bilinear:
         ys = torch.floor(y0 + wy + 0.5).long().clamp(max=x.shape[2] - 1).to(dev)

@@ -1,0 +1,67 @@
+#include "engine/cuda_backend.h"
+
+#ifdef SCENELAB_WITH_CUDA
+#include "engine/error.h"
+
+namespace scenelab {
+
+CudaBackend::CudaBackend(const CudaOptions& o) {
+  SL_CUDA_CHECK(cudaGetDevice(&device_), "CUDA backend");
+  cudaDeviceProp prop{};
+  SL_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_), "CUDA backend");
+  name_ = prop.name;
+  ctx_.stream = stream_.get();
+  SL_CUBLAS_CHECK(cublasCreate(&ctx_.cublas), "CUDA backend");
+  SL_CUBLAS_CHECK(cublasSetStream(ctx_.cublas, ctx_.stream), "CUDA backend");
+  if (o.precision == "fp32") {
+    ctx_.tf32 = false;
+  } else if (o.precision == "tf32") {
+    ctx_.tf32 = true;
+  } else {
+    throw_error("--precision ", o.precision, ": expected fp32 or tf32");
+  }
+  SL_CUBLAS_CHECK(cublasSetMathMode(ctx_.cublas, ctx_.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                           : CUBLAS_PEDANTIC_MATH),
+                  "CUDA backend math mode");
+  if (o.conv == "direct") ctx_.conv = ConvAlgo::Direct;
+  else if (o.conv == "gemm") ctx_.conv = ConvAlgo::Gemm;
+  else if (o.conv == "auto") ctx_.conv = ConvAlgo::Auto;
+  else throw_error("--conv ", o.conv, ": expected direct, gemm or auto");
+  ctx_.conv_workspace_bytes = o.conv_workspace_bytes;
+}
+
+CudaBackend::~CudaBackend() {
+  if (ctx_.cublas) cublasDestroy(ctx_.cublas);
+}
+
+std::string CudaBackend::describe() const {
+  return str_cat("cuda (", name_, ", ", ctx_.tf32 ? "tf32" : "fp32", ")");
+}
+
+void CudaBackend::activate() const { SL_CUDA_CHECK(cudaSetDevice(device_), "CUDA backend"); }
+
+BackendMemory CudaBackend::allocate(size_t bytes) const {
+  void* p = nullptr;
+  if (bytes) SL_CUDA_CHECK(cudaMalloc(&p, bytes), str_cat("allocating ", bytes, " bytes on the GPU"));
+  return BackendMemory(p, [](void* q) {
+    if (q) cudaFree(q);
+  });
+}
+
+void CudaBackend::upload(void* dst, const void* src, size_t bytes) const {
+  if (bytes)
+    SL_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, ctx_.stream), "upload");
+}
+
+void CudaBackend::download(void* dst, const void* src, size_t bytes) const {
+  if (!bytes) return;
+  SL_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, ctx_.stream), "download");
+  SL_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream), "download");
+}
+
+void CudaBackend::synchronize() const {
+  SL_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream), "CUDA backend synchronize");
+}
+
+}  // namespace scenelab
+#endif

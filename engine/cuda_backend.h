@@ -1,0 +1,56 @@
+// The CUDA backend: one stream, cuBLAS and cuDNN handles owned here, device memory through
+// cudaMalloc (planned once per input size by the graph). Layers receive a CudaContext.
+#pragma once
+#ifdef SCENELAB_WITH_CUDA
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "engine/backend.h"
+#include "kernels/cuda_check.h"
+
+#define SL_CUBLAS_CHECK(call, what)                                                      \
+  do {                                                                                   \
+    cublasStatus_t sl_st_ = (call);                                                      \
+    if (sl_st_ != CUBLAS_STATUS_SUCCESS)                                                 \
+      ::scenelab::throw_error(what, ": ", #call, " failed: ", cublasGetStatusString(sl_st_), \
+                              " (", __FILE__, ":", __LINE__, ")");                       \
+  } while (0)
+
+namespace scenelab {
+
+enum class ConvAlgo { Direct, Gemm, Auto };
+
+struct CudaContext {
+  cudaStream_t stream = nullptr;
+  cublasHandle_t cublas = nullptr;
+  ConvAlgo conv = ConvAlgo::Auto;
+  bool tf32 = false;
+  size_t conv_workspace_bytes = 0;
+};
+
+class CudaBackend : public Backend {
+ public:
+  explicit CudaBackend(const CudaOptions& o);
+  ~CudaBackend() override;
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+  DeviceKind kind() const override { return DeviceKind::CUDA; }
+  std::string describe() const override;
+  void activate() const override;
+  BackendMemory allocate(size_t bytes) const override;
+  void upload(void* dst, const void* src, size_t bytes) const override;
+  void download(void* dst, const void* src, size_t bytes) const override;
+  void synchronize() const override;
+  const CudaContext* cuda() const override { return &ctx_; }
+
+ private:
+  int device_ = 0;
+  std::string name_;
+  CudaStream stream_;
+  CudaContext ctx_;
+};
+
+}  // namespace scenelab
+#endif

@@ -1,0 +1,29 @@
+// GPU convolution (stride 1, odd square kernel, zero padding `pad`), NCHW, with bias and an
+// optional fused ReLU. Two of the paper's algorithms (Cavigelli et al. 2015, sec. 4):
+//   conv2d_gemm    explicit im2col of a band of output rows + cuBLAS SGEMM (the matrix X of the
+//                  paper), band by band so the workspace stays bounded; 1x1 convolutions are a
+//                  single GEMM on the input itself;
+//   conv2d_direct  input tile and filters in shared memory, each thread computing several output
+//                  pixels of several output channels, so a fetched coefficient feeds many FMAs.
+#pragma once
+#ifdef SCENELAB_WITH_CUDA
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+
+namespace scenelab::cuda {
+
+struct ConvShape {
+  int n, cin, h, w, cout, k, pad, ho, wo;
+};
+
+// Output rows per band so that one band's im2col fits `ws_floats`.
+int conv_band_rows(const ConvShape& c, size_t ws_floats);
+void conv2d_gemm(const ConvShape& c, const float* x, const float* w, const float* b, float* y,
+                 bool relu, float* ws, size_t ws_floats, cublasHandle_t h, cudaStream_t s);
+void conv2d_direct(const ConvShape& c, const float* x, const float* w, const float* b, float* y,
+                   bool relu, cudaStream_t s);
+
+}  // namespace scenelab::cuda
+#endif

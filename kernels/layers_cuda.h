@@ -1,0 +1,35 @@
+// Launchers of the GPU kernels of the simple layers (one entry point each; see the layer files
+// for what they compute). All take device pointers and run on `s` without synchronising.
+#pragma once
+#ifdef SCENELAB_WITH_CUDA
+#include <cuda_runtime.h>
+
+#include <cstddef>
+
+#include "engine/layer.h"
+
+namespace scenelab::cuda {
+
+void relu(const float* x, float* y, size_t n, cudaStream_t s);
+void maxpool2d(const float* x, float* y, int planes, int h, int w, int ho, int wo, int k,
+               int stride, cudaStream_t s);
+void downscale(const float* x, float* y, int planes, int h, int w, int ho, int wo, int f,
+               cudaStream_t s);
+void upsample(const float* x, float* y, int planes, int hi, int wi, int ho, int wo,
+              bool geometry, bool bilinear, const Geometry& gin, const Geometry& gout,
+              cudaStream_t s);
+void argmax(const float* x, float* y, int n, int c, size_t plane, cudaStream_t s);
+void softmax(const float* x, float* y, int n, int c, size_t plane, cudaStream_t s);
+void rgb_to_yuv(const float* x, float* y, int n, size_t plane, cudaStream_t s);
+void standardize(const float* x, float* y, const float* mean, const float* sd, int n, int c,
+                 size_t plane, cudaStream_t s);
+// kernel: the normalised 1-D Gaussian (size taps, size <= 63); workspace: 3 * planes * plane
+// + planes floats.
+void contrast_norm(const float* x, float* y, int planes, int h, int w, const float* kernel,
+                   int size, float eps, float* workspace, cudaStream_t s);
+// y[c][i] = max(y[c][i] + b[c], 0) (relu) or y + b, over rows of `cols` values with stride `ld`.
+void bias_act(float* y, const float* b, int channels, size_t cols, size_t ld, bool relu,
+              cudaStream_t s);
+
+}  // namespace scenelab::cuda
+#endif

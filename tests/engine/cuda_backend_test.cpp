@@ -1,0 +1,116 @@
+// The CUDA backend against the CPU path (GPU tests, label gpu): every layer type on random
+// weights and odd sizes, both convolution algorithms, fp32 (relative error < 1e-4) and tf32
+// (< 5e-3); whole networks: scores within 1e-4 and labels agreeing on >= 99.9% of pixels.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "engine/graph.h"
+#include "engine/networks.h"
+#include "tests/gpu_skip.h"
+#include "tests/reference.h"
+#include "weights/default_model.h"
+
+using namespace scenelab;
+using namespace scenelab::test;
+
+namespace {
+
+Model model_from(const std::string& text, uint32_t seed) {
+  Model m;
+  m.graph = GraphDesc::parse(text);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-0.5f, 0.5f);
+  for (const auto& r : required_params(m.graph)) {
+    Tensor t(param_shape(r.dims));
+    for (size_t i = 0; i < t.numel(); ++i) t[i] = r.dataset.find("/std") != std::string::npos ? 0.5f + std::abs(u(rng)) : u(rng);
+    m.params.emplace(r.dataset, std::move(t));
+  }
+  return m;
+}
+
+// Runs `m` on the CPU and on the GPU; returns the relative error of every output.
+void compare(const Model& m, Shape in, const CudaOptions& co, double bound, const std::string& what,
+             double min_label_agreement = -1) {
+  SCOPED_TRACE(what);
+  Tensor x = random_tensor(in, 17, 0.f, 1.f);
+  CpuBackend cpu(2);
+  auto gpu = make_backend("cuda", 0, co);
+  Graph gc(m), gg(m);
+  gc.plan(in.n, in.h, in.w, cpu);
+  gg.plan(in.n, in.h, in.w, *gpu);
+  gc.run(x.view());
+  gg.run(x.view());
+  for (const auto& o : m.graph.outputs) {
+    Tensor want = gc.fetch(o), got = gg.fetch(o);
+    if (o.find("label") != std::string::npos) {
+      size_t same = 0;
+      for (size_t i = 0; i < want.numel(); ++i) same += want[i] == got[i];
+      const double agree = double(same) / double(want.numel());
+      EXPECT_GE(agree, min_label_agreement) << o;
+      continue;
+    }
+    EXPECT_LT(rel_error(got.view(), to_ref(want.view())), bound) << o << " " << co.conv << " " << co.precision;
+  }
+}
+
+CudaOptions opts(const std::string& conv, const std::string& precision = "fp32") {
+  CudaOptions o;
+  o.conv = conv;
+  o.precision = precision;
+  return o;
+}
+
+}  // namespace
+
+TEST(CudaBackend, ConvolutionBothAlgorithmsFp32AndTf32) {
+  SCENELAB_REQUIRE_GPU();
+  const std::string head = "input x channels=3\n";
+  const std::vector<std::pair<std::string, Shape>> cases = {
+      {"input x channels=3\nc = conv2d(x) out=16 k=7 pad=valid\noutput c\n", Shape(1, 3, 37, 53)},
+      {"input x channels=3\nc = conv2d(x) out=5 k=3 pad=same\nr = relu(c)\noutput r\n", Shape(2, 3, 17, 23)},
+      {"input x channels=64\nc = conv2d(x) out=70 k=7 pad=valid\nr = relu(c)\noutput r\n", Shape(1, 64, 75, 55)},
+      {"input x channels=37\nc = conv2d(x) out=11 k=1\noutput c\n", Shape(2, 37, 29, 31)},
+      {"input x channels=6\nc = conv2d(x) out=9 k=5 pad=same bias=0\noutput c\n", Shape(1, 6, 7, 9)},
+  };
+  for (const auto& [text, shape] : cases) {
+    Model m = model_from(text, 5);
+    for (const char* conv : {"gemm", "direct"}) {
+      compare(m, shape, opts(conv), 1e-4, text + " fp32 " + conv);
+      compare(m, shape, opts(conv, "tf32"), 5e-3, text + " tf32 " + conv);
+    }
+  }
+}
+
+TEST(CudaBackend, EveryOtherLayer) {
+  SCENELAB_REQUIRE_GPU();
+  const std::string text =
+      "input x channels=3\n"
+      "yuv = rgb_to_yuv(x)\n"
+      "lcn = contrast_norm(yuv) size=13\n"
+      "pre = standardize(lcn)\n"
+      "mp = maxpool2d(pre) k=3 stride=2\n"
+      "half = downscale(pre) factor=2\n"
+      "quarter = downscale(pre) factor=4\n"
+      "upb = upsample(quarter, half) mode=bilinear\n"
+      "upn = upsample(half, x) mode=nearest\n"
+      "upg = upsample(mp, x) mode=bilinear align=geometry\n"
+      "cat = concat(half, upb, half)\n"
+      "r = relu(cat)\n"
+      "sm = softmax(cat)\n"
+      "labels = argmax(cat)\n"
+      "output yuv lcn pre mp half quarter upb upn upg cat r sm labels\n";
+  Model m = model_from(text, 6);
+  compare(m, Shape(2, 3, 37, 53), opts("gemm"), 1e-4, "layers", 1.0);
+}
+
+TEST(CudaBackend, WholeNetworksAgreeWithCpu) {
+  SCENELAB_REQUIRE_GPU();
+  for (const char* net : {"reference", "multiscale"}) {
+    Model m = make_random_model(net, 11, 7);
+    for (const char* conv : {"gemm", "direct"}) {
+      compare(m, Shape(1, 3, 97, 131), opts(conv), 1e-4, std::string(net) + " fp32 " + conv, 0.999);
+      compare(m, Shape(1, 3, 97, 131), opts(conv, "tf32"), 5e-3, std::string(net) + " tf32 " + conv, 0.99);
+    }
+  }
+}

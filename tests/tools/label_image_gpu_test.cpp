@@ -1,0 +1,31 @@
+// label_image --device cuda gives the same class-index PNG as --device cpu (fp32) with the
+// shipped model on the generated sample street scene.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "engine/image_io.h"
+#include "tests/gpu_skip.h"
+
+using namespace scenelab;
+namespace fs = std::filesystem;
+
+TEST(LabelImageGpu, SameLabelsAsCpu) {
+  SCENELAB_REQUIRE_GPU();
+  const fs::path dir = fs::path(::testing::TempDir()) / "scenelab_label_gpu";
+  fs::remove_all(dir);
+  const std::string img = std::string(SCENELAB_BUILD_DIR) + "/samples/street.png";
+  for (const char* dev : {"cpu", "cuda"}) {
+    std::string cmd = std::string(LABEL_IMAGE_BIN) + " --quiet --device " + dev + " --out " +
+                      (dir / dev).string() + " " + img;
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  }
+  Image8 a = load_image((dir / "cpu/street_classes.png").string(), 1);
+  Image8 b = load_image((dir / "cuda/street_classes.png").string(), 1);
+  ASSERT_EQ(a.pixels.size(), b.pixels.size());
+  size_t diff = 0;
+  for (size_t i = 0; i < a.pixels.size(); ++i) diff += a.pixels[i] != b.pixels[i];
+  EXPECT_LE(double(diff), 0.001 * double(a.pixels.size())) << diff << " pixels differ";
+  std::printf("label_image cpu vs cuda: %zu of %zu pixels differ\n", diff, a.pixels.size());
+}
