@@ -21,7 +21,7 @@ CudaBackend::CudaBackend(const CudaOptions& o) {
     throw_error("--precision ", o.precision, ": expected fp32 or tf32");
   }
   SL_CUBLAS_CHECK(cublasSetMathMode(ctx_.cublas, ctx_.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH
-                                                           : CUBLAS_PEDANTIC_MATH),
+                                                           : CUBLAS_DEFAULT_MATH),
                   "CUDA backend math mode");
   if (o.conv == "direct") ctx_.conv = ConvAlgo::Direct;
   else if (o.conv == "gemm") ctx_.conv = ConvAlgo::Gemm;
