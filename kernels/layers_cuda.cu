@@ -1,4 +1,5 @@
 // GPU kernels of the simple layers: each mirrors the CPU loop of its layer file.
+#include <algorithm>
 #include <cfloat>
 
 #include "kernels/cuda_check.h"
@@ -140,11 +141,13 @@ __global__ void center_square_kernel(const float* x, const float* mean, float* c
   sq[i] = c * c;
 }
 
-// One block per plane: sd = sqrt(max(var, 0)) in place, and the plane's mean sd.
-__global__ void sd_mean_kernel(float* var, size_t plane, float* mean_sd) {
-  float* v = var + size_t(blockIdx.x) * plane;
+// sd = sqrt(max(var, 0)) in place; blockIdx.y is the plane, its blocks add partial sums of sd
+// into sums[plane] (double, zeroed beforehand).
+__global__ void sd_sum_kernel(float* var, size_t plane, double* sums) {
+  float* v = var + size_t(blockIdx.y) * plane;
   double acc = 0;
-  for (size_t i = threadIdx.x; i < plane; i += blockDim.x) {
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < plane;
+       i += size_t(gridDim.x) * blockDim.x) {
     const float s = sqrtf(fmaxf(v[i], 0.f));
     v[i] = s;
     acc += s;
@@ -156,14 +159,14 @@ __global__ void sd_mean_kernel(float* var, size_t plane, float* mean_sd) {
     if (threadIdx.x < k) red[threadIdx.x] += red[threadIdx.x + k];
     __syncthreads();
   }
-  if (threadIdx.x == 0) mean_sd[blockIdx.x] = float(red[0] / double(plane));
+  if (threadIdx.x == 0) atomicAdd(&sums[blockIdx.y], red[0]);
 }
 
-__global__ void divide_kernel(const float* cen, const float* sd, const float* mean_sd, float eps,
+__global__ void divide_kernel(const float* cen, const float* sd, const double* sums, float eps,
                               float* y, size_t plane, size_t n) {
   size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
-  const float thr = fmaxf(mean_sd[i / plane], eps);
+  const float thr = fmaxf(float(sums[i / plane] / double(plane)), eps);
   y[i] = cen[i] / fmaxf(sd[i], thr);
 }
 
@@ -237,14 +240,18 @@ void contrast_norm(const float* x, float* y, int planes, int h, int w, const flo
   Taps t{};
   for (int k = 0; k < size; ++k) t.k[k] = kernel[k];
   const size_t plane = size_t(h) * w, n = plane * planes;
-  float *tmp = ws, *cen = ws + n, *sq = ws + 2 * n, *mean_sd = ws + 3 * n;
+  float *tmp = ws, *cen = ws + n, *sq = ws + 2 * n;
+  // Per-plane sums of sd in double, 8-byte aligned after the three planes.
+  double* sums = reinterpret_cast<double*>(ws + ((3 * n + 1) & ~size_t(1)));
+  SL_CUDA_CHECK(cudaMemsetAsync(sums, 0, size_t(planes) * sizeof(double), s), "contrast_norm");
   blur_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, tmp, planes, h, w, t, size, 0);
   blur_kernel<<<blocks_for(n), kThreads, 0, s>>>(tmp, y, planes, h, w, t, size, 1);  // y = mean
   center_square_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, y, cen, sq, n);
   blur_kernel<<<blocks_for(n), kThreads, 0, s>>>(sq, tmp, planes, h, w, t, size, 0);
   blur_kernel<<<blocks_for(n), kThreads, 0, s>>>(tmp, sq, planes, h, w, t, size, 1);  // var
-  sd_mean_kernel<<<planes, kThreads, 0, s>>>(sq, plane, mean_sd);
-  divide_kernel<<<blocks_for(n), kThreads, 0, s>>>(cen, sq, mean_sd, eps, y, plane, n);
+  const unsigned per_plane = unsigned(std::min<size_t>(256, (plane + kThreads - 1) / kThreads));
+  sd_sum_kernel<<<dim3(per_plane, unsigned(planes)), kThreads, 0, s>>>(sq, plane, sums);
+  divide_kernel<<<blocks_for(n), kThreads, 0, s>>>(cen, sq, sums, eps, y, plane, n);
   SL_LAUNCH_CHECK("contrast_norm kernels");
 }
 

@@ -24,7 +24,7 @@ void rgb_to_yuv(const float* x, float* y, int n, size_t plane, cudaStream_t s);
 void standardize(const float* x, float* y, const float* mean, const float* sd, int n, int c,
                  size_t plane, cudaStream_t s);
 // kernel: the normalised 1-D Gaussian (size taps, size <= 63); workspace: 3 * planes * plane
-// + planes floats.
+// + 2 * planes + 1 floats.
 void contrast_norm(const float* x, float* y, int planes, int h, int w, const float* kernel,
                    int size, float eps, float* workspace, cudaStream_t s);
 // y[c][i] = max(y[c][i] + b[c], 0) (relu) or y + b, over rows of `cols` values with stride `ld`.

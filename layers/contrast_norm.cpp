@@ -45,7 +45,7 @@ class ContrastNorm : public Layer {
     // per plane: centred values, squared/blurred buffer, horizontal pass; plus edge
     // coefficients (CPU) or the planes' mean deviations (GPU)
     const size_t planes = size_t(in[0].n) * in[0].c;
-    return planes * in[0].plane() * 3 + size_t(in[0].h + in[0].w) + planes;
+    return planes * in[0].plane() * 3 + std::max(size_t(in[0].h + in[0].w), 2 * planes + 1);
   }
 
   void forward_cpu(const ForwardArgs& a) const override {

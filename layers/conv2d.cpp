@@ -7,6 +7,8 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <cstring>
+#include <map>
+#include <tuple>
 
 #include "engine/error.h"
 #include "engine/layer.h"
@@ -79,17 +81,49 @@ class Conv2d : public Layer {
   cuda::ConvShape conv_shape(const Shape& x, const Shape& y) const {
     return {x.n, x.c, x.h, x.w, out_, k_, pad_, y.h, y.w};
   }
-  // direct: the paper's direct kernel; gemm (and auto, for now): im2col + cuBLAS.
+  // direct: the paper's direct kernel; gemm: im2col + cuBLAS; auto: both timed (CUDA events)
+  // the first time this layer runs at an input size, the faster one kept for that size.
   void forward_cuda(const ForwardArgs& a, const CudaContext& ctx) const override {
     const cuda::ConvShape c = conv_shape(a.in[0].shape, a.out.shape);
     const float* w = a.params->data("weight");
     const float* b = bias_ ? a.params->data("bias") : nullptr;
-    if (ctx.conv == ConvAlgo::Direct && k_ > 1)
-      cuda::conv2d_direct(c, a.in[0].data, w, b, a.out.data, a.fused_relu, ctx.stream);
-    else
-      cuda::conv2d_gemm(c, a.in[0].data, w, b, a.out.data, a.fused_relu, a.workspace,
-                        ctx.conv_workspace_bytes / sizeof(float), ctx.cublas, ctx.stream);
+    auto run = [&](ConvAlgo algo) {
+      if (algo == ConvAlgo::Direct)
+        cuda::conv2d_direct(c, a.in[0].data, w, b, a.out.data, a.fused_relu, ctx.stream);
+      else
+        cuda::conv2d_gemm(c, a.in[0].data, w, b, a.out.data, a.fused_relu, a.workspace,
+                          ctx.conv_workspace_bytes / sizeof(float), ctx.cublas, ctx.stream);
+    };
+    ConvAlgo algo = ctx.conv;
+    if (k_ == 1) algo = ConvAlgo::Gemm;  // a 1x1 convolution is a plain GEMM
+    if (algo == ConvAlgo::Auto) {
+      const auto key = std::make_tuple(c.n, c.h, c.w, ctx.tf32);
+      auto it = auto_choice_.find(key);
+      if (it == auto_choice_.end()) {
+        CudaEvent e0, e1;
+        float best = 1e30f;
+        ConvAlgo pick = ConvAlgo::Gemm;
+        for (ConvAlgo cand : {ConvAlgo::Gemm, ConvAlgo::Direct}) {
+          run(cand);  // warm-up
+          SL_CUDA_CHECK(cudaEventRecord(e0.get(), ctx.stream), "conv2d auto");
+          for (int r = 0; r < 3; ++r) run(cand);
+          SL_CUDA_CHECK(cudaEventRecord(e1.get(), ctx.stream), "conv2d auto");
+          SL_CUDA_CHECK(cudaEventSynchronize(e1.get()), "conv2d auto");
+          float ms = 0;
+          SL_CUDA_CHECK(cudaEventElapsedTime(&ms, e0.get(), e1.get()), "conv2d auto");
+          if (ms < best) best = ms, pick = cand;
+        }
+        it = auto_choice_.emplace(key, pick).first;
+      }
+      algo = it->second;
+    }
+    run(algo);
   }
+
+ private:
+  mutable std::map<std::tuple<int, int, int, bool>, ConvAlgo> auto_choice_;
+
+ public:
 #endif
 
   void forward_cpu(const ForwardArgs& a) const override {

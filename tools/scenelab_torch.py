@@ -87,8 +87,18 @@ RGB_TO_YUV = torch.tensor([[0.299, 0.587, 0.114],
                            [0.615, -0.51499, -0.10001]])
 
 
+_CONST = {}  # small constants per device: made once, outside any CUDA graph capture
+
+
+def _const(key, make):
+    if key not in _CONST:
+        _CONST[key] = make()
+    return _CONST[key]
+
+
 def rgb_to_yuv(x):
-    return torch.einsum("oc,nchw->nohw", RGB_TO_YUV.to(x.dtype).to(x.device), x)
+    m = _const(("yuv", str(x.device), x.dtype), lambda: RGB_TO_YUV.to(x.dtype).to(x.device))
+    return torch.einsum("oc,nchw->nohw", m, x)
 
 
 def gaussian_window(size, sigma=None):
@@ -101,7 +111,8 @@ def gaussian_window(size, sigma=None):
 def contrast_norm(x, size=13, sigma=None, eps=1e-4):
     """Per-channel local contrast normalisation; layers/contrast_norm.cpp is the same function."""
     n, c, h, w = x.shape
-    g = gaussian_window(size, sigma).to(x.dtype).to(x.device)
+    g = _const(("gauss", size, sigma, str(x.device), x.dtype),
+               lambda: gaussian_window(size, sigma).to(x.dtype).to(x.device))
     r = size // 2
 
     def blur(z):
@@ -109,7 +120,8 @@ def contrast_norm(x, size=13, sigma=None, eps=1e-4):
         z = F.conv2d(z, g.view(1, 1, 1, size), padding=(0, r))
         return F.conv2d(z, g.view(1, 1, size, 1), padding=(r, 0))
 
-    coef = blur(torch.ones(1, 1, h, w, dtype=x.dtype, device=x.device))
+    coef = _const(("coef", size, sigma, h, w, str(x.device), x.dtype),
+                  lambda: blur(torch.ones(1, 1, h, w, dtype=x.dtype, device=x.device)))
     mean = (blur(x) / coef).view(n, c, h, w)
     cen = x - mean
     sd = torch.sqrt(torch.clamp((blur(cen * cen) / coef).view(n, c, h, w), min=0))
