@@ -4,6 +4,7 @@ at least 99.5% of the pixels of a few val images. Skips (77) when ../shared/data
 PyTorch is absent.
 
 usage: camvid_agreement_test.py BUILD_DIR SOURCE_DIR [N_IMAGES]
+(SCENELAB_TEST_DEVICE=cuda runs our side on the GPU.)
 """
 import glob
 import os
@@ -30,6 +31,7 @@ if not val:
     print(f"SKIPPED: no CamVid val images under {data}")
     sys.exit(77)
 torch.set_num_threads(2)
+device = os.environ.get("SCENELAB_TEST_DEVICE", "cpu")
 ok = True
 for name in ("camvid-multiscale", "camvid-reference"):
     model = os.path.join(src, "weights", name + ".h5")
@@ -41,7 +43,7 @@ for name in ("camvid-multiscale", "camvid-reference"):
             out = os.path.join(tmp, "o.h5")
             subprocess.check_call([os.path.join(build, "tools", "scenelab_infer"), "--model", model,
                                    "--image", img, "--out", out, "--nodes", "image,labels_full",
-                                   "--threads", "2"])
+                                   "--threads", "2", "--device", device])
             with h5py.File(out, "r") as f:
                 x = torch.from_numpy(np.asarray(f["image"]))  # the exact decoded pixels
                 ours = np.asarray(f["labels_full"])
@@ -52,6 +54,7 @@ for name in ("camvid-multiscale", "camvid-reference"):
     frac = agree / total
     good = frac >= 0.995
     ok &= good
-    print(f"{'ok  ' if good else 'FAIL'} {name}: {100 * frac:.3f}% of {total} val pixels agree (bound 99.5%)")
+    print(f"{'ok  ' if good else 'FAIL'} {name} ({device}): {100 * frac:.3f}% of {total} val pixels agree "
+          f"with PyTorch (bound 99.5%)")
 print("camvid_agreement_test:", "passed" if ok else "FAILED")
 sys.exit(0 if ok else 1)
