@@ -2,11 +2,7 @@
 #pragma once
 #include <cmath>
 
-#ifdef __CUDACC__
-#define SL_HD __host__ __device__
-#else
-#define SL_HD
-#endif
+#include "kernels/host_device.h"
 
 namespace scenelab {
 

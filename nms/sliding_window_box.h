@@ -4,13 +4,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/host_device.h"
 #include "nms/sliding_window.h"
-
-#ifdef __CUDACC__
-#define SL_HD __host__ __device__
-#else
-#define SL_HD
-#endif
 
 namespace scenelab::nms {
 

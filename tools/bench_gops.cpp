@@ -51,10 +51,7 @@ int main(int argc, char** argv) {
     }
     const int runs = std::max(1, cli.get_int("runs", 7));
     const int warmup = std::max(0, cli.get_int("warmup", 2));
-    CudaOptions co;
-    co.conv = cli.get("conv", "auto");
-    co.precision = cli.get("precision", "fp32");
-    auto backend = make_backend(cli.get("device", "cpu"), cli.get_int("threads", 0), co);
+    auto backend = make_backend(cli.get("device", "cpu"), cli.get_int("threads", 0), cuda_options(cli));
 #ifdef SCENELAB_WITH_CUDA
     CudaEvent e0, e1;  // GPU runs are timed with CUDA events on the backend's stream
 #endif

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/backend.h"
 #include "engine/error.h"
 
 namespace scenelab {
@@ -60,6 +61,14 @@ class Cli {
   std::map<std::string, std::string> opts_;
   std::vector<std::string> positional_;
 };
+
+// --conv and --precision, for tools that make a backend.
+inline CudaOptions cuda_options(const Cli& cli) {
+  CudaOptions co;
+  co.conv = cli.get("conv", "auto");
+  co.precision = cli.get("precision", "fp32");
+  return co;
+}
 
 // "640x480" -> {w, h}
 inline std::pair<int, int> parse_size(const std::string& s) {

@@ -37,11 +37,8 @@ int main(int argc, char** argv) {
     json_path = cli.get("json");
     model_path = cli.has("model") ? cli.get("model") : find_default_model();
     model = read_model(model_path);
-    CudaOptions co;
-    co.conv = cli.get("conv", "auto");
-    co.precision = cli.get("precision", "fp32");
     labeler = std::make_unique<Labeler>(
-        model, make_backend(cli.get("device", "auto"), cli.get_int("threads", 0), co));
+        model, make_backend(cli.get("device", "auto"), cli.get_int("threads", 0), cuda_options(cli)));
     const fs::path data = cli.get("data");
     SL_REQUIRE(fs::is_directory(data / "images") && fs::is_directory(data / "labels"), data.string(),
                ": expected folders images/ and labels/");

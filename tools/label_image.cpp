@@ -180,11 +180,8 @@ int main(int argc, char** argv) {
     json_path = cli.get("json");
     model_path = cli.has("model") ? cli.get("model") : find_default_model();
     model = read_model(model_path);
-    CudaOptions co;
-    co.conv = cli.get("conv", "auto");
-    co.precision = cli.get("precision", "fp32");
     labeler = std::make_unique<Labeler>(
-        model, make_backend(cli.get("device", "auto"), cli.get_int("threads", 0), co));
+        model, make_backend(cli.get("device", "auto"), cli.get_int("threads", 0), cuda_options(cli)));
     if (cli.has("detect")) detect_classes = parse_classes(cli.get("detect"), model.class_names);
     head.threshold = float(std::atof(cli.get("det-threshold", "0.6").c_str()));
     files = expand_inputs(cli.positional());

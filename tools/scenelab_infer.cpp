@@ -29,10 +29,7 @@ int main(int argc, char** argv) {
     Model model = read_model(cli.get("model"));
     Tensor x = cli.has("input") ? read_tensor_h5(cli.get("input"), "input")
                                 : image_to_tensor(load_image(cli.get("image"), 3));
-    CudaOptions co;
-    co.conv = cli.get("conv", "auto");
-    co.precision = cli.get("precision", "fp32");
-    auto backend = make_backend(cli.get("device", "cpu"), cli.get_int("threads", 0), co);
+    auto backend = make_backend(cli.get("device", "cpu"), cli.get_int("threads", 0), cuda_options(cli));
     Graph g(model);
     g.plan(x.shape().n, x.shape().h, x.shape().w, *backend);
     g.run(x.view());

@@ -9,37 +9,12 @@
 #include <set>
 
 #include "nms/nms.h"
+#include "tests/nms/box_sets.h"
 
 using namespace scenelab::nms;
 
 namespace {
 
-std::vector<Detection> random_set(int n, uint32_t seed, bool clustered, int classes = 1) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(0.f, 1.f);
-  std::vector<Detection> d;
-  const int objects = std::max(1, n / 20);
-  std::vector<Box> centres;
-  for (int k = 0; k < objects; ++k) {
-    float w = 20 + 200 * u(rng), h = 20 + 200 * u(rng), x = 1900 * u(rng), y = 1060 * u(rng);
-    centres.push_back({x, y, x + w, y + h});
-  }
-  for (int i = 0; i < n; ++i) {
-    Box b;
-    if (clustered) {
-      const Box& c = centres[size_t(i) % centres.size()];
-      float w = c.x2 - c.x1, h = c.y2 - c.y1;
-      float dx = (u(rng) - 0.5f) * 0.3f * w, dy = (u(rng) - 0.5f) * 0.3f * h;
-      float s = 0.8f + 0.4f * u(rng);
-      b = {c.x1 + dx, c.y1 + dy, c.x1 + dx + w * s, c.y1 + dy + h * s};
-    } else {
-      float w = 5 + 150 * u(rng), h = 5 + 150 * u(rng), x = 1900 * u(rng), y = 1060 * u(rng);
-      b = {x, y, x + w, y + h};
-    }
-    d.push_back({b, std::round(u(rng) * 100) / 100, int(u(rng) * classes)});  // many equal scores
-  }
-  return d;
-}
 
 void check_greedy_properties(const std::vector<Detection>& d, const Options& o,
                              const std::vector<int>& keep) {
@@ -69,7 +44,7 @@ TEST(NmsCpu, GreedyClusterFastOnRandomAndClusteredSets) {
   for (int n : {0, 1, 2, 63, 64, 65, 1000}) {
     for (bool clustered : {false, true}) {
       for (Criterion c : {Criterion::IoU, Criterion::OverCandidate}) {
-        auto d = random_set(n, uint32_t(n * 7 + clustered), clustered);
+        auto d = scenelab::test::make_box_set(n, uint32_t(n * 7 + clustered), clustered);
         Options o;
         o.criterion = c;
         o.threshold = 0.45f;
@@ -90,7 +65,7 @@ TEST(NmsCpu, GreedyClusterFastOnRandomAndClusteredSets) {
 }
 
 TEST(NmsCpu, PerClassAndTopKAndScoreThreshold) {
-  auto d = random_set(1000, 3, true, 4);
+  auto d = scenelab::test::make_box_set(1000, 3, true, 4);
   Options o;
   o.per_class = true;
   auto g = greedy_nms(d, o);

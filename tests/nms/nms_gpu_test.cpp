@@ -9,6 +9,7 @@
 
 #include "engine/error.h"
 #include "nms/nms.h"
+#include "tests/nms/box_sets.h"
 #include "nms/nms_cuda.h"
 #include "tests/gpu_skip.h"
 
@@ -17,30 +18,6 @@ using namespace scenelab::nms;
 
 namespace {
 
-std::vector<Detection> make_set(int n, uint32_t seed, bool clustered, int classes = 1) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(0.f, 1.f);
-  std::vector<Detection> d;
-  std::vector<Box> objects;
-  for (int k = 0; k < std::max(1, n / 20); ++k) {
-    float w = 20 + 200 * u(rng), h = 20 + 200 * u(rng), x = 1700 * u(rng), y = 860 * u(rng);
-    objects.push_back({x, y, x + w, y + h});
-  }
-  for (int i = 0; i < n; ++i) {
-    Box b;
-    if (clustered) {
-      const Box& c = objects[size_t(i) % objects.size()];
-      float w = c.x2 - c.x1, h = c.y2 - c.y1, dx = (u(rng) - 0.5f) * 0.3f * w,
-            dy = (u(rng) - 0.5f) * 0.3f * h, s = 0.8f + 0.4f * u(rng);
-      b = {c.x1 + dx, c.y1 + dy, c.x1 + dx + w * s, c.y1 + dy + h * s};
-    } else {
-      float w = 5 + 150 * u(rng), h = 5 + 150 * u(rng), x = 1900 * u(rng), y = 1060 * u(rng);
-      b = {x, y, x + w, y + h};
-    }
-    d.push_back({b, std::round(u(rng) * 200) / 200, int(u(rng) * classes)});  // many ties
-  }
-  return d;
-}
 
 void check_all(const std::vector<Detection>& d, const Options& o, const std::string& what) {
   SCOPED_TRACE(what + " n=" + std::to_string(d.size()));
@@ -68,17 +45,17 @@ TEST(NmsGpu, RandomAndClusteredSets) {
     for (bool clustered : {false, true}) {
       Options o;
       o.threshold = 0.45f;
-      check_all(make_set(n, uint32_t(31 * n + clustered), clustered), o,
+      check_all(scenelab::test::make_box_set(n, uint32_t(31 * n + clustered), clustered, 1, 200), o,
                 clustered ? "clustered IoU" : "random IoU");
       o.criterion = Criterion::OverCandidate;
       o.pixel_inclusive = true;
-      check_all(make_set(n, uint32_t(17 * n + clustered), clustered), o, "over-candidate +1");
+      check_all(scenelab::test::make_box_set(n, uint32_t(17 * n + clustered), clustered, 1, 200), o, "over-candidate +1");
     }
 }
 
 TEST(NmsGpu, PerClassTopKScoreThreshold) {
   SCENELAB_REQUIRE_GPU();
-  auto d = make_set(5000, 9, true, 5);
+  auto d = scenelab::test::make_box_set(5000, 9, true, 5);
   Options o;
   o.per_class = true;
   check_all(d, o, "per class");
@@ -93,17 +70,17 @@ TEST(NmsGpu, AdversarialSets) {
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
   Options o;
   check_all(std::vector<Detection>(300, Detection{{10, 10, 50, 50}, 0.7f, 0}), o, "identical");
-  std::vector<Detection> eq = make_set(1000, 4, true);
+  std::vector<Detection> eq = scenelab::test::make_box_set(1000, 4, true);
   for (auto& x : eq) x.score = 0.5f;
   check_all(eq, o, "equal scores");
-  std::vector<Detection> deg = make_set(200, 5, true);
+  std::vector<Detection> deg = scenelab::test::make_box_set(200, 5, true);
   for (size_t i = 0; i < deg.size(); i += 3) deg[i].box.x2 = deg[i].box.x1;        // zero area
   for (size_t i = 1; i < deg.size(); i += 3) std::swap(deg[i].box.y1, deg[i].box.y2);  // inverted
   check_all(deg, o, "zero-area and inverted");
-  std::vector<Detection> huge = make_set(200, 6, true);
+  std::vector<Detection> huge = scenelab::test::make_box_set(200, 6, true);
   for (auto& x : huge) x.box = {x.box.x1 * 1e15f, x.box.y1 * 1e15f, x.box.x2 * 1e15f, x.box.y2 * 1e15f};
   check_all(huge, o, "huge coordinates");
-  std::vector<Detection> odd = make_set(500, 7, true);
+  std::vector<Detection> odd = scenelab::test::make_box_set(500, 7, true);
   for (size_t i = 0; i < odd.size(); i += 7) odd[i].score = nan;
   for (size_t i = 3; i < odd.size(); i += 11) odd[i].score = inf;
   for (size_t i = 5; i < odd.size(); i += 13) odd[i].score = -inf;
