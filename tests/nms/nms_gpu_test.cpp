@@ -16,8 +16,8 @@
 using namespace scenelab;
 using namespace scenelab::nms;
 
+#ifdef SCENELAB_WITH_CUDA
 namespace {
-
 
 void check_all(const std::vector<Detection>& d, const Options& o, const std::string& what) {
   SCOPED_TRACE(what + " n=" + std::to_string(d.size()));
@@ -38,9 +38,11 @@ void check_all(const std::vector<Detection>& d, const Options& o, const std::str
 }
 
 }  // namespace
+#endif
 
 TEST(NmsGpu, RandomAndClusteredSets) {
   SCENELAB_REQUIRE_GPU();
+#ifdef SCENELAB_WITH_CUDA
   for (int n : {0, 1, 2, 63, 64, 65, 1000, 5000})
     for (bool clustered : {false, true}) {
       Options o;
@@ -51,10 +53,12 @@ TEST(NmsGpu, RandomAndClusteredSets) {
       o.pixel_inclusive = true;
       check_all(scenelab::test::make_box_set(n, uint32_t(17 * n + clustered), clustered, 1, 200), o, "over-candidate +1");
     }
+#endif
 }
 
 TEST(NmsGpu, PerClassTopKScoreThreshold) {
   SCENELAB_REQUIRE_GPU();
+#ifdef SCENELAB_WITH_CUDA
   auto d = scenelab::test::make_box_set(5000, 9, true, 5);
   Options o;
   o.per_class = true;
@@ -63,10 +67,12 @@ TEST(NmsGpu, PerClassTopKScoreThreshold) {
   o.score_threshold = 0.3f;
   EXPECT_EQ(greedy_nms_gpu(d, o), greedy_nms(d, o));
   EXPECT_EQ(cluster_nms_gpu(d, o), greedy_nms(d, o));
+#endif
 }
 
 TEST(NmsGpu, AdversarialSets) {
   SCENELAB_REQUIRE_GPU();
+#ifdef SCENELAB_WITH_CUDA
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
   Options o;
   check_all(std::vector<Detection>(300, Detection{{10, 10, 50, 50}, 0.7f, 0}), o, "identical");
@@ -87,6 +93,7 @@ TEST(NmsGpu, AdversarialSets) {
   for (size_t i = 6; i < odd.size(); i += 17) odd[i].score = -0.f;
   for (size_t i = 8; i < odd.size(); i += 17) odd[i].score = 0.f;
   check_all(odd, o, "NaN/Inf/signed-zero scores");
+#endif
 }
 
 #ifdef SCENELAB_WITH_CUDA
