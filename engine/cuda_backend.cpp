@@ -11,6 +11,11 @@ CudaBackend::CudaBackend(const CudaOptions& o) {
   SL_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_), "CUDA backend");
   name_ = prop.name;
   ctx_.stream = stream_.get();
+  ctx_.side_stream = side_stream_.get();
+  for (int i = 0; i < 5; ++i) {
+    events_[i] = CudaEvent(cudaEventDisableTiming);
+    ctx_.events[i] = events_[i].get();
+  }
   SL_CUBLAS_CHECK(cublasCreate(&ctx_.cublas), "CUDA backend");
   SL_CUBLAS_CHECK(cublasSetStream(ctx_.cublas, ctx_.stream), "CUDA backend");
   if (o.precision == "fp32") {
@@ -25,8 +30,9 @@ CudaBackend::CudaBackend(const CudaOptions& o) {
                   "CUDA backend math mode");
   if (o.conv == "direct") ctx_.conv = ConvAlgo::Direct;
   else if (o.conv == "gemm") ctx_.conv = ConvAlgo::Gemm;
+  else if (o.conv == "gemm2s") ctx_.conv = ConvAlgo::Gemm2s;
   else if (o.conv == "auto") ctx_.conv = ConvAlgo::Auto;
-  else throw_error("--conv ", o.conv, ": expected direct, gemm or auto");
+  else throw_error("--conv ", o.conv, ": expected direct, gemm, gemm2s or auto");
   ctx_.conv_workspace_bytes = o.conv_workspace_bytes;
 }
 

@@ -20,10 +20,14 @@
 
 namespace scenelab {
 
-enum class ConvAlgo { Direct, Gemm, Auto };
+enum class ConvAlgo { Direct, Gemm, Gemm2s, Auto };
 
 struct CudaContext {
   cudaStream_t stream = nullptr;
+  // The second stream of the paper's two-stream GEMM (im2col of band i+1 beside the GEMM of
+  // band i) and the events ordering the two: [0] start, [1..2] im2col done, [3..4] GEMM done.
+  cudaStream_t side_stream = nullptr;
+  cudaEvent_t events[5] = {};
   cublasHandle_t cublas = nullptr;
   ConvAlgo conv = ConvAlgo::Auto;
   bool tf32 = false;
@@ -48,7 +52,8 @@ class CudaBackend : public Backend {
  private:
   int device_ = 0;
   std::string name_;
-  CudaStream stream_;
+  CudaStream stream_, side_stream_;
+  CudaEvent events_[5];
   CudaContext ctx_;
 };
 

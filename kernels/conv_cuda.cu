@@ -116,6 +116,46 @@ void conv2d_gemm(const ConvShape& c, const float* x, const float* w, const float
   }
 }
 
+void conv2d_gemm2s(const ConvShape& c, const float* x, const float* w, const float* b, float* y,
+                   bool relu, float* ws, size_t ws_floats, cublasHandle_t h, cudaStream_t main,
+                   cudaStream_t side, const cudaEvent_t* ev) {
+  if (c.k == 1 && c.pad == 0) {  // no im2col to hide
+    conv2d_gemm(c, x, w, b, y, relu, ws, ws_floats, h, main);
+    return;
+  }
+  const float one = 1.f, zero = 0.f;
+  const size_t plane_in = size_t(c.h) * c.w, plane = size_t(c.ho) * c.wo;
+  const int K = c.cin * c.k * c.k;
+  const size_t half = ws_floats / 2;
+  const int rows = conv_band_rows(c, half);
+  float* buf[2] = {ws, ws + half};
+  // The side stream starts after everything queued on the main stream (the input).
+  SL_CUDA_CHECK(cudaEventRecord(ev[0], main), "conv2d gemm2s");
+  SL_CUDA_CHECK(cudaStreamWaitEvent(side, ev[0], 0), "conv2d gemm2s");
+  int band = 0;
+  for (int n = 0; n < c.n; ++n) {
+    const float* xn = x + size_t(n) * c.cin * plane_in;
+    float* yn = y + size_t(n) * c.cout * plane;
+    for (int y0 = 0; y0 < c.ho; y0 += rows, ++band) {
+      const int j = band % 2;
+      const int r = std::min(rows, c.ho - y0);
+      const size_t cols = size_t(r) * c.wo, total = size_t(K) * cols;
+      if (band >= 2)  // buffer j is free once the GEMM two bands back has read it
+        SL_CUDA_CHECK(cudaStreamWaitEvent(side, ev[3 + j], 0), "conv2d gemm2s");
+      im2col_kernel<<<unsigned((total + 255) / 256), 256, 0, side>>>(xn, c.cin, c.h, c.w, c.k,
+                                                                    c.pad, y0, r, c.wo, buf[j]);
+      SL_CUDA_CHECK(cudaGetLastError(), "conv2d gemm2s im2col kernel");
+      SL_CUDA_CHECK(cudaEventRecord(ev[1 + j], side), "conv2d gemm2s");
+      SL_CUDA_CHECK(cudaStreamWaitEvent(main, ev[1 + j], 0), "conv2d gemm2s");
+      SL_CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, int(cols), c.cout, K, &one, buf[j],
+                                  int(cols), w, K, &zero, yn + size_t(y0) * c.wo, int(plane)),
+                      "conv2d gemm2s GEMM");
+      bias_act(yn + size_t(y0) * c.wo, b, c.cout, cols, plane, relu, main);
+      SL_CUDA_CHECK(cudaEventRecord(ev[3 + j], main), "conv2d gemm2s");
+    }
+  }
+}
+
 void conv2d_direct(const ConvShape& c, const float* x, const float* w, const float* b, float* y,
                    bool relu, cudaStream_t s) {
   SL_REQUIRE(c.k <= kMaxK, "direct convolution supports kernels up to ", kMaxK, ", got ", c.k);

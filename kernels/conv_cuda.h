@@ -3,6 +3,9 @@
 //   conv2d_gemm    explicit im2col of a band of output rows + cuBLAS SGEMM (the matrix X of the
 //                  paper), band by band so the workspace stays bounded; 1x1 convolutions are a
 //                  single GEMM on the input itself;
+//   conv2d_gemm2s  the same with two alternating streams: the im2col of band i+1 runs on the side
+//                  stream while the GEMM of band i runs on the main one, each half of the
+//                  workspace holding one band (events order the reuse);
 //   conv2d_direct  input tile and filters in shared memory, each thread computing several output
 //                  pixels of several output channels, so a fetched coefficient feeds many FMAs.
 #pragma once
@@ -22,6 +25,10 @@ struct ConvShape {
 int conv_band_rows(const ConvShape& c, size_t ws_floats);
 void conv2d_gemm(const ConvShape& c, const float* x, const float* w, const float* b, float* y,
                  bool relu, float* ws, size_t ws_floats, cublasHandle_t h, cudaStream_t s);
+// streams/events: main, side; events[0] start, [1..2] im2col done, [3..4] GEMM done per half.
+void conv2d_gemm2s(const ConvShape& c, const float* x, const float* w, const float* b, float* y,
+                   bool relu, float* ws, size_t ws_floats, cublasHandle_t h, cudaStream_t main,
+                   cudaStream_t side, const cudaEvent_t* events);
 void conv2d_direct(const ConvShape& c, const float* x, const float* w, const float* b, float* y,
                    bool relu, cudaStream_t s);
 

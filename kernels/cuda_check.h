@@ -74,8 +74,17 @@ class CudaStream {
 class CudaEvent {
  public:
   CudaEvent() { SL_CUDA_CHECK(cudaEventCreate(&e_), "CudaEvent"); }
+  explicit CudaEvent(unsigned flags) { SL_CUDA_CHECK(cudaEventCreateWithFlags(&e_, flags), "CudaEvent"); }
   ~CudaEvent() {
     if (e_) cudaEventDestroy(e_);
+  }
+  CudaEvent(CudaEvent&& o) noexcept : e_(std::exchange(o.e_, nullptr)) {}
+  CudaEvent& operator=(CudaEvent&& o) noexcept {
+    if (this != &o) {
+      if (e_) cudaEventDestroy(e_);
+      e_ = std::exchange(o.e_, nullptr);
+    }
+    return *this;
   }
   CudaEvent(const CudaEvent&) = delete;
   CudaEvent& operator=(const CudaEvent&) = delete;

@@ -81,8 +81,9 @@ class Conv2d : public Layer {
   cuda::ConvShape conv_shape(const Shape& x, const Shape& y) const {
     return {x.n, x.c, x.h, x.w, out_, k_, pad_, y.h, y.w};
   }
-  // direct: the paper's direct kernel; gemm: im2col + cuBLAS; auto: both timed (CUDA events)
-  // the first time this layer runs at an input size, the faster one kept for that size.
+  // direct: the paper's direct kernel; gemm: im2col + cuBLAS; gemm2s: the same on two streams;
+  // auto: all three timed (CUDA events) the first time this layer runs at an input size, the
+  // fastest kept for that size.
   void forward_cuda(const ForwardArgs& a, const CudaContext& ctx) const override {
     const cuda::ConvShape c = conv_shape(a.in[0].shape, a.out.shape);
     const float* w = a.params->data("weight");
@@ -90,6 +91,10 @@ class Conv2d : public Layer {
     auto run = [&](ConvAlgo algo) {
       if (algo == ConvAlgo::Direct)
         cuda::conv2d_direct(c, a.in[0].data, w, b, a.out.data, a.fused_relu, ctx.stream);
+      else if (algo == ConvAlgo::Gemm2s)
+        cuda::conv2d_gemm2s(c, a.in[0].data, w, b, a.out.data, a.fused_relu, a.workspace,
+                            ctx.conv_workspace_bytes / sizeof(float), ctx.cublas, ctx.stream,
+                            ctx.side_stream, ctx.events);
       else
         cuda::conv2d_gemm(c, a.in[0].data, w, b, a.out.data, a.fused_relu, a.workspace,
                           ctx.conv_workspace_bytes / sizeof(float), ctx.cublas, ctx.stream);
@@ -103,7 +108,7 @@ class Conv2d : public Layer {
         CudaEvent e0, e1;
         float best = 1e30f;
         ConvAlgo pick = ConvAlgo::Gemm;
-        for (ConvAlgo cand : {ConvAlgo::Gemm, ConvAlgo::Direct}) {
+        for (ConvAlgo cand : {ConvAlgo::Gemm, ConvAlgo::Gemm2s, ConvAlgo::Direct}) {
           run(cand);  // warm-up
           SL_CUDA_CHECK(cudaEventRecord(e0.get(), ctx.stream), "conv2d auto");
           for (int r = 0; r < 3; ++r) run(cand);

@@ -73,9 +73,18 @@ TEST(CudaBackend, ConvolutionBothAlgorithmsFp32AndTf32) {
       {"input x channels=37\nc = conv2d(x) out=11 k=1\noutput c\n", Shape(2, 37, 29, 31)},
       {"input x channels=6\nc = conv2d(x) out=9 k=5 pad=same bias=0\noutput c\n", Shape(1, 6, 7, 9)},
   };
+  // Many small bands (a 64 KB workspace): the band loop and the two streams' event ordering.
+  {
+    Model m = model_from(cases[2].first, 5);
+    for (const char* conv : {"gemm", "gemm2s"}) {
+      CudaOptions o = opts(conv);
+      o.conv_workspace_bytes = 1 << 16;
+      compare(m, cases[2].second, o, 1e-4, std::string("small bands ") + conv);
+    }
+  }
   for (const auto& [text, shape] : cases) {
     Model m = model_from(text, 5);
-    for (const char* conv : {"gemm", "direct"}) {
+    for (const char* conv : {"gemm", "gemm2s", "direct", "auto"}) {
       compare(m, shape, opts(conv), 1e-4, text + " fp32 " + conv);
       compare(m, shape, opts(conv, "tf32"), 5e-3, text + " tf32 " + conv);
     }
@@ -108,7 +117,7 @@ TEST(CudaBackend, WholeNetworksAgreeWithCpu) {
   SCENELAB_REQUIRE_GPU();
   for (const char* net : {"reference", "multiscale"}) {
     Model m = make_random_model(net, 11, 7);
-    for (const char* conv : {"gemm", "direct"}) {
+    for (const char* conv : {"gemm", "gemm2s", "direct"}) {
       compare(m, Shape(1, 3, 97, 131), opts(conv), 1e-4, std::string(net) + " fp32 " + conv, 0.999);
       compare(m, Shape(1, 3, 97, 131), opts(conv, "tf32"), 5e-3, std::string(net) + " tf32 " + conv, 0.99);
     }
