@@ -126,9 +126,9 @@ void conv2d_gemm2s(const ConvShape& c, const float* x, const float* w, const flo
   const float one = 1.f, zero = 0.f;
   const size_t plane_in = size_t(c.h) * c.w, plane = size_t(c.ho) * c.wo;
   const int K = c.cin * c.k * c.k;
-  const size_t half = ws_floats / 2;
-  const int rows = conv_band_rows(c, half);
-  float* buf[2] = {ws, ws + half};
+  // Two band buffers, each sized for half the workspace bound (at least one output row).
+  const int rows = conv_band_rows(c, ws_floats / 2);
+  float* buf[2] = {ws, ws + size_t(rows) * c.wo * K};
   // The side stream starts after everything queued on the main stream (the input).
   SL_CUDA_CHECK(cudaEventRecord(ev[0], main), "conv2d gemm2s");
   SL_CUDA_CHECK(cudaStreamWaitEvent(side, ev[0], 0), "conv2d gemm2s");

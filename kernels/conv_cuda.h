@@ -25,6 +25,7 @@ struct ConvShape {
 int conv_band_rows(const ConvShape& c, size_t ws_floats);
 void conv2d_gemm(const ConvShape& c, const float* x, const float* w, const float* b, float* y,
                  bool relu, float* ws, size_t ws_floats, cublasHandle_t h, cudaStream_t s);
+// ws must hold 2 * conv_band_rows(c, ws_floats / 2) rows of im2col (two buffers).
 // streams/events: main, side; events[0] start, [1..2] im2col done, [3..4] GEMM done per half.
 void conv2d_gemm2s(const ConvShape& c, const float* x, const float* w, const float* b, float* y,
                    bool relu, float* ws, size_t ws_floats, cublasHandle_t h, cudaStream_t main,

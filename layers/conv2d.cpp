@@ -68,9 +68,11 @@ class Conv2d : public Layer {
     if (k_ == 1) return 0;
 #ifdef SCENELAB_WITH_CUDA
     if (const CudaContext* ctx = backend.cuda()) {
+      // Enough for one band of gemm or the two half-size bands of gemm2s.
       const cuda::ConvShape c = conv_shape(in[0], o);
-      return size_t(cuda::conv_band_rows(c, ctx->conv_workspace_bytes / sizeof(float))) * o.w *
-             kdim(in[0]);
+      const size_t bound = ctx->conv_workspace_bytes / sizeof(float), row = size_t(o.w) * kdim(in[0]);
+      return std::max(size_t(cuda::conv_band_rows(c, bound)) * row,
+                      2 * size_t(cuda::conv_band_rows(c, bound / 2)) * row);
     }
 #endif
     const int threads = backend.threads();
