@@ -3,6 +3,7 @@
 // threads; the CUDA backend (engine/cuda_backend.h) runs forward_cuda on one stream with cuBLAS.
 #pragma once
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -31,6 +32,10 @@ class Backend {
   virtual void synchronize() const {}
   // The CUDA context layers receive (nullptr on the CPU).
   virtual const CudaContext* cuda() const { return nullptr; }
+  // Records what `body` enqueues as a replayable graph (a CUDA graph); nullptr where the
+  // backend cannot (the CPU). replay() launches it.
+  virtual BackendMemory capture(const std::function<void()>& /*body*/) const { return nullptr; }
+  virtual void replay(const BackendMemory& /*graph*/) const {}
 };
 
 class CpuBackend : public Backend {

@@ -18,6 +18,9 @@ CudaBackend::CudaBackend(const CudaOptions& o) {
   }
   SL_CUBLAS_CHECK(cublasCreate(&ctx_.cublas), "CUDA backend");
   SL_CUBLAS_CHECK(cublasSetStream(ctx_.cublas, ctx_.stream), "CUDA backend");
+  cublas_workspace_.resize(size_t(32) << 20, "cuBLAS workspace");
+  SL_CUBLAS_CHECK(cublasSetWorkspace(ctx_.cublas, cublas_workspace_.get(), cublas_workspace_.bytes()),
+                  "CUDA backend");
   if (o.precision == "fp32") {
     ctx_.tf32 = false;
   } else if (o.precision == "tf32") {
@@ -63,6 +66,32 @@ void CudaBackend::download(void* dst, const void* src, size_t bytes) const {
   if (!bytes) return;
   SL_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, ctx_.stream), "download");
   SL_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream), "download");
+}
+
+BackendMemory CudaBackend::capture(const std::function<void()>& body) const {
+  cudaGraph_t graph = nullptr;
+  SL_CUDA_CHECK(cudaStreamBeginCapture(ctx_.stream, cudaStreamCaptureModeThreadLocal),
+                "CUDA graph capture");
+  try {
+    body();
+  } catch (...) {
+    cudaStreamEndCapture(ctx_.stream, &graph);
+    if (graph) cudaGraphDestroy(graph);
+    cudaGetLastError();
+    throw;
+  }
+  SL_CUDA_CHECK(cudaStreamEndCapture(ctx_.stream, &graph), "CUDA graph capture");
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t err = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  SL_CUDA_CHECK(err, "CUDA graph instantiation");
+  return BackendMemory(static_cast<void*>(exec),
+                       [](void* e) { cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(e)); });
+}
+
+void CudaBackend::replay(const BackendMemory& graph) const {
+  SL_CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(graph.get()), ctx_.stream),
+                "CUDA graph replay");
 }
 
 void CudaBackend::synchronize() const {

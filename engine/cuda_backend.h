@@ -48,12 +48,15 @@ class CudaBackend : public Backend {
   void download(void* dst, const void* src, size_t bytes) const override;
   void synchronize() const override;
   const CudaContext* cuda() const override { return &ctx_; }
+  BackendMemory capture(const std::function<void()>& body) const override;
+  void replay(const BackendMemory& graph) const override;
 
  private:
   int device_ = 0;
   std::string name_;
   CudaStream stream_, side_stream_;
   CudaEvent events_[5];
+  DeviceBuffer cublas_workspace_;  // given to cuBLAS so it never allocates (graph capture)
   CudaContext ctx_;
 };
 

@@ -268,6 +268,9 @@ void Graph::plan(int n, int h, int w, const Backend& backend) {
                                            : static_cast<const float*>(device_params_.at(ds).get()));
     }
   }
+  replay_ = nullptr;
+  runs_since_plan_ = 0;
+  capture_failed_ = false;
   stats_.clear();
   for (auto& node : nodes_)
     stats_.push_back({node->layer->name(), node->layer->type(), node->shape, node->ops, 0.0});
@@ -285,6 +288,27 @@ void Graph::run(const TensorView& input) {
   } else {
     input_view_ = input;
   }
+  if (replay_ && !profiling_) {
+    backend_->replay(replay_);
+    return;
+  }
+  if (runs_since_plan_ >= 1 && !profiling_ && !capture_failed_ && backend_->cuda()) {
+    try {
+      replay_ = backend_->capture([this] { run_layers(); });
+    } catch (const Error&) {
+      capture_failed_ = true;  // run uncaptured from now on
+      replay_ = nullptr;
+    }
+    if (replay_) {
+      backend_->replay(replay_);
+      return;
+    }
+  }
+  run_layers();
+  ++runs_since_plan_;
+}
+
+void Graph::run_layers() {
   auto view_of = [&](int k) -> TensorView {
     if (k < 0) return input_view_;
     while (nodes_[size_t(k)]->alias_of >= -1) k = nodes_[size_t(k)]->alias_of;

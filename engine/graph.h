@@ -44,6 +44,7 @@ class Graph {
 
   double total_ops() const;  // per run, paper's metric
   void set_profiling(bool on) { profiling_ = on; }
+  bool replaying() const { return replay_ != nullptr; }
   const std::vector<LayerStat>& stats() const { return stats_; }
   size_t activation_bytes() const;  // planned activation buffers
   size_t workspace_bytes() const { return workspace_floats_ * sizeof(float); }
@@ -59,6 +60,12 @@ class Graph {
   BackendMemory workspace_, input_buffer_;
   std::map<std::string, BackendMemory> device_params_;  // per dataset, on a non-host backend
   const Backend* params_backend_ = nullptr;
+  // The forward pass as a replayable graph (CUDA): recorded on the second run after a plan
+  // (the first one may time convolution algorithms), replayed from then on.
+  BackendMemory replay_;
+  int runs_since_plan_ = 0;
+  bool capture_failed_ = false;
+  void run_layers();
   size_t workspace_floats_ = 0;
   Shape input_shape_;
   TensorView input_view_;

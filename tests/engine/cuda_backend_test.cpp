@@ -41,6 +41,18 @@ void compare(const Model& m, Shape in, const CudaOptions& co, double bound, cons
   gg.plan(in.n, in.h, in.w, *gpu);
   gc.run(x.view());
   gg.run(x.view());
+  // The second run records a CUDA graph and the third replays it: same results, bit for bit.
+  std::vector<Tensor> first;
+  for (const auto& o : m.graph.outputs) first.push_back(gg.fetch(o));
+  for (int r = 0; r < 2; ++r) {
+    gg.run(x.view());
+    for (size_t k = 0; k < first.size(); ++k) {
+      Tensor again = gg.fetch(m.graph.outputs[k]);
+      for (size_t i = 0; i < again.numel(); ++i)
+        ASSERT_EQ(again[i], first[k][i]) << m.graph.outputs[k] << " run " << r + 2;
+    }
+  }
+  EXPECT_TRUE(gg.replaying()) << "the forward pass was not captured as a CUDA graph";
   for (const auto& o : m.graph.outputs) {
     Tensor want = gc.fetch(o), got = gg.fetch(o);
     if (o.find("label") != std::string::npos) {
