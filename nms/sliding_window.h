@@ -21,12 +21,14 @@ struct MapGeometry {
 struct WindowHeadOptions {
   // Window sizes (height, width) in map pixels, larger first: equal scores keep the earlier
   // candidate, so an object filled by many windows is reported by the largest that fits it.
-  std::vector<std::pair<int, int>> sizes{{24, 24}, {12, 24}, {12, 12}, {6, 12}, {6, 6}};
+  // Square, wide (cars) and tall (people) shapes.
+  std::vector<std::pair<int, int>> sizes{{24, 24}, {12, 24}, {24, 12}, {12, 12},
+                                         {6, 12},  {12, 6},  {6, 6}};
   int stride = 2;          // in map pixels
   float threshold = 0.6f;  // minimum mean probability
   // Fusion: a candidate mostly inside a kept (higher-scoring) window is dropped
   // (intersection over the candidate's area, as Oro et al.).
-  Options nms{0.5f, Criterion::OverCandidate, false, -1e30f, 100, false};
+  Options nms{0.3f, Criterion::OverCandidate, false, -1e30f, 100, false};
 };
 
 // Window sums in fixed point: exact, order independent.
