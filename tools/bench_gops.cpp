@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <random>
 #include <sstream>
 
@@ -53,7 +54,9 @@ int main(int argc, char** argv) {
     const int warmup = std::max(0, cli.get_int("warmup", 2));
     auto backend = make_backend(cli.get("device", "cpu"), cli.get_int("threads", 0), cuda_options(cli));
 #ifdef SCENELAB_WITH_CUDA
-    CudaEvent e0, e1;  // GPU runs are timed with CUDA events on the backend's stream
+    // GPU runs are timed with CUDA events on the backend's stream (made only for a GPU backend).
+    std::unique_ptr<CudaEvent> e0, e1;
+    if (backend->cuda()) e0 = std::make_unique<CudaEvent>(), e1 = std::make_unique<CudaEvent>();
 #endif
     std::printf("# bench_gops on %s, median of %d runs after %d warm-up\n",
                 backend->describe().c_str(), runs, warmup);
@@ -81,12 +84,12 @@ int main(int argc, char** argv) {
         for (int i = 0; i < runs; ++i) {
 #ifdef SCENELAB_WITH_CUDA
           if (const CudaContext* ctx = backend->cuda(); ctx && !cli.has("layers")) {
-            SL_CUDA_CHECK(cudaEventRecord(e0.get(), ctx->stream), "bench");
+            SL_CUDA_CHECK(cudaEventRecord(e0->get(), ctx->stream), "bench");
             g.run(x.view());
-            SL_CUDA_CHECK(cudaEventRecord(e1.get(), ctx->stream), "bench");
-            SL_CUDA_CHECK(cudaEventSynchronize(e1.get()), "bench");
+            SL_CUDA_CHECK(cudaEventRecord(e1->get(), ctx->stream), "bench");
+            SL_CUDA_CHECK(cudaEventSynchronize(e1->get()), "bench");
             float t = 0;
-            SL_CUDA_CHECK(cudaEventElapsedTime(&t, e0.get(), e1.get()), "bench");
+            SL_CUDA_CHECK(cudaEventElapsedTime(&t, e0->get(), e1->get()), "bench");
             ms.push_back(t);
             continue;
           }
