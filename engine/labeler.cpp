@@ -31,21 +31,24 @@ LabelMap Labeler::label(const Image8& rgb) {
   return m;
 }
 
-std::vector<float> Labeler::class_probability(int cls, int* h, int* w, Geometry* geometry) const {
+std::vector<std::vector<float>> Labeler::class_probabilities(const std::vector<int>& cls, int* h,
+                                                             int* w, Geometry* geometry) const {
   Tensor st = graph_.fetch("scores");
-  TensorView s = st.view();
-  SL_REQUIRE(cls >= 0 && cls < s.shape.c, "class ", cls, " out of range 0..", s.shape.c - 1);
+  const TensorView s = st.view();
+  for (int c : cls)
+    SL_REQUIRE(c >= 0 && c < s.shape.c, "class ", c, " out of range 0..", s.shape.c - 1);
   *h = s.shape.h;
   *w = s.shape.w;
   *geometry = graph_.geometry_of("scores");
   const size_t plane = s.shape.plane();
-  std::vector<float> p(plane);
+  std::vector<std::vector<float>> p(cls.size(), std::vector<float>(plane));
   for (size_t i = 0; i < plane; ++i) {
     float m = s.channel(0, 0)[i];
     for (int c = 1; c < s.shape.c; ++c) m = std::max(m, s.channel(0, c)[i]);
     double sum = 0;
     for (int c = 0; c < s.shape.c; ++c) sum += std::exp(double(s.channel(0, c)[i] - m));
-    p[i] = float(std::exp(double(s.channel(0, cls)[i] - m)) / sum);
+    for (size_t k = 0; k < cls.size(); ++k)
+      p[k][i] = float(std::exp(double(s.channel(0, cls[k])[i] - m)) / sum);
   }
   return p;
 }

@@ -28,9 +28,11 @@ class Labeler {
   double ops_per_run() const { return graph_.total_ops(); }
   const Backend& backend() const { return *backend_; }
   Graph& graph() { return graph_; }
-  // After label(): softmax probability of class `cls` over the node `scores` (feature
-  // resolution, row-major H x W) and where that map lies on the input image.
-  std::vector<float> class_probability(int cls, int* h, int* w, Geometry* geometry) const;
+  // After label(): softmax probabilities of the classes `cls` over the node `scores` (feature
+  // resolution, one row-major H x W plane each, in the order given) and where that map lies on
+  // the input image. The scores are fetched and normalised once for all of them.
+  std::vector<std::vector<float>> class_probabilities(const std::vector<int>& cls, int* h, int* w,
+                                                      Geometry* geometry) const;
 
  private:
   const Model& model_;

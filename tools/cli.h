@@ -1,5 +1,6 @@
 // A small command-line parser shared by the tools: --key value, --flag, positional arguments.
 #pragma once
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <set>
@@ -68,6 +69,28 @@ inline CudaOptions cuda_options(const Cli& cli) {
   co.conv = cli.get("conv", "auto");
   co.precision = cli.get("precision", "fp32");
   return co;
+}
+
+// A string as JSON string content (quotes, backslashes, control characters escaped).
+inline std::string json_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    switch (c) {
+      case '"': o += "\\\""; break;
+      case '\\': o += "\\\\"; break;
+      case '\n': o += "\\n"; break;
+      case '\t': o += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char b[8];
+          std::snprintf(b, sizeof b, "\\u%04x", c);
+          o += b;
+        } else {
+          o += c;
+        }
+    }
+  }
+  return o;
 }
 
 // "640x480" -> {w, h}

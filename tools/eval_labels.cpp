@@ -108,12 +108,12 @@ int main(int argc, char** argv) {
   if (!json_path.empty()) {
     std::ostringstream js;
     auto num = [](double v) { return std::isnan(v) ? std::string("null") : std::to_string(v); };
-    js << "{\n  \"model\": \"" << model_path << "\",\n  \"images\": " << ok
+    js << "{\n  \"model\": \"" << json_escape(model_path) << "\",\n  \"images\": " << ok
        << ",\n  \"failed\": " << failed << ",\n  \"global_accuracy\": " << cm.global_accuracy()
        << ",\n  \"class_accuracy\": " << cm.class_accuracy() << ",\n  \"mean_iou\": "
        << cm.mean_iou() << ",\n  \"classes\": [";
     for (int c = 0; c < classes; ++c)
-      js << (c ? ", " : "") << "{\"name\": \"" << model.class_names[size_t(c)]
+      js << (c ? ", " : "") << "{\"name\": \"" << json_escape(model.class_names[size_t(c)])
          << "\", \"iou\": " << num(iou[size_t(c)]) << "}";
     js << "],\n  \"confusion\": [";
     for (int c = 0; c < classes; ++c) {

@@ -71,26 +71,6 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& args) {
   return files;
 }
 
-std::string json_escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '"': o += "\\\""; break;
-      case '\\': o += "\\\\"; break;
-      case '\n': o += "\\n"; break;
-      case '\t': o += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char b[8];
-          std::snprintf(b, sizeof b, "\\u%04x", c);
-          o += b;
-        } else {
-          o += c;
-        }
-    }
-  }
-  return o;
-}
 
 struct Found {
   int cls;
@@ -218,12 +198,15 @@ int main(int argc, char** argv) {
       for (int k = 2; used_stems.count(stem); ++k)
         stem = fs::path(r.file).stem().string() + "_" + std::to_string(k);
       used_stems.insert(stem);
-      for (int cls : detect_classes) {
-        int mh = 0, mw = 0;
-        Geometry geo;
-        std::vector<float> prob = labeler->class_probability(cls, &mh, &mw, &geo);
+      int mh = 0, mw = 0;
+      Geometry geo;
+      const auto probs = detect_classes.empty()
+                             ? std::vector<std::vector<float>>{}
+                             : labeler->class_probabilities(detect_classes, &mh, &mw, &geo);
+      for (size_t k = 0; k < detect_classes.size(); ++k) {
+        const int cls = detect_classes[k];
         for (const auto& d : nms::detect_windows_cpu(
-                 prob.data(), mh, mw, cls, head,
+                 probs[k].data(), mh, mw, cls, head,
                  nms::MapGeometry{geo.stride_y, geo.stride_x, geo.offset_y, geo.offset_x},
                  img.width, img.height))
           r.detections.push_back({cls, d.box, d.score});

@@ -51,10 +51,10 @@ TEST(EvalLabels, SizeMismatchFailsByNameOthersCount) {
   save_png((dir / "data/labels/a.png").string(), lab(64, 48));
   save_png((dir / "data/images/b.png").string(), rgb(70, 50));
   save_png((dir / "data/labels/b.png").string(), lab(64, 48));  // wrong size
-  std::string model = (dir / "m.h5").string();
+  std::string model = (dir / "m\"q.h5").string();  // a quote the JSON report must escape
   write_model(model, make_random_model("multiscale", 8, 3));
   std::string cmd = std::string(EVAL_LABELS_BIN) + " --data " + (dir / "data").string() +
-                    " --model " + model + " --threads 2 --json " + (dir / "r.json").string() +
+                    " --model '" + model + "' --threads 2 --json " + (dir / "r.json").string() +
                     " > " + (dir / "out.txt").string() + " 2> " + (dir / "err.txt").string();
   int rc = std::system(cmd.c_str());
   EXPECT_EQ(WEXITSTATUS(rc), 1);
@@ -64,4 +64,5 @@ TEST(EvalLabels, SizeMismatchFailsByNameOthersCount) {
   EXPECT_NE(err.str().find("b.png: image is 70x50 but its label"), std::string::npos) << err.str();
   EXPECT_NE(js.str().find("\"images\": 1"), std::string::npos) << js.str();
   EXPECT_NE(js.str().find("\"failed\": 1"), std::string::npos) << js.str();
+  EXPECT_NE(js.str().find("m\\\"q.h5"), std::string::npos) << js.str();
 }
