@@ -55,9 +55,9 @@ class CpuBackend : public Backend {
 
 // Options of the CUDA backend (ignored by the CPU one).
 struct CudaOptions {
-  std::string conv = "auto";        // direct | gemm | cudnn | auto
-  std::string precision = "fp32";   // fp32 | tf32
-  size_t conv_workspace_bytes = size_t(256) << 20;  // bound on im2col bands
+  std::string conv = "auto";        // direct | gemm | gemm2s | cudnn | auto
+  std::string precision = "fp32";   // fp32 | tf32 | fp16
+  size_t conv_workspace_bytes = size_t(1024) << 20;  // bound on a conv layer's GPU workspace
 };
 
 // "cpu", "cuda" or "auto" (cuda when built with it and a GPU is present, else cpu).

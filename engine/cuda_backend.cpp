@@ -6,6 +6,20 @@
 namespace scenelab {
 
 CudaBackend::CudaBackend(const CudaOptions& o) {
+  // Options first: nothing is created yet if they are wrong.
+  if (o.precision == "fp32") ctx_.precision = Precision::FP32;
+  else if (o.precision == "tf32") ctx_.precision = Precision::TF32;
+  else if (o.precision == "fp16") ctx_.precision = Precision::FP16;
+  else throw_error("--precision ", o.precision, ": expected fp32, tf32 or fp16");
+  if (o.conv == "direct") ctx_.conv = ConvAlgo::Direct;
+  else if (o.conv == "gemm") ctx_.conv = ConvAlgo::Gemm;
+  else if (o.conv == "gemm2s") ctx_.conv = ConvAlgo::Gemm2s;
+  else if (o.conv == "cudnn") ctx_.conv = ConvAlgo::Cudnn;
+  else if (o.conv == "auto") ctx_.conv = ConvAlgo::Auto;
+  else throw_error("--conv ", o.conv, ": expected direct, gemm, gemm2s, cudnn or auto");
+#ifndef SCENELAB_WITH_CUDNN
+  if (ctx_.conv == ConvAlgo::Cudnn) throw_error("--conv cudnn: this build has no cuDNN");
+#endif
   SL_CUDA_CHECK(cudaGetDevice(&device_), "CUDA backend");
   cudaDeviceProp prop{};
   SL_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_), "CUDA backend");
@@ -16,35 +30,33 @@ CudaBackend::CudaBackend(const CudaOptions& o) {
     events_[i] = CudaEvent(cudaEventDisableTiming);
     ctx_.events[i] = events_[i].get();
   }
-  SL_CUBLAS_CHECK(cublasCreate(&ctx_.cublas), "CUDA backend");
+  SL_CUBLAS_CHECK(cublasCreate(&cublas_.h), "CUDA backend");
+  ctx_.cublas = cublas_.h;
   SL_CUBLAS_CHECK(cublasSetStream(ctx_.cublas, ctx_.stream), "CUDA backend");
   cublas_workspace_.resize(size_t(32) << 20, "cuBLAS workspace");
   SL_CUBLAS_CHECK(cublasSetWorkspace(ctx_.cublas, cublas_workspace_.get(), cublas_workspace_.bytes()),
                   "CUDA backend");
-  if (o.precision == "fp32") {
-    ctx_.tf32 = false;
-  } else if (o.precision == "tf32") {
-    ctx_.tf32 = true;
-  } else {
-    throw_error("--precision ", o.precision, ": expected fp32 or tf32");
-  }
-  SL_CUBLAS_CHECK(cublasSetMathMode(ctx_.cublas, ctx_.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH
-                                                           : CUBLAS_DEFAULT_MATH),
+  // fp32 GEMMs (and the 1x1 layers under fp16) stay on CUDA cores unless tf32 is asked for.
+  SL_CUBLAS_CHECK(cublasSetMathMode(ctx_.cublas, ctx_.precision == Precision::TF32
+                                                     ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                     : CUBLAS_DEFAULT_MATH),
                   "CUDA backend math mode");
-  if (o.conv == "direct") ctx_.conv = ConvAlgo::Direct;
-  else if (o.conv == "gemm") ctx_.conv = ConvAlgo::Gemm;
-  else if (o.conv == "gemm2s") ctx_.conv = ConvAlgo::Gemm2s;
-  else if (o.conv == "auto") ctx_.conv = ConvAlgo::Auto;
-  else throw_error("--conv ", o.conv, ": expected direct, gemm, gemm2s or auto");
+#ifdef SCENELAB_WITH_CUDNN
+  SL_CUDNN_CHECK(cudnnCreate(&cudnn_.h), "CUDA backend");
+  ctx_.cudnn = cudnn_.h;
+  SL_CUDNN_CHECK(cudnnSetStream(ctx_.cudnn, ctx_.stream), "CUDA backend");
+#endif
   ctx_.conv_workspace_bytes = o.conv_workspace_bytes;
 }
 
-CudaBackend::~CudaBackend() {
-  if (ctx_.cublas) cublasDestroy(ctx_.cublas);
+CudaBackend::~CudaBackend() = default;
+
+const char* precision_name(Precision p) {
+  return p == Precision::FP32 ? "fp32" : p == Precision::TF32 ? "tf32" : "fp16";
 }
 
 std::string CudaBackend::describe() const {
-  return str_cat("cuda (", name_, ", ", ctx_.tf32 ? "tf32" : "fp32", ")");
+  return str_cat("cuda (", name_, ", ", precision_name(ctx_.precision), ")");
 }
 
 void CudaBackend::activate() const { SL_CUDA_CHECK(cudaSetDevice(device_), "CUDA backend"); }

@@ -4,6 +4,9 @@
 #ifdef SCENELAB_WITH_CUDA
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#ifdef SCENELAB_WITH_CUDNN
+#include <cudnn.h>
+#endif
 
 #include <string>
 
@@ -18,9 +21,25 @@
                               " (", __FILE__, ":", __LINE__, ")");                       \
   } while (0)
 
+#ifdef SCENELAB_WITH_CUDNN
+#define SL_CUDNN_CHECK(call, what)                                                       \
+  do {                                                                                   \
+    cudnnStatus_t sl_st_ = (call);                                                       \
+    if (sl_st_ != CUDNN_STATUS_SUCCESS)                                                  \
+      ::scenelab::throw_error(what, ": ", #call, " failed: ", cudnnGetErrorString(sl_st_), \
+                              " (", __FILE__, ":", __LINE__, ")");                       \
+  } while (0)
+#endif
+
 namespace scenelab {
 
-enum class ConvAlgo { Direct, Gemm, Gemm2s, Auto };
+enum class ConvAlgo { Direct, Gemm, Gemm2s, Cudnn, Auto };
+// fp32: exact single precision (CUDA cores), the default, matches the CPU path;
+// tf32: tensor cores on fp32 data (10-bit mantissa products, fp32 accumulation);
+// fp16: convolution operands in half precision on tensor cores, fp32 accumulation; activations
+//       between layers stay fp32.
+enum class Precision { FP32, TF32, FP16 };
+const char* precision_name(Precision p);
 
 struct CudaContext {
   cudaStream_t stream = nullptr;
@@ -29,8 +48,11 @@ struct CudaContext {
   cudaStream_t side_stream = nullptr;
   cudaEvent_t events[5] = {};
   cublasHandle_t cublas = nullptr;
+#ifdef SCENELAB_WITH_CUDNN
+  cudnnHandle_t cudnn = nullptr;
+#endif
   ConvAlgo conv = ConvAlgo::Auto;
-  bool tf32 = false;
+  Precision precision = Precision::FP32;
   size_t conv_workspace_bytes = 0;
 };
 
@@ -56,6 +78,17 @@ class CudaBackend : public Backend {
   std::string name_;
   CudaStream stream_, side_stream_;
   CudaEvent events_[5];
+  // Handle owners: members, so a constructor that throws half-way still releases them.
+  struct CublasOwner {
+    cublasHandle_t h = nullptr;
+    ~CublasOwner() { if (h) cublasDestroy(h); }
+  } cublas_;
+#ifdef SCENELAB_WITH_CUDNN
+  struct CudnnOwner {
+    cudnnHandle_t h = nullptr;
+    ~CudnnOwner() { if (h) cudnnDestroy(h); }
+  } cudnn_;
+#endif
   DeviceBuffer cublas_workspace_;  // given to cuBLAS so it never allocates (graph capture)
   CudaContext ctx_;
 };

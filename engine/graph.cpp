@@ -270,6 +270,7 @@ void Graph::plan(int n, int h, int w, const Backend& backend) {
   }
   replay_ = nullptr;
   runs_since_plan_ = 0;
+  has_input_ = false;
   capture_failed_ = false;
   stats_.clear();
   for (auto& node : nodes_)
@@ -288,6 +289,12 @@ void Graph::run(const TensorView& input) {
   } else {
     input_view_ = input;
   }
+  has_input_ = true;
+  run_resident();
+}
+
+void Graph::run_resident() {
+  SL_REQUIRE(planned_ && has_input_, "Graph::run_resident before a run() since plan()");
   if (replay_ && !profiling_) {
     backend_->replay(replay_);
     return;

@@ -21,15 +21,37 @@ struct ConvShape {
   int n, cin, h, w, cout, k, pad, ho, wo;
 };
 
-// Output rows per band so that one band's im2col fits `ws_floats`.
-int conv_band_rows(const ConvShape& c, size_t ws_floats);
+// The workspace of a convolution layer, in floats, each part 256-byte aligned:
+// [w16][x16][y16][scratch]. The half-precision copies of the weights, input and output exist
+// under fp16 only (x16, y16 for cuDNN); scratch holds the im2col bands of gemm / gemm2s (at most
+// `bound` floats, at least one output row) or cuDNN's own workspace.
+struct ConvWorkspace {
+  size_t w16 = 0, x16 = 0, y16 = 0, scratch = 0;
+  size_t total() const { return w16 + x16 + y16 + scratch; }
+};
+ConvWorkspace conv_workspace(const ConvShape& c, size_t bound_floats, bool fp16);
+
+// Output rows per band so that one band's im2col fits `ws_elems` elements.
+int conv_band_rows(const ConvShape& c, size_t ws_elems);
+// fp16: the weights and the im2col bands in half precision, cublasGemmEx on tensor cores with
+// fp32 accumulation and output. 1x1 convolutions stay one SGEMM on the input.
 void conv2d_gemm(const ConvShape& c, const float* x, const float* w, const float* b, float* y,
-                 bool relu, float* ws, size_t ws_floats, cublasHandle_t h, cudaStream_t s);
-// ws must hold 2 * conv_band_rows(c, ws_floats / 2) rows of im2col (two buffers).
+                 bool relu, float* ws, size_t bound_floats, bool fp16, cublasHandle_t h,
+                 cudaStream_t s);
+// Two band buffers (each half the bound).
 // streams/events: main, side; events[0] start, [1..2] im2col done, [3..4] GEMM done per half.
 void conv2d_gemm2s(const ConvShape& c, const float* x, const float* w, const float* b, float* y,
-                   bool relu, float* ws, size_t ws_floats, cublasHandle_t h, cudaStream_t main,
-                   cudaStream_t side, const cudaEvent_t* events);
+                   bool relu, float* ws, size_t bound_floats, bool fp16, cublasHandle_t h,
+                   cudaStream_t main, cudaStream_t side, const cudaEvent_t* events);
+// Half-precision staging: x16 = half(x), elementwise.
+void to_half(const float* x, void* x16, size_t n, cudaStream_t s);
+// With a layout change for cuDNN's tensor-core kernels: NCHW float -> NHWC half
+// (batch images of channels x plane; also weights: batch = out channels, plane = k*k, giving
+// KRSC), and NHWC half -> NCHW float with bias and ReLU.
+void to_half_nhwc(const float* x, void* x16, int batch, int channels, size_t plane,
+                  cudaStream_t s);
+void half_nhwc_bias_act(const void* y16, const float* b, float* y, int batch, int channels,
+                        size_t plane, bool relu, cudaStream_t s);
 void conv2d_direct(const ConvShape& c, const float* x, const float* w, const float* b, float* y,
                    bool relu, cudaStream_t s);
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <tuple>
 
 #include "engine/error.h"
@@ -16,6 +17,7 @@
 #ifdef SCENELAB_WITH_CUDA
 #include "engine/cuda_backend.h"
 #include "kernels/conv_cuda.h"
+#include "kernels/conv_cudnn.h"
 #endif
 
 namespace scenelab {
@@ -68,11 +70,11 @@ class Conv2d : public Layer {
     if (k_ == 1) return 0;
 #ifdef SCENELAB_WITH_CUDA
     if (const CudaContext* ctx = backend.cuda()) {
-      // Enough for one band of gemm or the two half-size bands of gemm2s.
-      const cuda::ConvShape c = conv_shape(in[0], o);
-      const size_t bound = ctx->conv_workspace_bytes / sizeof(float), row = size_t(o.w) * kdim(in[0]);
-      return std::max(size_t(cuda::conv_band_rows(c, bound)) * row,
-                      2 * size_t(cuda::conv_band_rows(c, bound / 2)) * row);
+      // One band of gemm or the two half-size bands of gemm2s (or cuDNN's workspace), and the
+      // half-precision copies under fp16.
+      return cuda::conv_workspace(conv_shape(in[0], o), ctx->conv_workspace_bytes / sizeof(float),
+                                  ctx->precision == Precision::FP16)
+          .total();
     }
 #endif
     const int threads = backend.threads();
@@ -84,34 +86,53 @@ class Conv2d : public Layer {
     return {x.n, x.c, x.h, x.w, out_, k_, pad_, y.h, y.w};
   }
   // direct: the paper's direct kernel; gemm: im2col + cuBLAS; gemm2s: the same on two streams;
-  // auto: all three timed (CUDA events) the first time this layer runs at an input size, the
-  // fastest kept for that size.
+  // cudnn: cuDNN's fastest algorithm (timed once per input size); auto: every candidate timed
+  // (CUDA events) the first time this layer runs at an input size and precision, the fastest
+  // kept. The first run at a size is never captured into a CUDA graph (engine/graph.cpp), so
+  // the timing (host-synchronising) happens outside capture.
   void forward_cuda(const ForwardArgs& a, const CudaContext& ctx) const override {
     const cuda::ConvShape c = conv_shape(a.in[0].shape, a.out.shape);
     const float* w = a.params->data("weight");
     const float* b = bias_ ? a.params->data("bias") : nullptr;
+    const size_t bound = ctx.conv_workspace_bytes / sizeof(float);
+    const bool fp16 = ctx.precision == Precision::FP16;
+    const auto key = std::make_tuple(c.n, c.h, c.w, int(ctx.precision));
     auto run = [&](ConvAlgo algo) {
-      if (algo == ConvAlgo::Direct)
+      if (algo == ConvAlgo::Direct) {
         cuda::conv2d_direct(c, a.in[0].data, w, b, a.out.data, a.fused_relu, ctx.stream);
-      else if (algo == ConvAlgo::Gemm2s)
-        cuda::conv2d_gemm2s(c, a.in[0].data, w, b, a.out.data, a.fused_relu, a.workspace,
-                            ctx.conv_workspace_bytes / sizeof(float), ctx.cublas, ctx.stream,
-                            ctx.side_stream, ctx.events);
-      else
-        cuda::conv2d_gemm(c, a.in[0].data, w, b, a.out.data, a.fused_relu, a.workspace,
-                          ctx.conv_workspace_bytes / sizeof(float), ctx.cublas, ctx.stream);
+      } else if (algo == ConvAlgo::Gemm2s) {
+        cuda::conv2d_gemm2s(c, a.in[0].data, w, b, a.out.data, a.fused_relu, a.workspace, bound,
+                            fp16, ctx.cublas, ctx.stream, ctx.side_stream, ctx.events);
+      } else if (algo == ConvAlgo::Cudnn) {
+#ifdef SCENELAB_WITH_CUDNN
+        auto& conv = cudnn_[key];
+        if (!conv) conv = std::make_unique<cuda::CudnnConv>(ctx.cudnn, c, ctx.precision);
+        if (!conv->chosen()) conv->choose(a.in[0].data, w, a.out.data, a.workspace, bound, ctx.stream);
+        conv->forward(a.in[0].data, w, b, a.out.data, a.fused_relu, a.workspace, bound, ctx.stream);
+#else
+        throw_error("conv2d '", name_, "': this build has no cuDNN");
+#endif
+      } else {
+        cuda::conv2d_gemm(c, a.in[0].data, w, b, a.out.data, a.fused_relu, a.workspace, bound,
+                          fp16, ctx.cublas, ctx.stream);
+      }
     };
     ConvAlgo algo = ctx.conv;
     if (k_ == 1) algo = ConvAlgo::Gemm;  // a 1x1 convolution is a plain GEMM
+    if (algo == ConvAlgo::Direct && k_ > 7) algo = ConvAlgo::Gemm;  // the direct kernel's limit
     if (algo == ConvAlgo::Auto) {
-      const auto key = std::make_tuple(c.n, c.h, c.w, ctx.tf32);
       auto it = auto_choice_.find(key);
       if (it == auto_choice_.end()) {
         CudaEvent e0, e1;
         float best = 1e30f;
         ConvAlgo pick = ConvAlgo::Gemm;
-        for (ConvAlgo cand : {ConvAlgo::Gemm, ConvAlgo::Gemm2s, ConvAlgo::Direct}) {
-          run(cand);  // warm-up
+        std::vector<ConvAlgo> cands{ConvAlgo::Gemm, ConvAlgo::Gemm2s};
+        if (k_ <= 7) cands.push_back(ConvAlgo::Direct);
+#ifdef SCENELAB_WITH_CUDNN
+        cands.push_back(ConvAlgo::Cudnn);
+#endif
+        for (ConvAlgo cand : cands) {
+          run(cand);  // warm-up (and cuDNN's own choice)
           SL_CUDA_CHECK(cudaEventRecord(e0.get(), ctx.stream), "conv2d auto");
           for (int r = 0; r < 3; ++r) run(cand);
           SL_CUDA_CHECK(cudaEventRecord(e1.get(), ctx.stream), "conv2d auto");
@@ -128,7 +149,10 @@ class Conv2d : public Layer {
   }
 
  private:
-  mutable std::map<std::tuple<int, int, int, bool>, ConvAlgo> auto_choice_;
+  mutable std::map<std::tuple<int, int, int, int>, ConvAlgo> auto_choice_;
+#ifdef SCENELAB_WITH_CUDNN
+  mutable std::map<std::tuple<int, int, int, int>, std::unique_ptr<cuda::CudnnConv>> cudnn_;
+#endif
 
  public:
 #endif

@@ -15,6 +15,7 @@ namespace {
 
 constexpr int kBlock = 64;  // boxes per mask word
 inline int div_up(int a, int b) { return (a + b - 1) / b; }
+__device__ __forceinline__ int div_up_dev(int a, int b) { return (a + b - 1) / b; }
 
 struct DevOptions {
   float threshold;
@@ -73,26 +74,27 @@ __global__ void gather_kernel(const float4* boxes, const int* groups, const int*
 }
 
 // mask[i * col_blocks + c] bit b: sorted box i (ranked above) suppresses box c*64 + b.
-// A CTA covers kMaskRowBlocks row blocks (one thread per row box) against kMaskColBlocks column
+// A CTA covers kMaskRowBlocks row blocks (one thread per row box) against kColBlocks column
 // blocks held in shared memory; CTAs wholly below the diagonal return at once. The kernel is
 // compute-bound (about 17 instructions per pair); most pairs take no branch. Only intersecting
-// pairs reach the division; the operations are those of nms::overlap.
-constexpr int kMaskRowBlocks = 2;  // small CTAs: many of them, so even 10^4 boxes fill the GPU
+// pairs reach the division; the operations are those of nms::overlap. Small CTAs, many of them,
+// so that even 10^4 boxes fill the GPU (4 column blocks a CTA measured 15% slower at 10^4).
+constexpr int kMaskRowBlocks = 2;
 constexpr int kMaskColBlocks = 1;
 
-template <bool kGroups>
+template <int kColBlocks, bool kGroups>
 __global__ void __launch_bounds__(kMaskRowBlocks * kBlock)
 mask_kernel(const float4* boxes, const int* groups, const float* areas, const int* num_valid,
             DevOptions o, int col_blocks, unsigned long long* mask) {
-  const int rb0 = blockIdx.y * kMaskRowBlocks, cb0 = blockIdx.x * kMaskColBlocks;
-  if (cb0 + kMaskColBlocks - 1 < rb0) return;
+  const int rb0 = blockIdx.y * kMaskRowBlocks, cb0 = blockIdx.x * kColBlocks;
+  if (cb0 + kColBlocks - 1 < rb0) return;
   const int nv = *num_valid;
   const int col_begin = cb0 * kBlock;
-  const int ncols = min(nv - col_begin, kMaskColBlocks * kBlock);
+  const int ncols = min(nv - col_begin, kColBlocks * kBlock);
   if (ncols <= 0 || rb0 * kBlock >= nv) return;
-  __shared__ float4 cbox[kMaskColBlocks * kBlock];
-  __shared__ int cgrp[kGroups ? kMaskColBlocks * kBlock : 1];
-  __shared__ float carea[kMaskColBlocks * kBlock];
+  __shared__ float4 cbox[kColBlocks * kBlock];
+  __shared__ int cgrp[kGroups ? kColBlocks * kBlock : 1];
+  __shared__ float carea[kColBlocks * kBlock];
   for (int t = threadIdx.x; t < ncols; t += blockDim.x) {
     cbox[t] = boxes[col_begin + t];
     if (kGroups) cgrp[t] = groups[col_begin + t];
@@ -107,7 +109,7 @@ mask_kernel(const float4* boxes, const int* groups, const float* areas, const in
   const float ai = areas[i];
   // nms::overlap is 0 for non-intersecting pairs, so those suppress only when threshold < 0.
   const bool zero_suppresses = 0.f > o.threshold;
-  for (int cbk = max(cb0, my_block); cbk < cb0 + kMaskColBlocks && cbk * kBlock < nv; ++cbk) {
+  for (int cbk = max(cb0, my_block); cbk < cb0 + kColBlocks && cbk * kBlock < nv; ++cbk) {
     const int base = (cbk - cb0) * kBlock;
     const int size = min(nv - cbk * kBlock, kBlock);
     unsigned long long t = 0;
@@ -134,6 +136,66 @@ mask_kernel(const float4* boxes, const int* groups, const float* areas, const in
   }
 }
 
+template <int kColBlocks>
+void launch_mask(const float4* boxes, const int* groups, const float* areas, const int* num_valid,
+                 const DevOptions& d, int cb, unsigned long long* mask, cudaStream_t s) {
+  const dim3 grid(div_up(cb, kColBlocks), div_up(cb, kMaskRowBlocks));
+  auto* kernel = groups ? mask_kernel<kColBlocks, true> : mask_kernel<kColBlocks, false>;
+  kernel<<<grid, kMaskRowBlocks * kBlock, 0, s>>>(boxes, groups, areas, num_valid, d, cb, mask);
+  SL_CUDA_CHECK(cudaGetLastError(), "GpuNms mask_kernel");
+}
+
+// Rank by counting, for up to kSmallRank boxes (all keys in shared memory): the rank of box i is
+// the number of boxes ahead of it in the stable descending order (larger key, or equal key and
+// smaller index) -- the order of the radix sort, without its several kernels and host-side
+// dispatch. A CTA ranks 64 boxes, each counted by kRankParts threads over a part of the keys
+// (j < i: equal keys count, j > i: they do not); the box is then written to its sorted position
+// (box, group, area, input index), and the number of valid boxes (key != 0) raised to its
+// rank + 1. O(n^2) compares spread over the whole GPU.
+constexpr int kSmallRank = 12288;  // 48 KB of keys
+constexpr int kRankParts = 16;
+
+__global__ void __launch_bounds__(kBlock * kRankParts)
+rank_count_kernel(const float4* boxes, const float* scores, const int* groups, int n, DevOptions o,
+                  int* sorted_idx, float4* sorted_boxes, int* sorted_groups, float* sorted_area,
+                  int* num_valid) {
+  extern __shared__ unsigned keys[];
+  __shared__ int partial[kRankParts][kBlock];
+  for (int j = threadIdx.x; j < n; j += blockDim.x) {
+    const float s = scores[j];
+    const bool valid = !isnan(s) && s >= o.score_threshold;
+    unsigned u = __float_as_uint(s + 0.f);
+    u = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+    keys[j] = valid ? u : 0u;
+  }
+  __syncthreads();
+  const int li = threadIdx.x % kBlock, part = threadIdx.x / kBlock;
+  const int i = blockIdx.x * kBlock + li;
+  int c = 0;
+  if (i < n) {
+    const unsigned ki = keys[i];
+    const int per = div_up_dev(n, kRankParts);
+    const int a = part * per, b = min(n, a + per);
+    const int mid = max(a, min(b, i));
+#pragma unroll 8
+    for (int j = a; j < mid; ++j) c += keys[j] >= ki;
+#pragma unroll 8
+    for (int j = max(mid, i + 1); j < b; ++j) c += keys[j] > ki;
+  }
+  partial[part][li] = c;
+  __syncthreads();
+  if (part != 0 || i >= n) return;
+  int r = 0;
+#pragma unroll
+  for (int p = 0; p < kRankParts; ++p) r += partial[p][li];
+  const float4 bx = boxes[i];
+  sorted_idx[r] = i;
+  sorted_boxes[r] = bx;
+  sorted_groups[r] = groups ? groups[i] : 0;
+  sorted_area[r] = fmaxf(0.f, bx.z - bx.x + o.e) * fmaxf(0.f, bx.w - bx.y + o.e);
+  if (keys[i] != 0u) atomicMax(num_valid, r + 1);
+}
+
 // Exact greedy over the mask, one block, in tiles of kTile words (kTile * 64 boxes):
 //  1. the tile's upper-triangular mask words go to shared memory (one parallel load);
 //  2. warp 0 resolves the tile's boxes in rank order: the removed bits of the tile's words sit
@@ -142,6 +204,7 @@ mask_kernel(const float4* boxes, const int* groups, const float* areas, const in
 //  3. all threads OR the rows of the tile's kept boxes into the removed bits of later words.
 // One round of global-memory latency per tile instead of per word or per kept box.
 constexpr int kTile = 16;
+constexpr unsigned kFull = 0xffffffffu;
 constexpr int kScanThreads = 1024;
 static_assert(kTile * kBlock * kTile % kScanThreads == 0, "scan tile must split evenly");
 
@@ -181,24 +244,41 @@ scan_kernel(const unsigned long long* mask, const int* order, const int* num_val
       int cnt = count, nk = 0;
       bool stop = false;
       for (int a = 0; a < tw && !stop; ++a) {
-        unsigned long long ca = __shfl_sync(0xffffffffu, cur, a);
+        const unsigned long long ca = __shfl_sync(kFull, cur, a);
         const int rows = min(nv - (t0 + a) * kBlock, kBlock);
         const unsigned long long valid = rows >= kBlock ? ~0ull : ((1ull << rows) - 1);
-        unsigned long long kept = 0, todo = valid & ~ca;
         const unsigned long long* Sa = S + size_t(a) * kBlock * kTile;
-        while (todo) {
-          const int b = __ffsll(todo) - 1;
-          if (max_outputs >= 0 && cnt >= max_outputs) {
-            stop = true;
-            break;
-          }
-          kept |= 1ull << b;
-          if (lane == 0) tile_rows[nk] = (t0 + a) * kBlock + b;  // keep_out is written below
-          ++cnt;
-          ++nk;
-          ca |= Sa[b * kTile + a];
-          todo = valid & ~ca & ~((2ull << b) - 1);
+        // The 64 boxes of word a, resolved by the warp at once: lane l holds the in-block mask
+        // words of boxes l and l + 32, and the kept set is iterated to its fixed point,
+        // kept = cand & ~OR{D[b] : b in kept} (Cluster-NMS within the block). D is strictly
+        // upper triangular (a box only suppresses lower-ranked ones), so the fixed point is
+        // unique and equals the greedy result; it takes a few iterations of two warp-wide ORs
+        // instead of a chain of dependent shared-memory loads per kept box.
+        const unsigned long long d0 = Sa[lane * kTile + a], d1 = Sa[(lane + 32) * kTile + a];
+        const unsigned long long cand = valid & ~ca;
+        unsigned long long kept = cand;
+        while (true) {
+          const unsigned long long c = (((kept >> lane) & 1ull) ? d0 : 0ull) |
+                                       (((kept >> (lane + 32)) & 1ull) ? d1 : 0ull);
+          const unsigned lo = __reduce_or_sync(kFull, unsigned(c));
+          const unsigned hi = __reduce_or_sync(kFull, unsigned(c >> 32));
+          const unsigned long long next = cand & ~((static_cast<unsigned long long>(hi) << 32) | lo);
+          if (next == kept) break;
+          kept = next;
         }
+        if (max_outputs >= 0 && cnt + __popcll(kept) > max_outputs) {  // top-k: the first ones
+          const int room = max(0, max_outputs - cnt);
+          while (__popcll(kept) > room) kept &= ~(1ull << (63 - __clzll(kept)));
+          stop = true;
+        }
+        // Kept rows in rank order: lane l places boxes l and l + 32 (keep_out is written below).
+        const unsigned long long below = (1ull << lane) - 1;
+        if ((kept >> lane) & 1ull) tile_rows[nk + __popcll(kept & below)] = (t0 + a) * kBlock + lane;
+        if ((kept >> (lane + 32)) & 1ull)
+          tile_rows[nk + __popcll(kept & ((below << 32) | 0xffffffffull))] = (t0 + a) * kBlock + lane + 32;
+        const int kc = __popcll(kept);
+        cnt += kc;
+        nk += kc;
         if (lane > a && lane < tw) {
           unsigned long long kb = kept;
           while (kb) {
@@ -224,13 +304,18 @@ scan_kernel(const unsigned long long* mask, const int* order, const int* num_val
       const int g = threadIdx.x / max(later, 1);
       if (g < groups) {
         for (int v = t0 + tw + threadIdx.x % later; v < words; v += (groups == 1 ? blockDim.x : later)) {
+          // Batches of 8 independent loads (one round of latency each), not one load a step.
           unsigned long long acc = 0;
-          int k = g;
-          for (; k + 15 * groups < nk; k += 16 * groups) {
+          for (int k = g; k < nk; k += 8 * groups) {
+            unsigned long long m[8];
 #pragma unroll
-            for (int u = 0; u < 16; ++u) acc |= mask[size_t(tile_rows[k + u * groups]) * col_blocks + v];
+            for (int u = 0; u < 8; ++u) {
+              const int kk = k + u * groups;
+              m[u] = kk < nk ? mask[size_t(tile_rows[kk]) * col_blocks + v] : 0ull;
+            }
+#pragma unroll
+            for (int u = 0; u < 8; ++u) acc |= m[u];
           }
-          for (; k < nk; k += groups) acc |= mask[size_t(tile_rows[k]) * col_blocks + v];
           if (groups == 1)
             removed[v] |= acc;
           else if (acc)
@@ -380,6 +465,9 @@ void GpuNms::reserve(int n) {
   SL_CUDA_CHECK(cudaFuncSetAttribute(scan_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      int(smem)),
                 "GpuNms: scan shared memory");
+  SL_CUDA_CHECK(cudaFuncSetAttribute(rank_count_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     int(kSmallRank * sizeof(unsigned))),
+                "GpuNms: rank shared memory");
   capacity_ = n;
 }
 
@@ -396,26 +484,30 @@ int GpuNms::rank(const DeviceBoxes& in, const Options& o, cudaStream_t s) {
   const int n = in.n;
   SL_CUDA_CHECK(cudaMemsetAsync(num_valid_.get(), 0, sizeof(int), s), "GpuNms rank");
   if (n == 0) return 0;
-  make_keys_kernel<<<div_up(n, 256), 256, 0, s>>>(in.scores, n, d, keys_in_.get<unsigned>(),
-                                                  idx_in_.get<int>());
-  SL_CUDA_CHECK(cudaGetLastError(), "GpuNms make_keys_kernel");
-  size_t bytes = cub_temp_bytes_;
-  SL_CUDA_CHECK(cub::DeviceRadixSort::SortPairsDescending(
-                    cub_temp_.get(), bytes, keys_in_.get<unsigned>(), keys_sorted_.get<unsigned>(),
-                    idx_in_.get<int>(), idx_sorted_.get<int>(), n, 0, 32, s),
-                "GpuNms sort");
-  gather_kernel<<<div_up(n, 256), 256, 0, s>>>(
-      in.boxes, in.groups, idx_sorted_.get<int>(), keys_sorted_.get<unsigned>(), n, d,
-      sorted_boxes_.get<float4>(), sorted_groups_.get<int>(), sorted_area_.get<float>(),
-      num_valid_.get<int>());
-  SL_CUDA_CHECK(cudaGetLastError(), "GpuNms gather_kernel");
   const int cb = div_up(n, kBlock);
-  const dim3 grid(div_up(cb, kMaskColBlocks), div_up(cb, kMaskRowBlocks));
-  auto* kernel = in.groups ? mask_kernel<true> : mask_kernel<false>;
-  kernel<<<grid, kMaskRowBlocks * kBlock, 0, s>>>(sorted_boxes_.get<float4>(), sorted_groups_.get<int>(),
-                                                  sorted_area_.get<float>(), num_valid_.get<int>(), d,
-                                                  cb, mask_.get<unsigned long long>());
-  SL_CUDA_CHECK(cudaGetLastError(), "GpuNms mask_kernel");
+  if (n <= kSmallRank) {
+    rank_count_kernel<<<div_up(n, kBlock), kBlock * kRankParts, size_t(n) * sizeof(unsigned), s>>>(
+        in.boxes, in.scores, in.groups, n, d, idx_sorted_.get<int>(), sorted_boxes_.get<float4>(),
+        sorted_groups_.get<int>(), sorted_area_.get<float>(), num_valid_.get<int>());
+    SL_CUDA_CHECK(cudaGetLastError(), "GpuNms rank_count_kernel");
+  } else {
+    make_keys_kernel<<<div_up(n, 256), 256, 0, s>>>(in.scores, n, d, keys_in_.get<unsigned>(),
+                                                    idx_in_.get<int>());
+    SL_CUDA_CHECK(cudaGetLastError(), "GpuNms make_keys_kernel");
+    size_t bytes = cub_temp_bytes_;
+    SL_CUDA_CHECK(cub::DeviceRadixSort::SortPairsDescending(
+                      cub_temp_.get(), bytes, keys_in_.get<unsigned>(), keys_sorted_.get<unsigned>(),
+                      idx_in_.get<int>(), idx_sorted_.get<int>(), n, 0, 32, s),
+                  "GpuNms sort");
+    gather_kernel<<<div_up(n, 256), 256, 0, s>>>(
+        in.boxes, in.groups, idx_sorted_.get<int>(), keys_sorted_.get<unsigned>(), n, d,
+        sorted_boxes_.get<float4>(), sorted_groups_.get<int>(), sorted_area_.get<float>(),
+        num_valid_.get<int>());
+    SL_CUDA_CHECK(cudaGetLastError(), "GpuNms gather_kernel");
+  }
+  const int* groups = in.groups ? sorted_groups_.get<int>() : nullptr;
+  launch_mask<kMaskColBlocks>(sorted_boxes_.get<float4>(), groups, sorted_area_.get<float>(),
+                   num_valid_.get<int>(), d, cb, mask_.get<unsigned long long>(), s);
   return n;
 }
 

@@ -3,7 +3,12 @@
 // time over --runs runs after --warmup runs, GOp/s, and a per-layer breakdown.
 //   bench_gops [--nets reference,multiscale] [--sizes 320x240,640x480,1920x1080]
 //              [--runs 7] [--warmup 2] [--threads N] [--layers] [--model FILE.h5]
+//              [--device cpu|cuda] [--conv ALGO] [--precision fp32|tf32|fp16] [--peak]
 // Without --model the networks get deterministic random weights (speed does not depend on them).
+// --peak: the paper's peak mode, one big convolution layer alone (64 -> 256 channels, 7x7, the
+// size given being its input), so GOp/s is that of the convolution only.
+// On the GPU the table also gives the fraction of the GEMM ceiling: the throughput of one large
+// GEMM (8192^3) at the same precision, measured here in the same run.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -13,6 +18,7 @@
 #include <sstream>
 
 #include "engine/graph.h"
+#include "engine/model.h"
 #ifdef SCENELAB_WITH_CUDA
 #include "engine/cuda_backend.h"
 #endif
@@ -38,16 +44,69 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// The paper's peak mode: one convolution layer of the third stage, alone.
+Model peak_model() {
+  Model m;
+  m.graph = GraphDesc::parse("input x channels=64\nc = conv2d(x) out=256 k=7\noutput c\n");
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-0.05f, 0.05f);
+  for (const auto& r : required_params(m.graph)) {
+    Tensor t(param_shape(r.dims));
+    for (size_t i = 0; i < t.numel(); ++i) t[i] = u(rng);
+    m.params.emplace(r.dataset, std::move(t));
+  }
+  return m;
+}
+
+#ifdef SCENELAB_WITH_CUDA
+// TOp/s of one 8192^3 GEMM at the backend's precision (cuBLAS, median of 5 after a warm-up).
+double gemm_ceiling(const CudaContext& ctx) {
+  const int n = 8192;
+  const bool fp16 = ctx.precision == Precision::FP16;
+  const size_t elem = fp16 ? 2 : 4;
+  DeviceBuffer a(size_t(n) * n * elem), b(size_t(n) * n * elem), c(size_t(n) * n * sizeof(float));
+  SL_CUDA_CHECK(cudaMemsetAsync(a.get(), 0, a.bytes(), ctx.stream), "ceiling");
+  SL_CUDA_CHECK(cudaMemsetAsync(b.get(), 0, b.bytes(), ctx.stream), "ceiling");
+  const float one = 1.f, zero = 0.f;
+  auto gemm = [&] {
+    if (fp16)
+      SL_CUBLAS_CHECK(cublasGemmEx(ctx.cublas, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, a.get(),
+                                   CUDA_R_16F, n, b.get(), CUDA_R_16F, n, &zero, c.get(),
+                                   CUDA_R_32F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                      "ceiling GEMM");
+    else  // the handle's math mode: tensor cores under tf32 only
+      SL_CUBLAS_CHECK(cublasSgemm(ctx.cublas, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one,
+                                  a.get<float>(), n, b.get<float>(), n, &zero, c.get<float>(), n),
+                      "ceiling GEMM");
+  };
+  CudaEvent e0, e1;
+  gemm();
+  std::vector<double> t;
+  for (int i = 0; i < 5; ++i) {
+    SL_CUDA_CHECK(cudaEventRecord(e0.get(), ctx.stream), "ceiling");
+    gemm();
+    SL_CUDA_CHECK(cudaEventRecord(e1.get(), ctx.stream), "ceiling");
+    SL_CUDA_CHECK(cudaEventSynchronize(e1.get()), "ceiling");
+    float ms = 0;
+    SL_CUDA_CHECK(cudaEventElapsedTime(&ms, e0.get(), e1.get()), "ceiling");
+    t.push_back(ms);
+  }
+  return 2.0 * n * n * double(n) / (median(t) * 1e-3) * 1e-12;
+}
+#endif
+
 }  // namespace
 
 int main(int argc, char** argv) {
   try {
     Cli cli(argc, argv, {"nets", "sizes", "runs", "warmup", "threads", "device", "classes", "model",
-                         "conv", "precision"},
-            {"layers", "help"});
+                         "conv", "precision", "conv-workspace"},
+            {"layers", "peak", "help"});
     if (cli.has("help")) {
       std::puts("usage: bench_gops [--nets reference,multiscale] [--sizes 320x240,...] "
-                "[--runs N] [--warmup N] [--threads N] [--layers]");
+                "[--runs N] [--warmup N] [--threads N] [--layers] [--peak] [--device cpu|cuda]\n"
+                "                  [--conv direct|gemm|gemm2s|cudnn|auto] [--precision fp32|tf32|fp16]\n"
+                "                  [--conv-workspace MiB] [--model FILE.h5]");
       return 0;
     }
     const int runs = std::max(1, cli.get_int("runs", 7));
@@ -58,39 +117,62 @@ int main(int argc, char** argv) {
     std::unique_ptr<CudaEvent> e0, e1;
     if (backend->cuda()) e0 = std::make_unique<CudaEvent>(), e1 = std::make_unique<CudaEvent>();
 #endif
-    std::printf("# bench_gops on %s, median of %d runs after %d warm-up\n",
-                backend->describe().c_str(), runs, warmup);
-    std::printf("| network | size | GOp | median ms | GOp/s |\n|---|---|---|---|---|\n");
+    double ceiling = 0;  // TOp/s of a large GEMM at this precision (GPU only)
+#ifdef SCENELAB_WITH_CUDA
+    if (const CudaContext* ctx = backend->cuda()) ceiling = gemm_ceiling(*ctx);
+#endif
+    std::printf("# bench_gops on %s, median of %d runs after %d warm-up", backend->describe().c_str(),
+                runs, warmup);
+    if (ceiling > 0)
+      std::printf("; GEMM ceiling (cuBLAS 8192^3, same precision) %.1f TOp/s", ceiling);
+    const bool events = backend->cuda() != nullptr && !cli.has("layers");
+    std::printf("%s\n| network | size | GOp | median ms | GOp/s |%s%s\n|---|---|---|---|---|%s%s\n",
+                events ? "; GPU: CUDA events, the pass on the device-resident image (median ms), "
+                         "and with the image's upload from host memory" : "",
+                ceiling > 0 ? " of ceiling |" : "", events ? " with upload ms |" : "",
+                ceiling > 0 ? "---|" : "", events ? "---|" : "");
     std::fflush(stdout);
     std::vector<std::string> layer_reports;
     const std::vector<std::string> nets =
-        cli.has("model") ? std::vector<std::string>{cli.get("model")}
-                         : split(cli.get("nets", "reference,multiscale"));
+        cli.has("peak")    ? std::vector<std::string>{"peak-conv-64x256-7x7"}
+        : cli.has("model") ? std::vector<std::string>{cli.get("model")}
+                           : split(cli.get("nets", "reference,multiscale"));
     for (const auto& net : nets) {
-      Model model = cli.has("model") ? read_model(net)
-                                     : make_random_model(net, cli.get_int("classes", 8), 1);
+      Model model = cli.has("peak")    ? peak_model()
+                    : cli.has("model") ? read_model(net)
+                                       : make_random_model(net, cli.get_int("classes", 8), 1);
+      const int in_channels = model.graph.input_channels;
       Graph g(model);
       for (const auto& sz : split(cli.get("sizes", "320x240,640x480,1920x1080"))) {
         auto [w, h] = parse_size(sz);
         g.plan(1, h, w, *backend);
-        Tensor x(Shape(1, 3, h, w));
+        Tensor x(Shape(1, in_channels, h, w));
         std::mt19937 rng(7);
         for (size_t i = 0; i < x.numel(); ++i) x[i] = float(rng() % 256) / 255.f;
         g.set_profiling(cli.has("layers"));
-        for (int i = 0; i < warmup; ++i) g.run(x.view());
-        std::vector<double> ms;
+        const bool gpu_events = backend->cuda() != nullptr && !cli.has("layers");
+        for (int i = 0; i < std::max(warmup, gpu_events ? 1 : 0); ++i) g.run(x.view());
+        std::vector<double> ms, ms_upload;
         std::map<std::string, std::vector<double>> layer_ms;
         backend->synchronize();
         for (int i = 0; i < runs; ++i) {
 #ifdef SCENELAB_WITH_CUDA
-          if (const CudaContext* ctx = backend->cuda(); ctx && !cli.has("layers")) {
-            SL_CUDA_CHECK(cudaEventRecord(e0->get(), ctx->stream), "bench");
-            g.run(x.view());
-            SL_CUDA_CHECK(cudaEventRecord(e1->get(), ctx->stream), "bench");
-            SL_CUDA_CHECK(cudaEventSynchronize(e1->get()), "bench");
-            float t = 0;
-            SL_CUDA_CHECK(cudaEventElapsedTime(&t, e0->get(), e1->get()), "bench");
-            ms.push_back(t);
+          if (gpu_events) {
+            // The pass on the device-resident input (as a peer times its network on a GPU
+            // tensor), and separately the same with the image's upload from host memory.
+            const CudaContext* ctx = backend->cuda();
+            for (bool upload : {false, true}) {
+              SL_CUDA_CHECK(cudaEventRecord(e0->get(), ctx->stream), "bench");
+              if (upload)
+                g.run(x.view());
+              else
+                g.run_resident();
+              SL_CUDA_CHECK(cudaEventRecord(e1->get(), ctx->stream), "bench");
+              SL_CUDA_CHECK(cudaEventSynchronize(e1->get()), "bench");
+              float t = 0;
+              SL_CUDA_CHECK(cudaEventElapsedTime(&t, e0->get(), e1->get()), "bench");
+              (upload ? ms_upload : ms).push_back(t);
+            }
             continue;
           }
 #endif
@@ -103,8 +185,11 @@ int main(int argc, char** argv) {
           for (const auto& s : g.stats()) layer_ms[s.name].push_back(s.time_ms);
         }
         const double med = median(ms), gop = g.total_ops() * 1e-9;
-        std::printf("| %s | %s | %.2f | %.1f | %.1f |\n", net.c_str(), sz.c_str(), gop, med,
+        std::printf("| %s | %s | %.2f | %.2f | %.1f |", net.c_str(), sz.c_str(), gop, med,
                     gop / (med * 1e-3));
+        if (ceiling > 0) std::printf(" %.2f |", gop / (med * 1e-3) * 1e-3 / ceiling);
+        if (!ms_upload.empty()) std::printf(" %.2f |", median(ms_upload));
+        std::printf("\n");
         std::fflush(stdout);
         if (cli.has("layers")) {
           std::ostringstream os;

@@ -63,11 +63,16 @@ class Cli {
   std::vector<std::string> positional_;
 };
 
-// --conv and --precision, for tools that make a backend.
+// --conv, --precision and --conv-workspace (MiB), for tools that make a backend.
 inline CudaOptions cuda_options(const Cli& cli) {
   CudaOptions co;
   co.conv = cli.get("conv", "auto");
   co.precision = cli.get("precision", "fp32");
+  if (cli.has("conv-workspace")) {
+    const int mb = cli.get_int("conv-workspace", 0);
+    SL_REQUIRE(mb >= 1, "option --conv-workspace expects a size in MiB >= 1, got ", mb);
+    co.conv_workspace_bytes = size_t(mb) << 20;
+  }
   return co;
 }
 

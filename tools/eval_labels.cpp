@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
   std::string model_path, json_path;
   int void_index = 11;
   try {
-    Cli cli(argc, argv, {"data", "model", "void", "device", "threads", "limit", "json", "conv", "precision"}, {"help"});
+    Cli cli(argc, argv, {"data", "model", "void", "device", "threads", "limit", "json", "conv", "precision", "conv-workspace"}, {"help"});
     if (cli.has("help") || !cli.has("data")) {
       std::fputs("usage: eval_labels --data DIR [--model FILE.h5] [--void 11] [--device cpu|cuda|auto] "
                  "[--threads N] [--limit N] [--json FILE|-]\n", cli.has("help") ? stdout : stderr);

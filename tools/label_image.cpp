@@ -30,8 +30,10 @@ const char* kUsage =
     "  --model FILE.h5      model (default: the model shipped in weights/)\n"
     "  --out DIR            output folder (default: labels)\n"
     "  --device cpu|cuda|auto  (default auto: the GPU when there is one)\n"
-    "  --conv gemm|direct|auto  GPU convolution algorithm (default auto)\n"
-    "  --precision fp32|tf32    GPU precision (default fp32)\n"
+    "  --conv direct|gemm|gemm2s|cudnn|auto  GPU convolution algorithm (default auto:\n"
+    "                       each timed once per layer and size, the fastest kept)\n"
+    "  --precision fp32|tf32|fp16  GPU precision (default fp32, equal to the CPU path)\n"
+    "  --conv-workspace MiB bound on a convolution's GPU workspace (default 1024)\n"
     "  --threads N          CPU threads (default: all)\n"
     "  --json FILE          machine-readable report ('-' for stdout)\n"
     "  --detect CLASS[,..]  sliding-window detection of these classes (names or indices):\n"
@@ -145,7 +147,7 @@ int main(int argc, char** argv) {
   nms::WindowHeadOptions head;
   try {
     Cli cli(argc, argv, {"model", "out", "device", "threads", "json", "detect", "det-threshold",
-                         "conv", "precision"},
+                         "conv", "precision", "conv-workspace"},
             {"quiet", "help"});
     if (cli.has("help")) {
       std::fputs(kUsage, stdout);

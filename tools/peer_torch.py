@@ -7,6 +7,11 @@
 Ours: tools/bench_gops --model (median ms after warm-up). PyTorch: tools/scenelab_torch.py's
 TorchNet on the same file (torch.no_grad, median ms after warm-up), the whole graph from RGB to
 the label map, as ours. Prints a markdown table with both times and the ratio.
+
+--device cuda: PyTorch with cudnn.benchmark, the pass captured as a CUDA graph, the same
+precision (tf32 switches; fp16: the model and input in half precision, channels_last). Before
+timing, both run one random image (scenelab_infer for ours): the table reports the maximum
+relative error of our scores against PyTorch's and the label agreement.
 """
 import argparse
 import os
@@ -33,9 +38,34 @@ def ours_ms(build, model, size, threads, runs, device="cpu", precision="fp32", c
     return float(cells[2]), float(cells[3])  # GOp, median ms
 
 
-def torch_ms_cuda(net, w, h, runs):
+def agreement_cuda(build, model, net, w, h, precision, conv, dtype, tmp):
+    """Our scores and labels vs PyTorch's on one random image: (max rel. error, label agreement)."""
+    import h5py
+    x = np.random.RandomState(w * 7 + h).rand(1, 3, h, w).astype(np.float32)
+    inp, out = os.path.join(tmp, "x.h5"), os.path.join(tmp, "y.h5")
+    with h5py.File(inp, "w") as f:
+        f.create_dataset("input", data=x)
+    subprocess.check_call([os.path.join(build, "tools", "scenelab_infer"), "--model", model,
+                           "--input", inp, "--out", out, "--nodes", "scores,labels_full",
+                           "--device", "cuda", "--precision", precision, "--conv", conv])
+    with h5py.File(out, "r") as f:
+        scores, labels = np.asarray(f["scores"]), np.asarray(f["labels_full"])
+    xt = torch.from_numpy(x).cuda().to(dtype)
+    if dtype == torch.float16:
+        xt = xt.contiguous(memory_format=torch.channels_last)
+    with torch.no_grad():
+        r = net(xt, ["scores", "labels_full"])
+    ts = r["scores"].float().cpu().numpy()
+    tl = r["labels_full"].float().cpu().numpy()
+    rel = float(np.max(np.abs(scores - ts)) / max(float(np.max(np.abs(ts))), 1e-30))
+    return rel, float(np.mean(labels == tl))
+
+
+def torch_ms_cuda(net, w, h, runs, dtype=torch.float32):
     """CUDA: cudnn.benchmark, the whole graph captured once as a CUDA graph and replayed."""
-    x = torch.rand(1, 3, h, w, device="cuda")
+    x = torch.rand(1, 3, h, w, device="cuda").to(dtype)
+    if dtype == torch.float16:
+        x = x.contiguous(memory_format=torch.channels_last)
     with torch.no_grad():
         for _ in range(3):
             net(x)
@@ -78,7 +108,7 @@ def main():
     ap.add_argument("--model", help="one model file instead of generated --nets")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    ap.add_argument("--precision", default="fp32", choices=["fp32", "tf32"])
+    ap.add_argument("--precision", default="fp32", choices=["fp32", "tf32", "fp16"])
     ap.add_argument("--conv", default="auto", help="our GPU convolution algorithm")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
@@ -90,8 +120,11 @@ def main():
              else f"{a.threads} threads")
     print(f"# peer_torch: PyTorch {torch.__version__} vs scenelab, {where}, "
           f"median of {a.runs} runs after warm-up")
-    print("| model | size | GOp | scenelab ms | GOp/s | PyTorch ms | GOp/s | PyTorch / scenelab |")
-    print("|---|---|---|---|---|---|---|---|")
+    cuda = a.device == "cuda"
+    dtype = torch.float16 if a.precision == "fp16" else torch.float32
+    extra = " max rel. error | labels agree |" if cuda else ""
+    print("| model | size | GOp | scenelab ms | GOp/s | PyTorch ms | GOp/s | PyTorch / scenelab |" + extra)
+    print("|---|---|---|---|---|---|---|---|" + ("---|---|" if cuda else ""))
     with tempfile.TemporaryDirectory() as tmp:
         models = []
         if a.model:
@@ -105,14 +138,20 @@ def main():
         for label, path in models:
             net, _, _, _ = st.load_model(path)
             net.eval()
-            if a.device == "cuda":
-                net = net.cuda()
+            if cuda:
+                net = net.cuda().to(dtype)
+                if dtype == torch.float16:
+                    net = net.to(memory_format=torch.channels_last)
             for size in a.sizes.split(","):
                 w, h = map(int, size.split("x"))
+                check = ""
+                if cuda:
+                    rel, agree = agreement_cuda(a.build, path, net, w, h, a.precision, a.conv, dtype, tmp)
+                    check = f" {rel:.1e} | {100 * agree:.2f}% |"
                 gop, ours = ours_ms(a.build, path, size, a.threads, a.runs, a.device, a.precision, a.conv)
-                theirs = torch_ms_cuda(net, w, h, a.runs) if a.device == "cuda" else torch_ms(net, w, h, a.runs)
-                print(f"| {label} | {size} | {gop:.2f} | {ours:.1f} | {gop / ours * 1e3:.1f} | "
-                      f"{theirs:.1f} | {gop / theirs * 1e3:.1f} | {theirs / ours:.2f} |", flush=True)
+                theirs = torch_ms_cuda(net, w, h, a.runs, dtype) if cuda else torch_ms(net, w, h, a.runs)
+                print(f"| {label} | {size} | {gop:.2f} | {ours:.2f} | {gop / ours * 1e3:.1f} | "
+                      f"{theirs:.2f} | {gop / theirs * 1e3:.1f} | {theirs / ours:.2f} |" + check, flush=True)
 
 
 if __name__ == "__main__":

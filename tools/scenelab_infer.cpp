@@ -17,7 +17,7 @@ using namespace scenelab;
 
 int main(int argc, char** argv) {
   try {
-    Cli cli(argc, argv, {"model", "input", "image", "out", "nodes", "threads", "device", "conv", "precision"},
+    Cli cli(argc, argv, {"model", "input", "image", "out", "nodes", "threads", "device", "conv", "precision", "conv-workspace"},
             {"help"});
     if (cli.has("help") || !cli.has("model") || !cli.has("out") ||
         (cli.has("input") == cli.has("image"))) {

@@ -1,6 +1,7 @@
 // The CUDA backend against the CPU path (GPU tests, label gpu): every layer type on random
-// weights and odd sizes, both convolution algorithms, fp32 (relative error < 1e-4) and tf32
-// (< 5e-3); whole networks: scores within 1e-4 and labels agreeing on >= 99.9% of pixels.
+// weights and odd sizes, every convolution algorithm (direct, gemm, gemm2s, cudnn, auto), fp32
+// (relative error < 1e-4), tf32 (< 5e-3) and fp16 (< 2e-2); whole networks: labels agreeing with
+// the CPU on >= 99.9% of pixels in fp32, >= 99% in tf32 and fp16.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -73,9 +74,17 @@ CudaOptions opts(const std::string& conv, const std::string& precision = "fp32")
   return o;
 }
 
+std::vector<const char*> conv_algorithms() {
+#ifdef SCENELAB_WITH_CUDNN
+  return {"gemm", "gemm2s", "direct", "cudnn", "auto"};
+#else
+  return {"gemm", "gemm2s", "direct", "auto"};
+#endif
+}
+
 }  // namespace
 
-TEST(CudaBackend, ConvolutionBothAlgorithmsFp32AndTf32) {
+TEST(CudaBackend, ConvolutionEveryAlgorithmAndPrecision) {
   SCENELAB_REQUIRE_GPU();
   const std::string head = "input x channels=3\n";
   const std::vector<std::pair<std::string, Shape>> cases = {
@@ -92,13 +101,16 @@ TEST(CudaBackend, ConvolutionBothAlgorithmsFp32AndTf32) {
       CudaOptions o = opts(conv);
       o.conv_workspace_bytes = 1 << 16;
       compare(m, cases[2].second, o, 1e-4, std::string("small bands ") + conv);
+      o.precision = "fp16";
+      compare(m, cases[2].second, o, 2e-2, std::string("small bands fp16 ") + conv);
     }
   }
   for (const auto& [text, shape] : cases) {
     Model m = model_from(text, 5);
-    for (const char* conv : {"gemm", "gemm2s", "direct", "auto"}) {
+    for (const char* conv : conv_algorithms()) {
       compare(m, shape, opts(conv), 1e-4, text + " fp32 " + conv);
       compare(m, shape, opts(conv, "tf32"), 5e-3, text + " tf32 " + conv);
+      compare(m, shape, opts(conv, "fp16"), 2e-2, text + " fp16 " + conv);
     }
   }
 }
@@ -129,9 +141,10 @@ TEST(CudaBackend, WholeNetworksAgreeWithCpu) {
   SCENELAB_REQUIRE_GPU();
   for (const char* net : {"reference", "multiscale"}) {
     Model m = make_random_model(net, 11, 7);
-    for (const char* conv : {"gemm", "gemm2s", "direct"}) {
+    for (const char* conv : conv_algorithms()) {
       compare(m, Shape(1, 3, 97, 131), opts(conv), 1e-4, std::string(net) + " fp32 " + conv, 0.999);
       compare(m, Shape(1, 3, 97, 131), opts(conv, "tf32"), 5e-3, std::string(net) + " tf32 " + conv, 0.99);
+      compare(m, Shape(1, 3, 97, 131), opts(conv, "fp16"), 2e-2, std::string(net) + " fp16 " + conv, 0.99);
     }
   }
 }

@@ -56,6 +56,24 @@ TEST(NmsGpu, RandomAndClusteredSets) {
 #endif
 }
 
+// Up to 12288 boxes are ranked by one counting kernel, larger sets by the radix sort: both paths,
+// at the boundary, with many equal scores (ties broken by index) and a score threshold.
+TEST(NmsGpu, LargeSetsBothRankPaths) {
+  SCENELAB_REQUIRE_GPU();
+#ifdef SCENELAB_WITH_CUDA
+  for (int n : {12288, 12289, 20000}) {
+    SCOPED_TRACE("n=" + std::to_string(n));
+    auto d = scenelab::test::make_box_set(n, uint32_t(n), true, 1, 50);
+    Options o;
+    o.threshold = 0.5f;
+    EXPECT_EQ(greedy_nms_gpu(d, o), greedy_nms(d, o));
+    o.score_threshold = 0.3f;
+    o.max_outputs = 700;
+    EXPECT_EQ(greedy_nms_gpu(d, o), greedy_nms(d, o));
+  }
+#endif
+}
+
 TEST(NmsGpu, PerClassTopKScoreThreshold) {
   SCENELAB_REQUIRE_GPU();
 #ifdef SCENELAB_WITH_CUDA

@@ -1,0 +1,111 @@
+#include "kernels/conv_cudnn.h"
+
+#if defined(SCENELAB_WITH_CUDA) && defined(SCENELAB_WITH_CUDNN)
+#include "engine/error.h"
+#include "kernels/layers_cuda.h"
+
+namespace scenelab::cuda {
+
+CudnnConv::CudnnConv(cudnnHandle_t h, const ConvShape& c, Precision p) : h_(h), c_(c), p_(p) {
+  const char* what = "conv2d cudnn descriptors";
+  // fp16 runs in NHWC (filters KRSC), the layout of cuDNN's half tensor-core kernels; the
+  // layer's NCHW float tensors are converted on the way in and out.
+  const cudnnDataType_t t = p == Precision::FP16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
+  const cudnnTensorFormat_t f = p == Precision::FP16 ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+  SL_CUDNN_CHECK(cudnnCreateTensorDescriptor(x_.out()), what);
+  SL_CUDNN_CHECK(cudnnCreateTensorDescriptor(y_.out()), what);
+  SL_CUDNN_CHECK(cudnnCreateFilterDescriptor(w_.out()), what);
+  SL_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(conv_.out()), what);
+  SL_CUDNN_CHECK(cudnnSetTensor4dDescriptor(x_.get(), f, t, c.n, c.cin, c.h, c.w),
+                 what);
+  SL_CUDNN_CHECK(cudnnSetTensor4dDescriptor(y_.get(), f, t, c.n, c.cout, c.ho, c.wo),
+                 what);
+  SL_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w_.get(), t, f, c.cout, c.cin, c.k, c.k),
+                 what);
+  SL_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv_.get(), c.pad, c.pad, 1, 1, 1, 1,
+                                                 CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+                 what);
+  SL_CUDNN_CHECK(cudnnSetConvolutionMathType(
+                     conv_.get(), p == Precision::FP32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH),
+                 what);
+}
+
+void CudnnConv::choose(const float* x, const float* w, float* y, float* ws, size_t bound_floats,
+                       cudaStream_t s) {
+  const bool fp16 = p_ == Precision::FP16;
+  const ConvWorkspace l = conv_workspace(c_, bound_floats, fp16);
+  float* w16 = ws;
+  float* x16 = ws + l.w16;
+  float* y16 = x16 + l.x16;
+  float* scratch = y16 + l.y16;
+  if (fp16) {
+    to_half_nhwc(w, w16, c_.cout, c_.cin, size_t(c_.k) * c_.k, s);
+    to_half_nhwc(x, x16, c_.n, c_.cin, size_t(c_.h) * c_.w, s);
+  }
+  cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+  int returned = 0;
+  SL_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
+                     h_, x_.get(), fp16 ? static_cast<const void*>(x16) : x, w_.get(),
+                     fp16 ? static_cast<const void*>(w16) : w, conv_.get(), y_.get(),
+                     fp16 ? static_cast<void*>(y16) : y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+                     &returned, perf, scratch, l.scratch * sizeof(float)),
+                 "conv2d cudnn: timing the algorithms");
+  for (int i = 0; i < returned; ++i) {  // fastest first
+    const auto& r = perf[i];
+    if (r.status != CUDNN_STATUS_SUCCESS || r.memory > l.scratch * sizeof(float)) continue;
+    if (p_ == Precision::FP32 && r.mathType != CUDNN_FMA_MATH && r.mathType != CUDNN_DEFAULT_MATH)
+      continue;  // fp32 means no tensor-core rounding
+    algo_ = r.algo;
+    algo_bytes_ = r.memory;
+    SL_CUDNN_CHECK(cudnnSetConvolutionMathType(conv_.get(), r.mathType), "conv2d cudnn");
+    chosen_ = true;
+    return;
+  }
+  throw_error("conv2d cudnn: no cuDNN algorithm runs this ", c_.k, "x", c_.k, " convolution ",
+              c_.cin, "->", c_.cout, " on ", c_.w, "x", c_.h, " within the ",
+              l.scratch * sizeof(float) >> 20, " MiB workspace (raise --conv-workspace)");
+}
+
+void CudnnConv::forward(const float* x, const float* w, const float* b, float* y, bool relu,
+                        float* ws, size_t bound_floats, cudaStream_t s) const {
+  SL_REQUIRE(chosen_, "conv2d cudnn: forward before an algorithm was chosen");
+  const bool fp16 = p_ == Precision::FP16;
+  const ConvWorkspace l = conv_workspace(c_, bound_floats, fp16);
+  float* w16 = ws;
+  float* x16 = ws + l.w16;
+  float* y16 = x16 + l.x16;
+  float* scratch = y16 + l.y16;
+  const float one = 1.f, zero = 0.f;
+  const size_t plane = size_t(c_.ho) * c_.wo;
+  if (fp16) {
+    to_half_nhwc(w, w16, c_.cout, c_.cin, size_t(c_.k) * c_.k, s);
+    to_half_nhwc(x, x16, c_.n, c_.cin, size_t(c_.h) * c_.w, s);
+    SL_CUDNN_CHECK(cudnnConvolutionForward(h_, &one, x_.get(), x16, w_.get(), w16, conv_.get(), algo_,
+                                           scratch, algo_bytes_, &zero, y_.get(), y16),
+                   "conv2d cudnn forward (fp16)");
+    half_nhwc_bias_act(y16, b, y, c_.n, c_.cout, plane, relu, s);
+    return;
+  }
+  SL_CUDNN_CHECK(cudnnConvolutionForward(h_, &one, x_.get(), x, w_.get(), w, conv_.get(), algo_,
+                                         scratch, algo_bytes_, &zero, y_.get(), y),
+                 "conv2d cudnn forward");
+  for (int n = 0; n < c_.n; ++n)
+    bias_act(y + size_t(n) * c_.cout * plane, b, c_.cout, plane, plane, relu, s);
+}
+
+std::string CudnnConv::algo_name() const {
+  switch (algo_) {
+    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM: return "implicit_gemm";
+    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM: return "implicit_precomp_gemm";
+    case CUDNN_CONVOLUTION_FWD_ALGO_GEMM: return "gemm";
+    case CUDNN_CONVOLUTION_FWD_ALGO_DIRECT: return "direct";
+    case CUDNN_CONVOLUTION_FWD_ALGO_FFT: return "fft";
+    case CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING: return "fft_tiling";
+    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD: return "winograd";
+    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED: return "winograd_nonfused";
+    default: return "other";
+  }
+}
+
+}  // namespace scenelab::cuda
+#endif
