@@ -57,7 +57,9 @@ class CpuBackend : public Backend {
 struct CudaOptions {
   std::string conv = "auto";        // direct | gemm | gemm2s | cudnn | auto
   std::string precision = "fp32";   // fp32 | tf32 | fp16
-  size_t conv_workspace_bytes = size_t(1024) << 20;  // bound on a conv layer's GPU workspace
+  // Bound on a convolution layer's GPU workspace (im2col bands, cuDNN's workspace); 0: automatic,
+  // 2 GiB or a sixteenth of the GPU's memory, whichever is smaller.
+  size_t conv_workspace_bytes = 0;
 };
 
 // "cpu", "cuda" or "auto" (cuda when built with it and a GPU is present, else cpu).

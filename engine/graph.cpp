@@ -274,7 +274,7 @@ void Graph::plan(int n, int h, int w, const Backend& backend) {
   capture_failed_ = false;
   stats_.clear();
   for (auto& node : nodes_)
-    stats_.push_back({node->layer->name(), node->layer->type(), node->shape, node->ops, 0.0});
+    stats_.push_back({node->layer->name(), node->layer->type(), node->shape, node->ops, 0.0, {}});
   planned_ = true;
 }
 
@@ -349,9 +349,11 @@ void Graph::run_layers() {
     } catch (const Error& e) {
       throw_error("layer '", node.layer->name(), "' (", node.layer->type(), "): ", e.what());
     }
-    if (profiling_)
+    if (profiling_) {
       stats_[i].time_ms =
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      stats_[i].detail = node.layer->detail();
+    }
   }
 }
 

@@ -17,6 +17,7 @@ struct LayerStat {
   Shape out;
   double ops = 0;      // paper's metric (2 x MACs of conv layers)
   double time_ms = 0;  // of the last run, when profiling
+  std::string detail;  // Layer::detail() after the last profiled run
 };
 
 class Graph {

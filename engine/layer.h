@@ -92,6 +92,9 @@ class Layer {
   virtual double ops(const std::vector<Shape>& /*in*/, const Shape& /*out*/) const { return 0; }
   // True when this layer can apply a following ReLU itself (ForwardArgs::fused_relu).
   virtual bool can_fuse_relu() const { return false; }
+  // How the last forward pass computed this layer, when it chooses (e.g. the convolution
+  // algorithm picked by --conv auto); empty otherwise. For reports.
+  virtual std::string detail() const { return {}; }
   virtual void forward_cpu(const ForwardArgs& a) const = 0;
   // The GPU path (layers/*.cpp, kernels in kernels/*.cu); stream-ordered, no allocation, no sync.
   virtual void forward_cuda(const ForwardArgs& a, const CudaContext& ctx) const;

@@ -9,17 +9,17 @@
 namespace scenelab::cuda {
 namespace {
 
-// X[(ci * k + dy) * k + dx][(yy - y0) * wo + xx] = x[ci][yy + dy - pad][xx + dx - pad] (0 outside).
+// X[(ci * k + dy) * k + dx][(yy - y0) * wo + xx] = x[ci][yy + dy - pad][xx + dx - pad] (0 outside),
+// rows of X `cols` elements apart (the band's pixels rounded up, see kAlign).
 // One thread per (ci, output row of the band, output column) writes its k x k entries: the index
 // decoding is paid once per k * k elements, and each of the k * k stores is coalesced across the
 // warp (consecutive output columns), so the kernel runs at memory speed.
 template <typename T>
 __global__ void im2col_kernel(const float* __restrict__ x, int cin, int h, int w, int k, int pad,
-                              int y0, int rows, int wo, T* __restrict__ X) {
+                              int y0, int rows, int wo, size_t cols, T* __restrict__ X) {
   const int t = blockIdx.x * blockDim.x + threadIdx.x;
   if (t >= cin * rows * wo) return;
   const int ox = t % wo, q = t / wo, oy = q % rows, ci = q / rows;
-  const size_t cols = size_t(rows) * wo;
   T* dst = X + size_t(ci) * k * k * cols + size_t(oy) * wo + ox;
   const float* src = x + size_t(ci) * h * w;
   for (int dy = 0; dy < k; ++dy) {
@@ -35,9 +35,10 @@ __global__ void im2col_kernel(const float* __restrict__ x, int cin, int h, int w
 
 template <typename T>
 void launch_im2col(const float* x, int cin, int h, int w, int k, int pad, int y0, int rows, int wo,
-                   T* X, cudaStream_t s) {
+                   size_t ld, T* X, cudaStream_t s) {
   const int threads = cin * rows * wo;
-  im2col_kernel<<<unsigned((threads + 255) / 256), 256, 0, s>>>(x, cin, h, w, k, pad, y0, rows, wo, X);
+  im2col_kernel<<<unsigned((threads + 255) / 256), 256, 0, s>>>(x, cin, h, w, k, pad, y0, rows, wo,
+                                                               ld, X);
   SL_CUDA_CHECK(cudaGetLastError(), "conv2d im2col kernel");
 }
 
@@ -85,7 +86,25 @@ __global__ void nhwc_half_to_nchw_kernel(const __half* __restrict__ y16, const f
   }
 }
 
+// y[c][i] = act(C[c][i] + b[c]) for the band's pixels: the GEMM's aligned band buffer (row
+// stride ldc) into the output tensor (row stride ldy). grid.y = channel.
+__global__ void band_epilogue_kernel(const float* __restrict__ C, size_t ldc, float* __restrict__ y,
+                                     size_t ldy, const float* __restrict__ b, int cols, bool relu) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= cols) return;
+  const int c = blockIdx.y;
+  const float v = C[size_t(c) * ldc + i] + (b ? b[c] : 0.f);
+  y[size_t(c) * ldy + i] = relu ? fmaxf(v, 0.f) : v;
+}
+
 size_t align64(size_t floats) { return (floats + 63) / 64 * 64; }
+
+// GEMM operands whose leading dimension is a multiple of 8 elements (16 bytes in half
+// precision, 32 in single) let cuBLAS pick its vectorised kernels: with the odd pixel counts of
+// real images it fell back to "align1" kernels (measured on an H100: a Turing-era 256x128 fp16
+// kernel at 200 us where the aligned path takes a fraction; SIMT SGEMM align1 for fp32).
+constexpr size_t kAlign = 8;
+size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 // Direct convolution: a CTA computes a tile of kTileW x (kTileH * kRows) output pixels for kOC
 // output channels; 16 x 16 threads, each kRows pixels (a column) x kOC channels in registers.
@@ -146,17 +165,41 @@ direct_kernel(ConvShape c, const float* x, const float* w, const float* b, float
 
 }  // namespace
 
-int conv_band_rows(const ConvShape& c, size_t ws_elems) {
-  const size_t per_row = size_t(c.cin) * c.k * c.k * c.wo;
-  return int(std::max<size_t>(1, std::min<size_t>(size_t(c.ho), ws_elems / per_row)));
+namespace {
+
+// One band buffer pair of the GEMM algorithms: X (K x ld elements, fp16 or fp32) and the GEMM's
+// output C (cout x ld floats), ld = the band's pixels rounded up to kAlign; rows chosen so that
+// the pair fits `budget` floats (at least one output row).
+struct BandPlan {
+  int rows = 1;
+  size_t ld = 0, x_floats = 0, c_floats = 0;
+};
+
+BandPlan band_plan(const ConvShape& c, size_t budget, bool fp16) {
+  const size_t K = size_t(c.cin) * c.k * c.k;
+  auto make = [&](int rows) {
+    BandPlan p;
+    p.rows = rows;
+    p.ld = align_up(size_t(rows) * c.wo);
+    p.x_floats = align64(fp16 ? (K * p.ld + 1) / 2 : K * p.ld);
+    p.c_floats = align64(size_t(c.cout) * p.ld);
+    return p;
+  };
+  const size_t per_row = ((fp16 ? (K + 1) / 2 : K) + c.cout) * c.wo;
+  const size_t slack = ((fp16 ? (K + 1) / 2 : K) + c.cout) * kAlign + 128;
+  const int rows = int(std::max<size_t>(
+      1, std::min<size_t>(size_t(c.ho), budget > slack ? (budget - slack) / per_row : 0)));
+  return make(rows);
 }
+
+}  // namespace
 
 ConvWorkspace conv_workspace(const ConvShape& c, size_t bound_floats, bool fp16) {
   ConvWorkspace l;
   if (c.k == 1 && c.pad == 0) return l;  // one GEMM on the input itself
-  const size_t row = size_t(c.cin) * c.k * c.k * c.wo;
-  l.scratch = align64(std::max(size_t(conv_band_rows(c, bound_floats)) * row,
-                               2 * size_t(conv_band_rows(c, bound_floats / 2)) * row));
+  const BandPlan one = band_plan(c, bound_floats, fp16);
+  const BandPlan two = band_plan(c, bound_floats / 2, fp16);  // gemm2s: two X buffers, one C
+  l.scratch = std::max(one.x_floats + one.c_floats, 2 * two.x_floats + two.c_floats);
   if (fp16) {
     l.w16 = align64((size_t(c.cout) * c.cin * c.k * c.k + 1) / 2);
     l.x16 = align64((size_t(c.n) * c.cin * c.h * c.w + 1) / 2);
@@ -191,35 +234,44 @@ void half_nhwc_bias_act(const void* y16, const float* b, float* y, int batch, in
 
 namespace {
 
-// One band's GEMM: row-major Y (cout x cols, ld plane) = W (cout x K) X (K x cols), as
-// column-major Y^T = X^T W^T; fp16: half operands, fp32 accumulation and output.
-void band_gemm(cublasHandle_t h, int cols, int cout, int K, const void* X, const void* W,
-               float* Y, size_t plane, bool fp16, const char* what) {
+// One band's GEMM into the aligned buffer C: row-major C (cout x ld) = W (cout x K) X (K x ld),
+// as column-major C^T = X^T W^T; fp16: half operands, fp32 accumulation and output. The GEMM
+// spans the whole aligned width (cuBLAS picks its vectorised kernels only when the contiguous
+// extent is a multiple of 8 too); the padding columns of X are zero and C's are never read.
+void band_gemm(cublasHandle_t h, size_t m, int cout, int K, const void* X, size_t ld,
+               const void* W, float* C, bool fp16, const char* what) {
   const float one = 1.f, zero = 0.f;
+  const int cols = int(m);
   if (fp16)
     SL_CUBLAS_CHECK(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, cols, cout, K, &one, X, CUDA_R_16F,
-                                 cols, W, CUDA_R_16F, K, &zero, Y, CUDA_R_32F, int(plane),
+                                 int(ld), W, CUDA_R_16F, K, &zero, C, CUDA_R_32F, int(ld),
                                  CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                     what);
   else
     SL_CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, cols, cout, K, &one,
-                                static_cast<const float*>(X), cols, static_cast<const float*>(W),
-                                K, &zero, Y, int(plane)),
+                                static_cast<const float*>(X), int(ld),
+                                static_cast<const float*>(W), K, &zero, C, int(ld)),
                     what);
 }
 
-// Band rows and the element size of the im2col buffers: fp16 bands hold twice the rows.
-int band_rows(const ConvShape& c, size_t bound_floats, bool fp16) {
-  const int r = conv_band_rows(c, bound_floats);
-  return fp16 ? std::min(c.ho, 2 * r) : r;
+void band_epilogue(const float* C, size_t ldc, float* y, size_t ldy, const float* b, int cout,
+                   int cols, bool relu, cudaStream_t s) {
+  const dim3 grid(unsigned((cols + 255) / 256), unsigned(cout));
+  band_epilogue_kernel<<<grid, 256, 0, s>>>(C, ldc, y, ldy, b, cols, relu);
+  SL_CUDA_CHECK(cudaGetLastError(), "conv2d bias/ReLU epilogue");
 }
 
-void launch_band_im2col(const float* xn, const ConvShape& c, int y0, int r, void* buf, bool fp16,
-                        cudaStream_t s) {
+void launch_band_im2col(const float* xn, const ConvShape& c, int y0, int r, size_t ld, void* buf,
+                        bool fp16, cudaStream_t s) {
+  const size_t cols = size_t(r) * c.wo, elem = fp16 ? 2 : 4;
+  if (ld > cols)  // zero padding columns: the GEMM runs over them
+    SL_CUDA_CHECK(cudaMemset2DAsync(static_cast<char*>(buf) + cols * elem, ld * elem, 0,
+                                    (ld - cols) * elem, size_t(c.cin) * c.k * c.k, s),
+                  "conv2d im2col padding");
   if (fp16)
-    launch_im2col(xn, c.cin, c.h, c.w, c.k, c.pad, y0, r, c.wo, static_cast<__half*>(buf), s);
+    launch_im2col(xn, c.cin, c.h, c.w, c.k, c.pad, y0, r, c.wo, ld, static_cast<__half*>(buf), s);
   else
-    launch_im2col(xn, c.cin, c.h, c.w, c.k, c.pad, y0, r, c.wo, static_cast<float*>(buf), s);
+    launch_im2col(xn, c.cin, c.h, c.w, c.k, c.pad, y0, r, c.wo, ld, static_cast<float*>(buf), s);
 }
 
 }  // namespace
@@ -247,17 +299,18 @@ void conv2d_gemm(const ConvShape& c, const float* x, const float* w, const float
     to_half(w, ws, size_t(c.cout) * K, s);
     W = ws;
   }
-  void* X = ws + l.w16 + l.x16 + l.y16;
-  const int rows = band_rows(c, bound_floats, fp16);
+  const BandPlan p = band_plan(c, bound_floats, fp16);
+  float* X = ws + l.w16 + l.x16 + l.y16;
+  float* C = X + p.x_floats;
   for (int n = 0; n < c.n; ++n) {
     const float* xn = x + size_t(n) * c.cin * plane_in;
     float* yn = y + size_t(n) * c.cout * plane;
-    for (int y0 = 0; y0 < c.ho; y0 += rows) {
-      const int r = std::min(rows, c.ho - y0);
+    for (int y0 = 0; y0 < c.ho; y0 += p.rows) {
+      const int r = std::min(p.rows, c.ho - y0);
       const int cols = r * c.wo;
-      launch_band_im2col(xn, c, y0, r, X, fp16, s);
-      band_gemm(h, cols, c.cout, K, X, W, yn + size_t(y0) * c.wo, plane, fp16, "conv2d GEMM");
-      bias_act(yn + size_t(y0) * c.wo, b, c.cout, size_t(cols), plane, relu, s);
+      launch_band_im2col(xn, c, y0, r, p.ld, X, fp16, s);
+      band_gemm(h, align_up(size_t(cols)), c.cout, K, X, p.ld, W, C, fp16, "conv2d GEMM");
+      band_epilogue(C, p.ld, yn + size_t(y0) * c.wo, plane, b, c.cout, cols, relu, s);
     }
   }
 }
@@ -277,11 +330,12 @@ void conv2d_gemm2s(const ConvShape& c, const float* x, const float* w, const flo
     to_half(w, ws, size_t(c.cout) * K, main);
     W = ws;
   }
-  // Two band buffers, each sized for half the workspace bound (at least one output row).
-  const int rows = band_rows(c, bound_floats / 2, fp16);
-  const size_t elem = fp16 ? sizeof(__half) : sizeof(float);
-  char* base = reinterpret_cast<char*>(ws + l.w16 + l.x16 + l.y16);
-  void* buf[2] = {base, base + size_t(rows) * c.wo * K * elem};
+  // Two im2col band buffers (each planned for half the workspace bound) and one GEMM output
+  // buffer: the epilogue of band i runs on the main stream before the GEMM of band i + 1.
+  const BandPlan p = band_plan(c, bound_floats / 2, fp16);
+  float* base = ws + l.w16 + l.x16 + l.y16;
+  void* buf[2] = {base, base + p.x_floats};
+  float* C = base + 2 * p.x_floats;
   // The side stream starts after everything queued on the main stream (the input, weights).
   SL_CUDA_CHECK(cudaEventRecord(ev[0], main), "conv2d gemm2s");
   SL_CUDA_CHECK(cudaStreamWaitEvent(side, ev[0], 0), "conv2d gemm2s");
@@ -289,19 +343,19 @@ void conv2d_gemm2s(const ConvShape& c, const float* x, const float* w, const flo
   for (int n = 0; n < c.n; ++n) {
     const float* xn = x + size_t(n) * c.cin * plane_in;
     float* yn = y + size_t(n) * c.cout * plane;
-    for (int y0 = 0; y0 < c.ho; y0 += rows, ++band) {
+    for (int y0 = 0; y0 < c.ho; y0 += p.rows, ++band) {
       const int j = band % 2;
-      const int r = std::min(rows, c.ho - y0);
+      const int r = std::min(p.rows, c.ho - y0);
       const int cols = r * c.wo;
       if (band >= 2)  // buffer j is free once the GEMM two bands back has read it
         SL_CUDA_CHECK(cudaStreamWaitEvent(side, ev[3 + j], 0), "conv2d gemm2s");
-      launch_band_im2col(xn, c, y0, r, buf[j], fp16, side);
+      launch_band_im2col(xn, c, y0, r, p.ld, buf[j], fp16, side);
       SL_CUDA_CHECK(cudaEventRecord(ev[1 + j], side), "conv2d gemm2s");
       SL_CUDA_CHECK(cudaStreamWaitEvent(main, ev[1 + j], 0), "conv2d gemm2s");
-      band_gemm(h, cols, c.cout, K, buf[j], W, yn + size_t(y0) * c.wo, plane, fp16,
+      band_gemm(h, align_up(size_t(cols)), c.cout, K, buf[j], p.ld, W, C, fp16,
                 "conv2d gemm2s GEMM");
-      bias_act(yn + size_t(y0) * c.wo, b, c.cout, size_t(cols), plane, relu, main);
       SL_CUDA_CHECK(cudaEventRecord(ev[3 + j], main), "conv2d gemm2s");
+      band_epilogue(C, p.ld, yn + size_t(y0) * c.wo, plane, b, c.cout, cols, relu, main);
     }
   }
   // The side stream's last work (an im2col) is joined into the main stream by its event.

@@ -23,16 +23,15 @@ struct ConvShape {
 
 // The workspace of a convolution layer, in floats, each part 256-byte aligned:
 // [w16][x16][y16][scratch]. The half-precision copies of the weights, input and output exist
-// under fp16 only (x16, y16 for cuDNN); scratch holds the im2col bands of gemm / gemm2s (at most
-// `bound` floats, at least one output row) or cuDNN's own workspace.
+// under fp16 only (x16, y16 for cuDNN); scratch holds the bands of gemm / gemm2s (im2col and the
+// GEMM's output, leading dimensions rounded up to 8 elements; at most `bound` floats, at least
+// one output row) or cuDNN's own workspace.
 struct ConvWorkspace {
   size_t w16 = 0, x16 = 0, y16 = 0, scratch = 0;
   size_t total() const { return w16 + x16 + y16 + scratch; }
 };
 ConvWorkspace conv_workspace(const ConvShape& c, size_t bound_floats, bool fp16);
 
-// Output rows per band so that one band's im2col fits `ws_elems` elements.
-int conv_band_rows(const ConvShape& c, size_t ws_elems);
 // fp16: the weights and the im2col bands in half precision, cublasGemmEx on tensor cores with
 // fp32 accumulation and output. 1x1 convolutions stay one SGEMM on the input.
 void conv2d_gemm(const ConvShape& c, const float* x, const float* w, const float* b, float* y,

@@ -1,6 +1,9 @@
 #include "kernels/conv_cudnn.h"
 
 #if defined(SCENELAB_WITH_CUDA) && defined(SCENELAB_WITH_CUDNN)
+#include <algorithm>
+#include <vector>
+
 #include "engine/error.h"
 #include "kernels/layers_cuda.h"
 
@@ -30,16 +33,25 @@ CudnnConv::CudnnConv(cudnnHandle_t h, const ConvShape& c, Precision p) : h_(h), 
                  what);
 }
 
+void CudnnConv::convert_weights(const float* w, cudaStream_t s) const {
+  if (w == w16_of_) return;
+  to_half_nhwc(w, w16_.get(), c_.cout, c_.cin, size_t(c_.k) * c_.k, s);
+  w16_of_ = w;
+}
+
 void CudnnConv::choose(const float* x, const float* w, float* y, float* ws, size_t bound_floats,
                        cudaStream_t s) {
   const bool fp16 = p_ == Precision::FP16;
   const ConvWorkspace l = conv_workspace(c_, bound_floats, fp16);
-  float* w16 = ws;
+  const void* w16 = w16_.get();
   float* x16 = ws + l.w16;
   float* y16 = x16 + l.x16;
   float* scratch = y16 + l.y16;
   if (fp16) {
-    to_half_nhwc(w, w16, c_.cout, c_.cin, size_t(c_.k) * c_.k, s);
+    w16_.resize(size_t(c_.cout) * c_.cin * c_.k * c_.k * 2, "conv2d cudnn fp16 weights");
+    w16 = w16_.get();
+    w16_of_ = nullptr;
+    convert_weights(w, s);
     to_half_nhwc(x, x16, c_.n, c_.cin, size_t(c_.h) * c_.w, s);
   }
   cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
@@ -49,16 +61,46 @@ void CudnnConv::choose(const float* x, const float* w, float* y, float* ws, size
                      fp16 ? static_cast<const void*>(w16) : w, conv_.get(), y_.get(),
                      fp16 ? static_cast<void*>(y16) : y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
                      &returned, perf, scratch, l.scratch * sizeof(float)),
-                 "conv2d cudnn: timing the algorithms");
-  for (int i = 0; i < returned; ++i) {  // fastest first
+                 "conv2d cudnn: finding the algorithms");
+  // cuDNN's own ranking (one launch each) proved unreliable: on an H100 it ranked a CUDA-core
+  // fp16 kernel 20x slower than the tensor-core one first (a first launch pays module loading).
+  // So every usable candidate is timed here: a warm-up, then the median of 5 runs (CUDA events).
+  const void* xin = fp16 ? static_cast<const void*>(x16) : x;
+  const void* win = fp16 ? static_cast<const void*>(w16) : w;
+  void* yout = fp16 ? static_cast<void*>(y16) : y;
+  const float one = 1.f, zero = 0.f;
+  CudaEvent e0, e1;
+  float best = 1e30f;
+  for (int i = 0; i < returned; ++i) {
     const auto& r = perf[i];
     if (r.status != CUDNN_STATUS_SUCCESS || r.memory > l.scratch * sizeof(float)) continue;
-    if (p_ == Precision::FP32 && r.mathType != CUDNN_FMA_MATH && r.mathType != CUDNN_DEFAULT_MATH)
-      continue;  // fp32 means no tensor-core rounding
-    algo_ = r.algo;
-    algo_bytes_ = r.memory;
+    const bool tc = r.mathType == CUDNN_TENSOR_OP_MATH ||
+                    r.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+    if (p_ == Precision::FP32 && tc) continue;  // fp32 means no tensor-core rounding
     SL_CUDNN_CHECK(cudnnSetConvolutionMathType(conv_.get(), r.mathType), "conv2d cudnn");
-    chosen_ = true;
+    std::vector<float> t;
+    for (int k = 0; k < 6; ++k) {
+      SL_CUDA_CHECK(cudaEventRecord(e0.get(), s), "conv2d cudnn timing");
+      SL_CUDNN_CHECK(cudnnConvolutionForward(h_, &one, x_.get(), xin, w_.get(), win, conv_.get(),
+                                             r.algo, scratch, r.memory, &zero, y_.get(), yout),
+                     "conv2d cudnn: timing an algorithm");
+      SL_CUDA_CHECK(cudaEventRecord(e1.get(), s), "conv2d cudnn timing");
+      SL_CUDA_CHECK(cudaEventSynchronize(e1.get()), "conv2d cudnn timing");
+      float ms = 0;
+      SL_CUDA_CHECK(cudaEventElapsedTime(&ms, e0.get(), e1.get()), "conv2d cudnn timing");
+      if (k > 0) t.push_back(ms);  // the first is the warm-up
+    }
+    std::sort(t.begin(), t.end());
+    if (t[t.size() / 2] < best) {
+      best = t[t.size() / 2];
+      algo_ = r.algo;
+      algo_bytes_ = r.memory;
+      math_ = r.mathType;
+      chosen_ = true;
+    }
+  }
+  if (chosen_) {
+    SL_CUDNN_CHECK(cudnnSetConvolutionMathType(conv_.get(), math_), "conv2d cudnn");
     return;
   }
   throw_error("conv2d cudnn: no cuDNN algorithm runs this ", c_.k, "x", c_.k, " convolution ",
@@ -71,14 +113,14 @@ void CudnnConv::forward(const float* x, const float* w, const float* b, float* y
   SL_REQUIRE(chosen_, "conv2d cudnn: forward before an algorithm was chosen");
   const bool fp16 = p_ == Precision::FP16;
   const ConvWorkspace l = conv_workspace(c_, bound_floats, fp16);
-  float* w16 = ws;
   float* x16 = ws + l.w16;
   float* y16 = x16 + l.x16;
   float* scratch = y16 + l.y16;
   const float one = 1.f, zero = 0.f;
   const size_t plane = size_t(c_.ho) * c_.wo;
   if (fp16) {
-    to_half_nhwc(w, w16, c_.cout, c_.cin, size_t(c_.k) * c_.k, s);
+    convert_weights(w, s);
+    const void* w16 = w16_.get();
     to_half_nhwc(x, x16, c_.n, c_.cin, size_t(c_.h) * c_.w, s);
     SL_CUDNN_CHECK(cudnnConvolutionForward(h_, &one, x_.get(), x16, w_.get(), w16, conv_.get(), algo_,
                                            scratch, algo_bytes_, &zero, y_.get(), y16),

@@ -54,7 +54,13 @@ class CudnnConv {
   CudnnDescriptor<cudnnConvolutionDescriptor_t, cudnnDestroyConvolutionDescriptor> conv_;
   cudnnConvolutionFwdAlgo_t algo_ = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
   size_t algo_bytes_ = 0;
+  cudnnMathType_t math_ = CUDNN_DEFAULT_MATH;
   bool chosen_ = false;
+  // fp16: the weights in half precision (KRSC), converted when the layer's weights are first
+  // seen (at choose(); again only if the layer is re-planned onto other weight memory).
+  DeviceBuffer w16_;
+  mutable const float* w16_of_ = nullptr;
+  void convert_weights(const float* w, cudaStream_t s) const;
 };
 
 }  // namespace scenelab::cuda

@@ -146,9 +146,28 @@ class Conv2d : public Layer {
       algo = it->second;
     }
     run(algo);
+    last_ = algo_label(algo, key, ctx.precision);
   }
+  std::string detail() const override { return last_; }
 
  private:
+  std::string algo_label(ConvAlgo algo, const std::tuple<int, int, int, int>& key,
+                         Precision p) const {
+    const bool fp16 = p == Precision::FP16;
+    switch (algo) {
+      case ConvAlgo::Direct: return "direct (fp32)";
+      case ConvAlgo::Gemm2s: return fp16 && k_ > 1 ? "gemm2s (fp16)" : "gemm2s";
+      case ConvAlgo::Cudnn: {
+#ifdef SCENELAB_WITH_CUDNN
+        auto it = cudnn_.find(key);
+        if (it != cudnn_.end() && it->second) return "cudnn " + it->second->algo_name();
+#endif
+        return "cudnn";
+      }
+      default: return k_ == 1 ? "gemm (1x1 SGEMM)" : fp16 ? "gemm (fp16)" : "gemm";
+    }
+  }
+  mutable std::string last_;
   mutable std::map<std::tuple<int, int, int, int>, ConvAlgo> auto_choice_;
 #ifdef SCENELAB_WITH_CUDNN
   mutable std::map<std::tuple<int, int, int, int>, std::unique_ptr<cuda::CudnnConv>> cudnn_;

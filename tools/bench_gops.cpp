@@ -194,15 +194,16 @@ int main(int argc, char** argv) {
         if (cli.has("layers")) {
           std::ostringstream os;
           os << "\n## " << net << " " << sz << " per layer (median ms)\n"
-             << "| layer | type | output | GOp | ms | GOp/s |\n|---|---|---|---|---|---|\n";
+             << "| layer | type | output | GOp | ms | GOp/s | how |\n|---|---|---|---|---|---|---|\n";
           for (const auto& s : g.stats()) {
             double lm = median(layer_ms[s.name]);
             if (lm < 0.05 && s.ops == 0) continue;  // fused or negligible
             char buf[256];
-            std::snprintf(buf, sizeof buf, "| %s | %s | %s | %.3f | %.2f | %s |\n",
+            std::snprintf(buf, sizeof buf, "| %s | %s | %s | %.3f | %.2f | %s | %s |\n",
                           s.name.c_str(), s.type.c_str(), s.out.str().c_str(), s.ops * 1e-9, lm,
                           s.ops > 0 && lm > 0 ? std::to_string(int(s.ops * 1e-6 / lm)).c_str()
-                                              : "");
+                                              : "",
+                          s.detail.c_str());
             os << buf;
           }
           layer_reports.push_back(os.str());
