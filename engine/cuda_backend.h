@@ -13,22 +13,12 @@
 #include "engine/backend.h"
 #include "kernels/cuda_check.h"
 
-#define SL_CUBLAS_CHECK(call, what)                                                      \
-  do {                                                                                   \
-    cublasStatus_t sl_st_ = (call);                                                      \
-    if (sl_st_ != CUBLAS_STATUS_SUCCESS)                                                 \
-      ::scenelab::throw_error(what, ": ", #call, " failed: ", cublasGetStatusString(sl_st_), \
-                              " (", __FILE__, ":", __LINE__, ")");                       \
-  } while (0)
+#define SL_CUBLAS_CHECK(call, what) \
+  SL_CHECK_STATUS(call, what, CUBLAS_STATUS_SUCCESS, cublasGetStatusString)
 
 #ifdef SCENELAB_WITH_CUDNN
-#define SL_CUDNN_CHECK(call, what)                                                       \
-  do {                                                                                   \
-    cudnnStatus_t sl_st_ = (call);                                                       \
-    if (sl_st_ != CUDNN_STATUS_SUCCESS)                                                  \
-      ::scenelab::throw_error(what, ": ", #call, " failed: ", cudnnGetErrorString(sl_st_), \
-                              " (", __FILE__, ":", __LINE__, ")");                       \
-  } while (0)
+#define SL_CUDNN_CHECK(call, what) \
+  SL_CHECK_STATUS(call, what, CUDNN_STATUS_SUCCESS, cudnnGetErrorString)
 #endif
 
 namespace scenelab {

@@ -10,13 +10,17 @@
 
 #include "engine/error.h"
 
-#define SL_CUDA_CHECK(call, what)                                                        \
-  do {                                                                                   \
-    cudaError_t sl_err_ = (call);                                                        \
-    if (sl_err_ != cudaSuccess)                                                          \
-      ::scenelab::throw_error(what, ": ", #call, " failed: ", cudaGetErrorString(sl_err_), \
-                              " (", __FILE__, ":", __LINE__, ")");                       \
+// The one status check behind the CUDA, cuBLAS and cuDNN macros: `ok` is the library's success
+// value, `describe` turns a status into text.
+#define SL_CHECK_STATUS(call, what, ok, describe)                                          \
+  do {                                                                                     \
+    const auto sl_st_ = (call);                                                            \
+    if (sl_st_ != (ok))                                                                    \
+      ::scenelab::throw_error(what, ": ", #call, " failed: ", describe(sl_st_), " (",      \
+                              __FILE__, ":", __LINE__, ")");                               \
   } while (0)
+
+#define SL_CUDA_CHECK(call, what) SL_CHECK_STATUS(call, what, cudaSuccess, cudaGetErrorString)
 
 namespace scenelab {
 
