@@ -74,74 +74,88 @@ __global__ void gather_kernel(const float4* boxes, const int* groups, const int*
 }
 
 // mask[i * col_blocks + c] bit b: sorted box i (ranked above) suppresses box c*64 + b.
-// A CTA covers kMaskRowBlocks row blocks (one thread per row box) against kColBlocks column
-// blocks held in shared memory; CTAs wholly below the diagonal return at once. The kernel is
-// compute-bound (about 17 instructions per pair); most pairs take no branch. Only intersecting
-// pairs reach the division; the operations are those of nms::overlap. Small CTAs, many of them,
-// so that even 10^4 boxes fill the GPU (4 column blocks a CTA measured 15% slower at 10^4).
-constexpr int kMaskRowBlocks = 2;
-constexpr int kMaskColBlocks = 1;
+// A CTA of 64 threads covers two row blocks (each thread the boxes t and 64 + t of them, so a
+// column box read from shared memory serves two pairs) against one column block; the grid holds
+// only the CTAs on or above the diagonal (a linear index mapped onto the upper triangle), so no
+// CTA is launched to return at once. The kernel is compute-bound (about 15 instructions per
+// pair); most pairs take no branch. Only intersecting pairs reach the division; the operations
+// are those of nms::overlap.
 
-template <int kColBlocks, bool kGroups>
-__global__ void __launch_bounds__(kMaskRowBlocks * kBlock)
+// Upper-triangle CTA index -> (row group g, column block): group g (row blocks 2g, 2g + 1) has
+// the column blocks 2g .. col_blocks - 1; C(g) = g * (col_blocks - g + 1) CTAs come before it.
+__host__ __device__ inline long long mask_ctas_before(long long g, long long cb) {
+  return g * (cb - g + 1);
+}
+
+template <bool kGroups>
+__global__ void __launch_bounds__(kBlock)
 mask_kernel(const float4* boxes, const int* groups, const float* areas, const int* num_valid,
             DevOptions o, int col_blocks, unsigned long long* mask) {
-  const int rb0 = blockIdx.y * kMaskRowBlocks, cb0 = blockIdx.x * kColBlocks;
-  if (cb0 + kColBlocks - 1 < rb0) return;
+  const long long L = blockIdx.x, cb = col_blocks;
+  long long g = (long long)(((cb + 1) - sqrt(double(cb + 1) * double(cb + 1) - 4.0 * double(L))) / 2);
+  g = max(0ll, g);
+  while (g > 0 && mask_ctas_before(g, cb) > L) --g;
+  while (mask_ctas_before(g + 1, cb) <= L) ++g;
+  const int cbk = int(2 * g + (L - mask_ctas_before(g, cb)));
+  const int rb1 = int(2 * g), rb2 = rb1 + 1;
   const int nv = *num_valid;
-  const int col_begin = cb0 * kBlock;
-  const int ncols = min(nv - col_begin, kColBlocks * kBlock);
-  if (ncols <= 0 || rb0 * kBlock >= nv) return;
-  __shared__ float4 cbox[kColBlocks * kBlock];
-  __shared__ int cgrp[kGroups ? kColBlocks * kBlock : 1];
-  __shared__ float carea[kColBlocks * kBlock];
-  for (int t = threadIdx.x; t < ncols; t += blockDim.x) {
+  const int col_begin = cbk * kBlock;
+  const int size = min(nv - col_begin, kBlock);
+  if (size <= 0 || rb1 * kBlock >= nv) return;
+  __shared__ float4 cbox[kBlock];
+  __shared__ int cgrp[kGroups ? kBlock : 1];
+  __shared__ float carea[kBlock];
+  const int t = threadIdx.x;
+  if (t < size) {
     cbox[t] = boxes[col_begin + t];
     if (kGroups) cgrp[t] = groups[col_begin + t];
     carea[t] = areas[col_begin + t];
   }
   __syncthreads();
-  const int i = rb0 * kBlock + threadIdx.x;
-  if (i >= nv) return;
-  const int my_block = i / kBlock;
-  const float4 bi = boxes[i];
-  const int gi = kGroups ? groups[i] : 0;
-  const float ai = areas[i];
+  const int i1 = rb1 * kBlock + t, i2 = rb2 * kBlock + t;
+  // First candidate column of each row (columns ranked below it); kBlock: none.
+  const int from1 = i1 >= nv ? kBlock : cbk == rb1 ? t + 1 : 0;
+  const int from2 = i2 >= nv || cbk < rb2 ? kBlock : cbk == rb2 ? t + 1 : 0;
+  const float4 b1 = from1 < kBlock ? boxes[i1] : make_float4(0.f, 0.f, 0.f, 0.f);
+  const float4 b2 = from2 < kBlock ? boxes[i2] : make_float4(0.f, 0.f, 0.f, 0.f);
+  const float a1 = from1 < kBlock ? areas[i1] : 0.f, a2 = from2 < kBlock ? areas[i2] : 0.f;
+  const int g1 = kGroups && from1 < kBlock ? groups[i1] : 0;
+  const int g2 = kGroups && from2 < kBlock ? groups[i2] : 0;
   // nms::overlap is 0 for non-intersecting pairs, so those suppress only when threshold < 0.
   const bool zero_suppresses = 0.f > o.threshold;
-  for (int cbk = max(cb0, my_block); cbk < cb0 + kColBlocks && cbk * kBlock < nv; ++cbk) {
-    const int base = (cbk - cb0) * kBlock;
-    const int size = min(nv - cbk * kBlock, kBlock);
-    unsigned long long t = 0;
-#pragma unroll 4
-    for (int b = (cbk == my_block ? i % kBlock + 1 : 0); b < size; ++b) {
-      const float4 c = cbox[base + b];  // the candidate, ranked below i
-      const float iw = fminf(c.z, bi.z) - fmaxf(c.x, bi.x) + o.e;
-      const float ih = fminf(c.w, bi.w) - fmaxf(c.y, bi.y) + o.e;
-      const bool same = !kGroups || cgrp[base + b] == gi;
-      bool sup = zero_suppresses && same;
-      if (iw > 0.f && ih > 0.f && same) {  // rare: the operations of nms::overlap
-        const float aa = carea[base + b];
-        float ov = 0.f;
-        if (aa > 0.f && ai > 0.f) {
-          const float inter = iw * ih;
-          const float den = o.iou ? aa + ai - inter : aa;
-          ov = den > 0.f ? inter / den : 0.f;
-        }
-        sup = ov > o.threshold;
+  auto suppresses = [&](const float4& bi, float ai, int gi, const float4& c, int b) {
+    const float iw = fminf(c.z, bi.z) - fmaxf(c.x, bi.x) + o.e;
+    const float ih = fminf(c.w, bi.w) - fmaxf(c.y, bi.y) + o.e;
+    const bool same = !kGroups || cgrp[b] == gi;
+    bool sup = zero_suppresses && same;
+    if (iw > 0.f && ih > 0.f && same) {  // rare: the operations of nms::overlap
+      const float aa = carea[b];
+      float ov = 0.f;
+      if (aa > 0.f && ai > 0.f) {
+        const float inter = iw * ih;
+        const float den = o.iou ? aa + ai - inter : aa;
+        ov = den > 0.f ? inter / den : 0.f;
       }
-      if (sup) t |= 1ull << b;
+      sup = ov > o.threshold;
     }
-    mask[size_t(i) * col_blocks + cbk] = t;
+    return sup;
+  };
+  unsigned long long m1 = 0, m2 = 0;
+#pragma unroll 4
+  for (int b = min(from1, from2); b < size; ++b) {
+    const float4 c = cbox[b];  // the candidate, ranked below both rows where counted
+    if (b >= from1 && suppresses(b1, a1, g1, c, b)) m1 |= 1ull << b;
+    if (b >= from2 && suppresses(b2, a2, g2, c, b)) m2 |= 1ull << b;
   }
+  if (i1 < nv) mask[size_t(i1) * col_blocks + cbk] = m1;  // cbk >= rb1 always
+  if (i2 < nv && cbk >= rb2) mask[size_t(i2) * col_blocks + cbk] = m2;
 }
 
-template <int kColBlocks>
 void launch_mask(const float4* boxes, const int* groups, const float* areas, const int* num_valid,
                  const DevOptions& d, int cb, unsigned long long* mask, cudaStream_t s) {
-  const dim3 grid(div_up(cb, kColBlocks), div_up(cb, kMaskRowBlocks));
-  auto* kernel = groups ? mask_kernel<kColBlocks, true> : mask_kernel<kColBlocks, false>;
-  kernel<<<grid, kMaskRowBlocks * kBlock, 0, s>>>(boxes, groups, areas, num_valid, d, cb, mask);
+  const long long ctas = mask_ctas_before((cb + 1) / 2, cb);
+  auto* kernel = groups ? mask_kernel<true> : mask_kernel<false>;
+  kernel<<<unsigned(ctas), kBlock, 0, s>>>(boxes, groups, areas, num_valid, d, cb, mask);
   SL_CUDA_CHECK(cudaGetLastError(), "GpuNms mask_kernel");
 }
 
@@ -506,7 +520,7 @@ int GpuNms::rank(const DeviceBoxes& in, const Options& o, cudaStream_t s) {
     SL_CUDA_CHECK(cudaGetLastError(), "GpuNms gather_kernel");
   }
   const int* groups = in.groups ? sorted_groups_.get<int>() : nullptr;
-  launch_mask<kMaskColBlocks>(sorted_boxes_.get<float4>(), groups, sorted_area_.get<float>(),
+  launch_mask(sorted_boxes_.get<float4>(), groups, sorted_area_.get<float>(),
                    num_valid_.get<int>(), d, cb, mask_.get<unsigned long long>(), s);
   return n;
 }
