@@ -6,6 +6,7 @@
 
 #include <Eigen/Core>
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -96,7 +97,15 @@ class Conv2d : public Layer {
     const float* b = bias_ ? a.params->data("bias") : nullptr;
     const size_t bound = ctx.conv_workspace_bytes / sizeof(float);
     const bool fp16 = ctx.precision == Precision::FP16;
-    const auto key = std::make_tuple(c.n, c.h, c.w, int(ctx.precision));
+    // Choices are per input size, precision and backend (its workspace bound and cuDNN handle:
+    // a graph re-planned onto another backend must not reuse a cuDNN plan sized for another
+    // workspace, or one holding a handle that may be gone).
+#ifdef SCENELAB_WITH_CUDNN
+    const uintptr_t handle = reinterpret_cast<uintptr_t>(ctx.cudnn);
+#else
+    const uintptr_t handle = 0;
+#endif
+    const ChoiceKey key{c.n, c.h, c.w, int(ctx.precision), ctx.conv_workspace_bytes, handle};
     auto run = [&](ConvAlgo algo) {
       if (algo == ConvAlgo::Direct) {
         cuda::conv2d_direct(c, a.in[0].data, w, b, a.out.data, a.fused_relu, ctx.stream);
@@ -132,7 +141,15 @@ class Conv2d : public Layer {
         cands.push_back(ConvAlgo::Cudnn);
 #endif
         for (ConvAlgo cand : cands) {
-          run(cand);  // warm-up (and cuDNN's own choice)
+          if (cand == ConvAlgo::Cudnn) {  // cuDNN may have no algorithm for a shape: skip it
+            try {
+              run(cand);  // warm-up and cuDNN's own choice
+            } catch (const Error&) {
+              continue;
+            }
+          } else {
+            run(cand);  // warm-up
+          }
           SL_CUDA_CHECK(cudaEventRecord(e0.get(), ctx.stream), "conv2d auto");
           for (int r = 0; r < 3; ++r) run(cand);
           SL_CUDA_CHECK(cudaEventRecord(e1.get(), ctx.stream), "conv2d auto");
@@ -151,8 +168,8 @@ class Conv2d : public Layer {
   std::string detail() const override { return last_; }
 
  private:
-  std::string algo_label(ConvAlgo algo, const std::tuple<int, int, int, int>& key,
-                         Precision p) const {
+  using ChoiceKey = std::tuple<int, int, int, int, size_t, uintptr_t>;
+  std::string algo_label(ConvAlgo algo, [[maybe_unused]] const ChoiceKey& key, Precision p) const {
     const bool fp16 = p == Precision::FP16;
     switch (algo) {
       case ConvAlgo::Direct: return "direct (fp32)";
@@ -168,9 +185,9 @@ class Conv2d : public Layer {
     }
   }
   mutable std::string last_;
-  mutable std::map<std::tuple<int, int, int, int>, ConvAlgo> auto_choice_;
+  mutable std::map<ChoiceKey, ConvAlgo> auto_choice_;
 #ifdef SCENELAB_WITH_CUDNN
-  mutable std::map<std::tuple<int, int, int, int>, std::unique_ptr<cuda::CudnnConv>> cudnn_;
+  mutable std::map<ChoiceKey, std::unique_ptr<cuda::CudnnConv>> cudnn_;
 #endif
 
  public:
