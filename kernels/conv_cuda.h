@@ -1,11 +1,14 @@
 // GPU convolution (stride 1, odd square kernel, zero padding `pad`), NCHW, with bias and an
-// optional fused ReLU. Two of the paper's algorithms (Cavigelli et al. 2015, sec. 4):
+// optional fused ReLU. The paper's algorithms (Cavigelli et al. 2015, sec. 4); the fourth,
+// cuDNN, is in kernels/conv_cudnn.h:
 //   conv2d_gemm    explicit im2col of a band of output rows + cuBLAS SGEMM (the matrix X of the
-//                  paper), band by band so the workspace stays bounded; 1x1 convolutions are a
-//                  single GEMM on the input itself;
+//                  paper; fp16: half operands and cublasGemmEx), band by band so the workspace
+//                  stays bounded, leading dimensions rounded to 8 elements so cuBLAS runs its
+//                  vectorised kernels, bias and ReLU applied while copying the GEMM's band into
+//                  the output; 1x1 convolutions are a single GEMM on the input itself;
 //   conv2d_gemm2s  the same with two alternating streams: the im2col of band i+1 runs on the side
-//                  stream while the GEMM of band i runs on the main one, each half of the
-//                  workspace holding one band (events order the reuse);
+//                  stream while the GEMM of band i runs on the main one, two im2col buffers of
+//                  half the bound each (events order the reuse);
 //   conv2d_direct  input tile and filters in shared memory, each thread computing several output
 //                  pixels of several output channels, so a fetched coefficient feeds many FMAs.
 #pragma once
