@@ -249,25 +249,20 @@ void Graph::plan(int n, int h, int w, const Backend& backend) {
                       ? nullptr
                       : backend.allocate(input_shape_.numel() * sizeof(float));
   // Parameters live where the backend computes: uploaded once per backend.
-  if (backend.kind() != DeviceKind::CPU && params_backend_ != &backend) {
+  const bool host = backend.kind() == DeviceKind::CPU;
+  if (!host && params_backend_ != &backend) {
     device_params_.clear();
     for (const auto& [name, t] : model_.params) {
       BackendMemory m = backend.allocate(t.numel() * sizeof(float));
       backend.upload(m.get(), t.data(), t.numel() * sizeof(float));
-      device_params_[name] = m;
+      device_params_[&t] = m;
     }
     params_backend_ = &backend;
   }
-  for (auto& node : nodes_) {
-    std::vector<Shape> shapes;
-    for (int k : node->inputs) shapes.push_back(k < 0 ? input_shape_ : nodes_[size_t(k)]->shape);
-    for (const auto& spec : node->layer->param_specs(shapes)) {
-      const std::string ds = node->layer->param_group() + "/" + spec.name;
-      node->params.set_data(spec.name, backend.kind() == DeviceKind::CPU
-                                           ? model_.params.at(ds).data()
-                                           : static_cast<const float*>(device_params_.at(ds).get()));
-    }
-  }
+  for (auto& node : nodes_)
+    node->params.place([&](const Tensor& t) {
+      return host ? t.data() : static_cast<const float*>(device_params_.at(&t).get());
+    });
   replay_ = nullptr;
   runs_since_plan_ = 0;
   has_input_ = false;

@@ -63,7 +63,7 @@ class Graph {
   std::vector<BackendMemory> buffers_;
   std::vector<size_t> buffer_floats_;
   BackendMemory workspace_, input_buffer_;
-  std::map<std::string, BackendMemory> device_params_;  // per dataset, on a non-host backend
+  std::map<const Tensor*, BackendMemory> device_params_;  // per model tensor, off the host
   const Backend* params_backend_ = nullptr;
   // The forward pass as a replayable graph (CUDA): recorded on the second run after a plan
   // (the first one may time convolution algorithms), replayed from then on.

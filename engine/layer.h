@@ -40,17 +40,18 @@ class LayerParams {
  public:
   void set(const std::string& name, const Tensor* t) { map_[name] = t; }
   const Tensor& get(const std::string& name) const;
-  // Where the backend keeps the parameter (the host tensor's data on the CPU, device memory
-  // on the GPU).
-  void set_data(const std::string& name, const float* p) { data_[name] = p; }
+  // Where the backend keeps each bound parameter: where(tensor) for every one (the host tensor's
+  // data on the CPU, its device copy on the GPU). data() reads it.
+  template <typename Where>
+  void place(Where where) {
+    for (const auto& [name, t] : map_) data_[name] = where(*t);
+  }
   const float* data(const std::string& name) const;
 
  private:
   std::map<std::string, const Tensor*> map_;
   std::map<std::string, const float*> data_;
 };
-
-struct CudaContext;  // engine/cuda_backend.h
 
 // Arguments of one layer's forward pass. All pointers live in the backend's memory: host on the
 // CPU, device on the GPU (parameters: LayerParams::data).

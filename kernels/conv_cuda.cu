@@ -86,17 +86,6 @@ __global__ void nhwc_half_to_nchw_kernel(const __half* __restrict__ y16, const f
   }
 }
 
-// y[c][i] = act(C[c][i] + b[c]) for the band's pixels: the GEMM's aligned band buffer (row
-// stride ldc) into the output tensor (row stride ldy). grid.y = channel.
-__global__ void band_epilogue_kernel(const float* __restrict__ C, size_t ldc, float* __restrict__ y,
-                                     size_t ldy, const float* __restrict__ b, int cols, bool relu) {
-  const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= cols) return;
-  const int c = blockIdx.y;
-  const float v = C[size_t(c) * ldc + i] + (b ? b[c] : 0.f);
-  y[size_t(c) * ldy + i] = relu ? fmaxf(v, 0.f) : v;
-}
-
 size_t align64(size_t floats) { return (floats + 63) / 64 * 64; }
 
 // GEMM operands whose leading dimension is a multiple of 8 elements (16 bytes in half
@@ -163,10 +152,6 @@ direct_kernel(ConvShape c, const float* x, const float* w, const float* b, float
   }
 }
 
-}  // namespace
-
-namespace {
-
 // One band buffer pair of the GEMM algorithms: X (K x ld elements, fp16 or fp32) and the GEMM's
 // output C (cout x ld floats), ld = the band's pixels rounded up to kAlign; rows chosen so that
 // the pair fits `budget` floats (at least one output row).
@@ -176,20 +161,15 @@ struct BandPlan {
 };
 
 BandPlan band_plan(const ConvShape& c, size_t budget, bool fp16) {
-  const size_t K = size_t(c.cin) * c.k * c.k;
-  auto make = [&](int rows) {
-    BandPlan p;
-    p.rows = rows;
-    p.ld = align_up(size_t(rows) * c.wo);
-    p.x_floats = align64(fp16 ? (K * p.ld + 1) / 2 : K * p.ld);
-    p.c_floats = align64(size_t(c.cout) * p.ld);
-    return p;
-  };
-  const size_t per_row = ((fp16 ? (K + 1) / 2 : K) + c.cout) * c.wo;
-  const size_t slack = ((fp16 ? (K + 1) / 2 : K) + c.cout) * kAlign + 128;
-  const int rows = int(std::max<size_t>(
+  const size_t K = size_t(c.cin) * c.k * c.k, x_row = fp16 ? (K + 1) / 2 : K;  // floats a pixel
+  const size_t per_row = (x_row + c.cout) * c.wo, slack = (x_row + c.cout) * kAlign + 128;
+  BandPlan p;
+  p.rows = int(std::max<size_t>(
       1, std::min<size_t>(size_t(c.ho), budget > slack ? (budget - slack) / per_row : 0)));
-  return make(rows);
+  p.ld = align_up(size_t(p.rows) * c.wo);
+  p.x_floats = align64(fp16 ? (K * p.ld + 1) / 2 : K * p.ld);
+  p.c_floats = align64(size_t(c.cout) * p.ld);
+  return p;
 }
 
 }  // namespace
@@ -201,7 +181,6 @@ ConvWorkspace conv_workspace(const ConvShape& c, size_t bound_floats, bool fp16)
   const BandPlan two = band_plan(c, bound_floats / 2, fp16);  // gemm2s: two X buffers, one C
   l.scratch = std::max(one.x_floats + one.c_floats, 2 * two.x_floats + two.c_floats);
   if (fp16) {
-    l.w16 = align64((size_t(c.cout) * c.cin * c.k * c.k + 1) / 2);
     l.x16 = align64((size_t(c.n) * c.cin * c.h * c.w + 1) / 2);
     l.y16 = align64((size_t(c.n) * c.cout * c.ho * c.wo + 1) / 2);
   }
@@ -212,6 +191,19 @@ void to_half(const float* x, void* x16, size_t n, cudaStream_t s) {
   if (!n) return;
   to_half_kernel<<<unsigned((n + 255) / 256), 256, 0, s>>>(x, static_cast<__half*>(x16), n);
   SL_CUDA_CHECK(cudaGetLastError(), "fp16 conversion kernel");
+}
+
+const void* HalfWeights::get(const float* w, const ConvShape& c, bool krsc, cudaStream_t s) {
+  if (w != of_) {
+    const size_t n = size_t(c.cout) * c.cin * c.k * c.k;
+    buf_.resize(n * sizeof(__half), "conv2d fp16 weights");
+    if (krsc)
+      to_half_nhwc(w, buf_.get(), c.cout, c.cin, size_t(c.k) * c.k, s);
+    else
+      to_half(w, buf_.get(), n, s);
+    of_ = w;
+  }
+  return buf_.get();
 }
 
 void to_half_nhwc(const float* x, void* x16, int batch, int channels, size_t plane,
@@ -254,13 +246,6 @@ void band_gemm(cublasHandle_t h, size_t m, int cout, int K, const void* X, size_
                     what);
 }
 
-void band_epilogue(const float* C, size_t ldc, float* y, size_t ldy, const float* b, int cout,
-                   int cols, bool relu, cudaStream_t s) {
-  const dim3 grid(unsigned((cols + 255) / 256), unsigned(cout));
-  band_epilogue_kernel<<<grid, 256, 0, s>>>(C, ldc, y, ldy, b, cols, relu);
-  SL_CUDA_CHECK(cudaGetLastError(), "conv2d bias/ReLU epilogue");
-}
-
 void launch_band_im2col(const float* xn, const ConvShape& c, int y0, int r, size_t ld, void* buf,
                         bool fp16, cudaStream_t s) {
   const size_t cols = size_t(r) * c.wo, elem = fp16 ? 2 : 4;
@@ -276,7 +261,7 @@ void launch_band_im2col(const float* xn, const ConvShape& c, int y0, int r, size
 
 }  // namespace
 
-void conv2d_gemm(const ConvShape& c, const float* x, const float* w, const float* b, float* y,
+void conv2d_gemm(const ConvShape& c, const float* x, const void* w, const float* b, float* y,
                  bool relu, float* ws, size_t bound_floats, bool fp16, cublasHandle_t h,
                  cudaStream_t s) {
   const float one = 1.f, zero = 0.f;
@@ -287,20 +272,16 @@ void conv2d_gemm(const ConvShape& c, const float* x, const float* w, const float
       const float* xn = x + size_t(n) * c.cin * plane_in;
       float* yn = y + size_t(n) * c.cout * plane;
       SL_CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, int(plane), c.cout, K, &one, xn,
-                                  int(plane_in), w, K, &zero, yn, int(plane)),
+                                  int(plane_in), static_cast<const float*>(w), K, &zero, yn,
+                                  int(plane)),
                       "conv2d 1x1 GEMM");
-      bias_act(yn, b, c.cout, plane, plane, relu, s);
+      bias_act(yn, plane, yn, plane, b, c.cout, plane, relu, s);
     }
     return;
   }
   const ConvWorkspace l = conv_workspace(c, bound_floats, fp16);
-  const void* W = w;
-  if (fp16) {
-    to_half(w, ws, size_t(c.cout) * K, s);
-    W = ws;
-  }
   const BandPlan p = band_plan(c, bound_floats, fp16);
-  float* X = ws + l.w16 + l.x16 + l.y16;
+  float* X = ws + l.x16 + l.y16;
   float* C = X + p.x_floats;
   for (int n = 0; n < c.n; ++n) {
     const float* xn = x + size_t(n) * c.cin * plane_in;
@@ -309,13 +290,13 @@ void conv2d_gemm(const ConvShape& c, const float* x, const float* w, const float
       const int r = std::min(p.rows, c.ho - y0);
       const int cols = r * c.wo;
       launch_band_im2col(xn, c, y0, r, p.ld, X, fp16, s);
-      band_gemm(h, align_up(size_t(cols)), c.cout, K, X, p.ld, W, C, fp16, "conv2d GEMM");
-      band_epilogue(C, p.ld, yn + size_t(y0) * c.wo, plane, b, c.cout, cols, relu, s);
+      band_gemm(h, align_up(size_t(cols)), c.cout, K, X, p.ld, w, C, fp16, "conv2d GEMM");
+      bias_act(C, p.ld, yn + size_t(y0) * c.wo, plane, b, c.cout, size_t(cols), relu, s);
     }
   }
 }
 
-void conv2d_gemm2s(const ConvShape& c, const float* x, const float* w, const float* b, float* y,
+void conv2d_gemm2s(const ConvShape& c, const float* x, const void* w, const float* b, float* y,
                    bool relu, float* ws, size_t bound_floats, bool fp16, cublasHandle_t h,
                    cudaStream_t main, cudaStream_t side, const cudaEvent_t* ev) {
   if (c.k == 1 && c.pad == 0) {  // no im2col to hide
@@ -325,18 +306,13 @@ void conv2d_gemm2s(const ConvShape& c, const float* x, const float* w, const flo
   const size_t plane_in = size_t(c.h) * c.w, plane = size_t(c.ho) * c.wo;
   const int K = c.cin * c.k * c.k;
   const ConvWorkspace l = conv_workspace(c, bound_floats, fp16);
-  const void* W = w;
-  if (fp16) {
-    to_half(w, ws, size_t(c.cout) * K, main);
-    W = ws;
-  }
   // Two im2col band buffers (each planned for half the workspace bound) and one GEMM output
   // buffer: the epilogue of band i runs on the main stream before the GEMM of band i + 1.
   const BandPlan p = band_plan(c, bound_floats / 2, fp16);
-  float* base = ws + l.w16 + l.x16 + l.y16;
+  float* base = ws + l.x16 + l.y16;
   void* buf[2] = {base, base + p.x_floats};
   float* C = base + 2 * p.x_floats;
-  // The side stream starts after everything queued on the main stream (the input, weights).
+  // The side stream starts after everything queued on the main stream (the input).
   SL_CUDA_CHECK(cudaEventRecord(ev[0], main), "conv2d gemm2s");
   SL_CUDA_CHECK(cudaStreamWaitEvent(side, ev[0], 0), "conv2d gemm2s");
   int band = 0;
@@ -352,10 +328,10 @@ void conv2d_gemm2s(const ConvShape& c, const float* x, const float* w, const flo
       launch_band_im2col(xn, c, y0, r, p.ld, buf[j], fp16, side);
       SL_CUDA_CHECK(cudaEventRecord(ev[1 + j], side), "conv2d gemm2s");
       SL_CUDA_CHECK(cudaStreamWaitEvent(main, ev[1 + j], 0), "conv2d gemm2s");
-      band_gemm(h, align_up(size_t(cols)), c.cout, K, buf[j], p.ld, W, C, fp16,
+      band_gemm(h, align_up(size_t(cols)), c.cout, K, buf[j], p.ld, w, C, fp16,
                 "conv2d gemm2s GEMM");
       SL_CUDA_CHECK(cudaEventRecord(ev[3 + j], main), "conv2d gemm2s");
-      band_epilogue(C, p.ld, yn + size_t(y0) * c.wo, plane, b, c.cout, cols, relu, main);
+      bias_act(C, p.ld, yn + size_t(y0) * c.wo, plane, b, c.cout, size_t(cols), relu, main);
     }
   }
   // The side stream's last work (an im2col) is joined into the main stream by its event.

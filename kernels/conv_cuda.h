@@ -18,6 +18,8 @@
 
 #include <cstddef>
 
+#include "kernels/cuda_check.h"
+
 namespace scenelab::cuda {
 
 struct ConvShape {
@@ -25,26 +27,40 @@ struct ConvShape {
 };
 
 // The workspace of a convolution layer, in floats, each part 256-byte aligned:
-// [w16][x16][y16][scratch]. The half-precision copies of the weights, input and output exist
-// under fp16 only (x16, y16 for cuDNN); scratch holds the bands of gemm / gemm2s (im2col and the
+// [x16][y16][scratch]. The half-precision copies of the input and output exist under fp16 only
+// (for cuDNN's NHWC kernels); scratch holds the bands of gemm / gemm2s (im2col and the
 // GEMM's output, leading dimensions rounded up to 8 elements; at most `bound` floats, at least
 // one output row) or cuDNN's own workspace.
 struct ConvWorkspace {
-  size_t w16 = 0, x16 = 0, y16 = 0, scratch = 0;
-  size_t total() const { return w16 + x16 + y16 + scratch; }
+  size_t x16 = 0, y16 = 0, scratch = 0;
+  size_t total() const { return x16 + y16 + scratch; }
 };
 ConvWorkspace conv_workspace(const ConvShape& c, size_t bound_floats, bool fp16);
 
-// fp16: the weights and the im2col bands in half precision, cublasGemmEx on tensor cores with
-// fp32 accumulation and output. 1x1 convolutions stay one SGEMM on the input.
-void conv2d_gemm(const ConvShape& c, const float* x, const float* w, const float* b, float* y,
+// w: the float weights, or under fp16 their half copy (HalfWeights, layout as the float ones);
+// fp16: the im2col bands in half precision too, cublasGemmEx on tensor cores with fp32
+// accumulation and output. 1x1 convolutions stay one SGEMM on the input (w float).
+void conv2d_gemm(const ConvShape& c, const float* x, const void* w, const float* b, float* y,
                  bool relu, float* ws, size_t bound_floats, bool fp16, cublasHandle_t h,
                  cudaStream_t s);
 // Two band buffers (each half the bound).
 // streams/events: main, side; events[0] start, [1..2] im2col done, [3..4] GEMM done per half.
-void conv2d_gemm2s(const ConvShape& c, const float* x, const float* w, const float* b, float* y,
+void conv2d_gemm2s(const ConvShape& c, const float* x, const void* w, const float* b, float* y,
                    bool relu, float* ws, size_t bound_floats, bool fp16, cublasHandle_t h,
                    cudaStream_t main, cudaStream_t side, const cudaEvent_t* events);
+// A layer's weights in half precision, converted when first seen (that allocates: a layer's
+// first run after a plan is never captured into a CUDA graph) and again only if the weights
+// move (a graph re-planned onto another backend). Layout: that of the float weights, or KRSC
+// (krsc) for cuDNN's NHWC kernels.
+class HalfWeights {
+ public:
+  const void* get(const float* w, const ConvShape& c, bool krsc, cudaStream_t s);
+
+ private:
+  DeviceBuffer buf_;
+  const float* of_ = nullptr;
+};
+
 // Half-precision staging: x16 = half(x), elementwise.
 void to_half(const float* x, void* x16, size_t n, cudaStream_t s);
 // With a layout change for cuDNN's tensor-core kernels: NCHW float -> NHWC half

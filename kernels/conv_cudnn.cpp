@@ -33,47 +33,41 @@ CudnnConv::CudnnConv(cudnnHandle_t h, const ConvShape& c, Precision p) : h_(h), 
                  what);
 }
 
-void CudnnConv::convert_weights(const float* w, cudaStream_t s) const {
-  if (w == w16_of_) return;
-  to_half_nhwc(w, w16_.get(), c_.cout, c_.cin, size_t(c_.k) * c_.k, s);
-  w16_of_ = w;
+CudnnConv::Operands CudnnConv::operands(const float* x, const float* w, float* y, float* ws,
+                                        size_t bound_floats, cudaStream_t s) const {
+  const bool fp16 = p_ == Precision::FP16;
+  const ConvWorkspace l = conv_workspace(c_, bound_floats, fp16);
+  float* x16 = ws;
+  float* y16 = x16 + l.x16;
+  Operands o{x, w, y, y16 + l.y16, l.scratch * sizeof(float)};
+  if (fp16) {
+    to_half_nhwc(x, x16, c_.n, c_.cin, size_t(c_.h) * c_.w, s);
+    o.x = x16;
+    o.w = w16_.get(w, c_, /*krsc=*/true, s);
+    o.y = y16;
+  }
+  return o;
 }
 
 void CudnnConv::choose(const float* x, const float* w, float* y, float* ws, size_t bound_floats,
                        cudaStream_t s) {
-  const bool fp16 = p_ == Precision::FP16;
-  const ConvWorkspace l = conv_workspace(c_, bound_floats, fp16);
-  const void* w16 = w16_.get();
-  float* x16 = ws + l.w16;
-  float* y16 = x16 + l.x16;
-  float* scratch = y16 + l.y16;
-  if (fp16) {
-    w16_.resize(size_t(c_.cout) * c_.cin * c_.k * c_.k * 2, "conv2d cudnn fp16 weights");
-    w16 = w16_.get();
-    w16_of_ = nullptr;
-    convert_weights(w, s);
-    to_half_nhwc(x, x16, c_.n, c_.cin, size_t(c_.h) * c_.w, s);
-  }
+  const Operands o = operands(x, w, y, ws, bound_floats, s);
   cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
   int returned = 0;
   SL_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
-                     h_, x_.get(), fp16 ? static_cast<const void*>(x16) : x, w_.get(),
-                     fp16 ? static_cast<const void*>(w16) : w, conv_.get(), y_.get(),
-                     fp16 ? static_cast<void*>(y16) : y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
-                     &returned, perf, scratch, l.scratch * sizeof(float)),
+                     h_, x_.get(), o.x, w_.get(), o.w, conv_.get(), y_.get(), o.y,
+                     CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf, o.scratch,
+                     o.scratch_bytes),
                  "conv2d cudnn: finding the algorithms");
   // cuDNN's own ranking (one launch each) proved unreliable: on an H100 it ranked a CUDA-core
   // fp16 kernel 20x slower than the tensor-core one first (a first launch pays module loading).
   // So every usable candidate is timed here: a warm-up, then the median of 5 runs (CUDA events).
-  const void* xin = fp16 ? static_cast<const void*>(x16) : x;
-  const void* win = fp16 ? static_cast<const void*>(w16) : w;
-  void* yout = fp16 ? static_cast<void*>(y16) : y;
   const float one = 1.f, zero = 0.f;
   CudaEvent e0, e1;
   float best = 1e30f;
   for (int i = 0; i < returned; ++i) {
     const auto& r = perf[i];
-    if (r.status != CUDNN_STATUS_SUCCESS || r.memory > l.scratch * sizeof(float)) continue;
+    if (r.status != CUDNN_STATUS_SUCCESS || r.memory > o.scratch_bytes) continue;
     const bool tc = r.mathType == CUDNN_TENSOR_OP_MATH ||
                     r.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
     if (p_ == Precision::FP32 && tc) continue;  // fp32 means no tensor-core rounding
@@ -81,8 +75,8 @@ void CudnnConv::choose(const float* x, const float* w, float* y, float* ws, size
     std::vector<float> t;
     for (int k = 0; k < 6; ++k) {
       SL_CUDA_CHECK(cudaEventRecord(e0.get(), s), "conv2d cudnn timing");
-      SL_CUDNN_CHECK(cudnnConvolutionForward(h_, &one, x_.get(), xin, w_.get(), win, conv_.get(),
-                                             r.algo, scratch, r.memory, &zero, y_.get(), yout),
+      SL_CUDNN_CHECK(cudnnConvolutionForward(h_, &one, x_.get(), o.x, w_.get(), o.w, conv_.get(),
+                                             r.algo, o.scratch, r.memory, &zero, y_.get(), o.y),
                      "conv2d cudnn: timing an algorithm");
       SL_CUDA_CHECK(cudaEventRecord(e1.get(), s), "conv2d cudnn timing");
       SL_CUDA_CHECK(cudaEventSynchronize(e1.get()), "conv2d cudnn timing");
@@ -105,34 +99,26 @@ void CudnnConv::choose(const float* x, const float* w, float* y, float* ws, size
   }
   throw_error("conv2d cudnn: no cuDNN algorithm runs this ", c_.k, "x", c_.k, " convolution ",
               c_.cin, "->", c_.cout, " on ", c_.w, "x", c_.h, " within the ",
-              l.scratch * sizeof(float) >> 20, " MiB workspace (raise --conv-workspace)");
+              o.scratch_bytes >> 20, " MiB workspace (raise --conv-workspace)");
 }
 
 void CudnnConv::forward(const float* x, const float* w, const float* b, float* y, bool relu,
                         float* ws, size_t bound_floats, cudaStream_t s) const {
   SL_REQUIRE(chosen_, "conv2d cudnn: forward before an algorithm was chosen");
-  const bool fp16 = p_ == Precision::FP16;
-  const ConvWorkspace l = conv_workspace(c_, bound_floats, fp16);
-  float* x16 = ws + l.w16;
-  float* y16 = x16 + l.x16;
-  float* scratch = y16 + l.y16;
+  const Operands o = operands(x, w, y, ws, bound_floats, s);
   const float one = 1.f, zero = 0.f;
+  SL_CUDNN_CHECK(cudnnConvolutionForward(h_, &one, x_.get(), o.x, w_.get(), o.w, conv_.get(), algo_,
+                                         o.scratch, algo_bytes_, &zero, y_.get(), o.y),
+                 "conv2d cudnn forward");
   const size_t plane = size_t(c_.ho) * c_.wo;
-  if (fp16) {
-    convert_weights(w, s);
-    const void* w16 = w16_.get();
-    to_half_nhwc(x, x16, c_.n, c_.cin, size_t(c_.h) * c_.w, s);
-    SL_CUDNN_CHECK(cudnnConvolutionForward(h_, &one, x_.get(), x16, w_.get(), w16, conv_.get(), algo_,
-                                           scratch, algo_bytes_, &zero, y_.get(), y16),
-                   "conv2d cudnn forward (fp16)");
-    half_nhwc_bias_act(y16, b, y, c_.n, c_.cout, plane, relu, s);
+  if (p_ == Precision::FP16) {
+    half_nhwc_bias_act(o.y, b, y, c_.n, c_.cout, plane, relu, s);
     return;
   }
-  SL_CUDNN_CHECK(cudnnConvolutionForward(h_, &one, x_.get(), x, w_.get(), w, conv_.get(), algo_,
-                                         scratch, algo_bytes_, &zero, y_.get(), y),
-                 "conv2d cudnn forward");
-  for (int n = 0; n < c_.n; ++n)
-    bias_act(y + size_t(n) * c_.cout * plane, b, c_.cout, plane, plane, relu, s);
+  for (int n = 0; n < c_.n; ++n) {
+    float* yn = y + size_t(n) * c_.cout * plane;
+    bias_act(yn, plane, yn, plane, b, c_.cout, plane, relu, s);
+  }
 }
 
 std::string CudnnConv::algo_name() const {

@@ -56,11 +56,19 @@ class CudnnConv {
   size_t algo_bytes_ = 0;
   cudnnMathType_t math_ = CUDNN_DEFAULT_MATH;
   bool chosen_ = false;
-  // fp16: the weights in half precision (KRSC), converted when the layer's weights are first
-  // seen (at choose(); again only if the layer is re-planned onto other weight memory).
-  DeviceBuffer w16_;
-  mutable const float* w16_of_ = nullptr;
-  void convert_weights(const float* w, cudaStream_t s) const;
+  // fp16: the weights in half precision, KRSC (converted once, at choose()).
+  mutable HalfWeights w16_;
+  // What cuDNN reads and writes: the layer's float tensors, or under fp16 the half NHWC copies
+  // (input converted on the way, output in the workspace) and the scratch after them.
+  struct Operands {
+    const void* x;
+    const void* w;
+    void* y;
+    float* scratch;
+    size_t scratch_bytes;
+  };
+  Operands operands(const float* x, const float* w, float* y, float* ws, size_t bound_floats,
+                    cudaStream_t s) const;
 };
 
 }  // namespace scenelab::cuda

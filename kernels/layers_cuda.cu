@@ -17,12 +17,20 @@ __global__ void relu_kernel(const float* x, float* y, size_t n) {
   if (i < n) y[i] = fmaxf(x[i], 0.f);
 }
 
+// Output element i of `planes` planes of ho x wo -> its plane and pixel.
+struct PlanePixel {
+  size_t plane;
+  int oy, ox;
+};
+__device__ __forceinline__ PlanePixel plane_pixel(size_t i, int ho, int wo) {
+  return {i / (size_t(wo) * ho), int((i / wo) % ho), int(i % wo)};
+}
+
 __global__ void maxpool_kernel(const float* x, float* y, int planes, int h, int w, int ho, int wo,
                                int k, int s) {
   size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= size_t(planes) * ho * wo) return;
-  const int ox = int(i % wo), oy = int((i / wo) % ho);
-  const size_t p = i / (size_t(wo) * ho);
+  const auto [p, oy, ox] = plane_pixel(i, ho, wo);
   const float* src = x + p * h * w;
   float m = -FLT_MAX * 2;  // -inf
   for (int dy = 0; dy < k; ++dy)
@@ -34,8 +42,7 @@ __global__ void downscale_kernel(const float* x, float* y, int planes, int h, in
                                  int wo, int f) {
   size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= size_t(planes) * ho * wo) return;
-  const int ox = int(i % wo), oy = int((i / wo) % ho);
-  const size_t p = i / (size_t(wo) * ho);
+  const auto [p, oy, ox] = plane_pixel(i, ho, wo);
   const float* src = x + p * h * w;
   float s = 0;
   for (int dy = 0; dy < f; ++dy)
@@ -47,8 +54,7 @@ __global__ void upsample_kernel(const float* x, float* y, int planes, int hi, in
                                 int wo, bool geometry, bool bilinear, Geometry gi, Geometry go) {
   size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= size_t(planes) * ho * wo) return;
-  const int ox = int(i % wo), oy = int((i / wo) % ho);
-  const size_t p = i / (size_t(wo) * ho);
+  const auto [p, oy, ox] = plane_pixel(i, ho, wo);
   const UpsampleTap t = upsample_tap(oy, hi, ho, geometry, bilinear, gi.offset_y, gi.stride_y,
                                      go.offset_y, go.stride_y);
   const UpsampleTap u = upsample_tap(ox, wi, wo, geometry, bilinear, gi.offset_x, gi.stride_x,
@@ -170,13 +176,15 @@ __global__ void divide_kernel(const float* cen, const float* sd, const double* s
   y[i] = cen[i] / fmaxf(sd[i], thr);
 }
 
-__global__ void bias_act_kernel(float* y, const float* b, int channels, size_t cols, size_t ld,
-                                bool relu) {
-  size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= size_t(channels) * cols) return;
-  const size_t c = i / cols, k = i % cols;
-  float v = y[c * ld + k] + (b ? b[c] : 0.f);
-  y[c * ld + k] = relu ? fmaxf(v, 0.f) : v;
+// dst[c][i] = act(src[c][i] + b[c]) for i < cols, rows `ld_src` / `ld_dst` apart (in place when
+// src == dst). grid.y = channel, so the bias is a per-block constant and no index is divided.
+__global__ void bias_act_kernel(const float* src, size_t ld_src, float* dst, size_t ld_dst,
+                                const float* b, size_t cols, bool relu) {
+  const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= cols) return;
+  const int c = blockIdx.y;
+  const float v = src[size_t(c) * ld_src + i] + (b ? b[c] : 0.f);
+  dst[size_t(c) * ld_dst + i] = relu ? fmaxf(v, 0.f) : v;
 }
 
 }  // namespace
@@ -255,11 +263,12 @@ void contrast_norm(const float* x, float* y, int planes, int h, int w, const flo
   SL_LAUNCH_CHECK("contrast_norm kernels");
 }
 
-void bias_act(float* y, const float* b, int channels, size_t cols, size_t ld, bool relu,
-              cudaStream_t s) {
-  if (!b && !relu) return;
-  const size_t n = size_t(channels) * cols;
-  bias_act_kernel<<<blocks_for(n), kThreads, 0, s>>>(y, b, channels, cols, ld, relu);
+void bias_act(const float* src, size_t ld_src, float* dst, size_t ld_dst, const float* b,
+              int channels, size_t cols, bool relu, cudaStream_t s) {
+  if (src == dst && !b && !relu) return;
+  if (!channels || !cols) return;
+  bias_act_kernel<<<dim3(blocks_for(cols), unsigned(channels)), kThreads, 0, s>>>(
+      src, ld_src, dst, ld_dst, b, cols, relu);
   SL_LAUNCH_CHECK("bias/ReLU epilogue");
 }
 

@@ -27,9 +27,11 @@ void standardize(const float* x, float* y, const float* mean, const float* sd, i
 // + 2 * planes + 1 floats.
 void contrast_norm(const float* x, float* y, int planes, int h, int w, const float* kernel,
                    int size, float eps, float* workspace, cudaStream_t s);
-// y[c][i] = max(y[c][i] + b[c], 0) (relu) or y + b, over rows of `cols` values with stride `ld`.
-void bias_act(float* y, const float* b, int channels, size_t cols, size_t ld, bool relu,
-              cudaStream_t s);
+// dst[c][i] = max(src[c][i] + b[c], 0) (relu) or src + b, over `channels` rows of `cols` values,
+// rows ld_src / ld_dst apart; in place when src == dst (then nothing to do without b and relu).
+// The convolutions' bias/ReLU epilogue (also copying a GEMM's aligned band into the output).
+void bias_act(const float* src, size_t ld_src, float* dst, size_t ld_dst, const float* b,
+              int channels, size_t cols, bool relu, cudaStream_t s);
 
 }  // namespace scenelab::cuda
 #endif

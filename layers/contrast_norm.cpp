@@ -37,6 +37,7 @@ class ContrastNorm : public Layer {
       s += kernel_[size_t(i)];
     }
     for (auto& k : kernel_) k /= s;
+    kernel_f_.assign(kernel_.begin(), kernel_.end());
   }
   const char* type() const override { return "contrast_norm"; }
   Shape infer_shape(const std::vector<Shape>& in) const override { return in[0]; }
@@ -82,9 +83,8 @@ class ContrastNorm : public Layer {
 
 #ifdef SCENELAB_WITH_CUDA
   void forward_cuda(const ForwardArgs& a, const CudaContext& ctx) const override {
-    std::vector<float> k(kernel_.begin(), kernel_.end());
     const Shape& s = a.in[0].shape;
-    cuda::contrast_norm(a.in[0].data, a.out.data, s.n * s.c, s.h, s.w, k.data(), size_, eps_,
+    cuda::contrast_norm(a.in[0].data, a.out.data, s.n * s.c, s.h, s.w, kernel_f_.data(), size_, eps_,
                         a.workspace, ctx.stream);
   }
 #endif
@@ -131,6 +131,7 @@ class ContrastNorm : public Layer {
   double sigma_ = 3.25;
   float eps_ = 1e-4f;
   std::vector<double> kernel_;
+  std::vector<float> kernel_f_;  // the same taps in float, as the GPU kernel takes them
 };
 
 }  // namespace

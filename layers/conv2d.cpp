@@ -106,12 +106,17 @@ class Conv2d : public Layer {
     const uintptr_t handle = 0;
 #endif
     const ChoiceKey key{c.n, c.h, c.w, int(ctx.precision), ctx.conv_workspace_bytes, handle};
+    // The GEMM algorithms under fp16 read the weights' half copy (converted once, not per run).
+    auto gemm_weights = [&]() -> const void* {
+      return fp16 && k_ > 1 ? w16_.get(w, c, /*krsc=*/false, ctx.stream) : w;
+    };
     auto run = [&](ConvAlgo algo) {
       if (algo == ConvAlgo::Direct) {
         cuda::conv2d_direct(c, a.in[0].data, w, b, a.out.data, a.fused_relu, ctx.stream);
       } else if (algo == ConvAlgo::Gemm2s) {
-        cuda::conv2d_gemm2s(c, a.in[0].data, w, b, a.out.data, a.fused_relu, a.workspace, bound,
-                            fp16, ctx.cublas, ctx.stream, ctx.side_stream, ctx.events);
+        cuda::conv2d_gemm2s(c, a.in[0].data, gemm_weights(), b, a.out.data, a.fused_relu,
+                            a.workspace, bound, fp16, ctx.cublas, ctx.stream, ctx.side_stream,
+                            ctx.events);
       } else if (algo == ConvAlgo::Cudnn) {
 #ifdef SCENELAB_WITH_CUDNN
         auto& conv = cudnn_[key];
@@ -122,8 +127,8 @@ class Conv2d : public Layer {
         throw_error("conv2d '", name_, "': this build has no cuDNN");
 #endif
       } else {
-        cuda::conv2d_gemm(c, a.in[0].data, w, b, a.out.data, a.fused_relu, a.workspace, bound,
-                          fp16, ctx.cublas, ctx.stream);
+        cuda::conv2d_gemm(c, a.in[0].data, gemm_weights(), b, a.out.data, a.fused_relu,
+                          a.workspace, bound, fp16, ctx.cublas, ctx.stream);
       }
     };
     ConvAlgo algo = ctx.conv;
@@ -185,6 +190,7 @@ class Conv2d : public Layer {
     }
   }
   mutable std::string last_;
+  mutable cuda::HalfWeights w16_;
   mutable std::map<ChoiceKey, ConvAlgo> auto_choice_;
 #ifdef SCENELAB_WITH_CUDNN
   mutable std::map<ChoiceKey, std::unique_ptr<cuda::CudnnConv>> cudnn_;
