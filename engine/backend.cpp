@@ -3,10 +3,14 @@
 #include <omp.h>
 
 #include <Eigen/Core>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
 #include "engine/error.h"
+#include "engine/parallel.h"
 #include "engine/tensor.h"
 
 #ifdef SCENELAB_WITH_CUDA
@@ -41,30 +45,84 @@ void CpuBackend::download(void* dst, const void* src, size_t bytes) const {
   if (bytes) std::memcpy(dst, src, bytes);
 }
 
-bool cuda_device_available() {
+void CpuBackend::u8_to_float(const uint8_t* src, float* dst, int n, int c, int h, int w,
+                             float divisor) const {
+  const size_t plane = size_t(h) * w;
+  parallel_for(int64_t(n) * h, threads_, [&](int64_t row) {
+    const size_t b = size_t(row) / size_t(h), y = size_t(row) % size_t(h);
+    const uint8_t* px = src + (b * plane + y * size_t(w)) * size_t(c);
+    float* out = dst + b * size_t(c) * plane + y * size_t(w);
+    for (int x = 0; x < w; ++x)
+      for (int ch = 0; ch < c; ++ch) out[size_t(ch) * plane + size_t(x)] = px[size_t(x) * c + ch] / divisor;
+  });
+}
+
+void CpuBackend::float_to_u8(const float* src, uint8_t* dst, size_t count) const {
+  for (size_t i = 0; i < count; ++i) {
+    const float v = src[i];
+    dst[i] = v >= 0.f ? uint8_t(std::fmin(v + 0.5f, 255.f)) : uint8_t(0);
+  }
+}
+
+BackendMemory Backend::allocate_host(size_t bytes) const {
+  float* p = aligned_floats((bytes + sizeof(float) - 1) / sizeof(float)).release();
+  return BackendMemory(p, [](void* q) { AlignedFree()(static_cast<float*>(q)); });
+}
+
+namespace {
+using Clock = std::chrono::steady_clock;
+}
+
+BackendMemory Backend::make_mark() const { return std::make_shared<Clock::time_point>(); }
+void Backend::record_mark(const BackendMemory& m) const {
+  *static_cast<Clock::time_point*>(m.get()) = Clock::now();
+}
+double Backend::mark_ms(const BackendMemory& a, const BackendMemory& b) const {
+  return std::chrono::duration<double, std::milli>(*static_cast<Clock::time_point*>(b.get()) -
+                                                   *static_cast<Clock::time_point*>(a.get()))
+      .count();
+}
+
+int cuda_device_count() {
 #ifdef SCENELAB_WITH_CUDA
   int n = 0;
-  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
 #else
-  return false;
+  return 0;
 #endif
 }
+
+bool cuda_device_available() { return cuda_device_count() > 0; }
 
 std::unique_ptr<Backend> make_backend(const std::string& device, int threads,
                                       const CudaOptions& cuda) {
   if (device == "cpu") return std::make_unique<CpuBackend>(threads);
-  if (device == "cuda" || device == "auto") {
+  const bool indexed = device.rfind("cuda:", 0) == 0;
+  if (device == "cuda" || device == "auto" || indexed) {
+    CudaOptions co = cuda;
+    if (indexed) {
+      const std::string idx = device.substr(5);
+      char* end = nullptr;
+      const long k = std::strtol(idx.c_str(), &end, 10);
+      SL_REQUIRE(!idx.empty() && *end == '\0' && k >= 0, "--device ", device,
+                 ": expected cuda:N with a device index N >= 0 (or cuda:all where supported)");
+      co.device = int(k);
+    }
 #ifdef SCENELAB_WITH_CUDA
-    if (cuda_device_available()) return std::make_unique<CudaBackend>(cuda);
+    const int count = cuda_device_count();
+    if (count > 0) {
+      SL_REQUIRE(co.device < count, "--device ", device, ": this machine has ", count,
+                 " CUDA device(s), 0..", count - 1);
+      return std::make_unique<CudaBackend>(co);
+    }
     if (device == "auto") return std::make_unique<CpuBackend>(threads);
-    throw_error("--device cuda: no CUDA device is available");
+    throw_error("--device ", device, ": no CUDA device is available");
 #else
     if (device == "auto") return std::make_unique<CpuBackend>(threads);
-    (void)cuda;
-    throw_error("--device cuda: this build has no CUDA support (built without a CUDA toolkit)");
+    throw_error("--device ", device, ": this build has no CUDA support (built without a CUDA toolkit)");
 #endif
   }
-  throw_error("unknown device '", device, "' (expected cpu, cuda or auto)");
+  throw_error("unknown device '", device, "' (expected cpu, cuda, cuda:N or auto)");
 }
 
 }  // namespace scenelab

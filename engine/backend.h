@@ -3,6 +3,7 @@
 // threads; the CUDA backend (engine/cuda_backend.h) runs forward_cuda on one stream with cuBLAS.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -30,6 +31,30 @@ class Backend {
   virtual void upload(void* dst, const void* src, size_t bytes) const = 0;
   virtual void download(void* dst, const void* src, size_t bytes) const = 0;
   virtual void synchronize() const {}
+  // Host memory the backend copies from and to fastest: page-locked on the GPU (its copies then
+  // run asynchronously, beside compute), aligned memory on the CPU.
+  virtual BackendMemory allocate_host(size_t bytes) const;
+  // Copies ordered with the backend's work that return at once on the GPU (host memory from
+  // allocate_host); synchronize() waits for them.
+  virtual void upload_async(void* dst, const void* src, size_t bytes) const { upload(dst, src, bytes); }
+  virtual void download_async(void* dst, const void* src, size_t bytes) const { download(dst, src, bytes); }
+  // The conversions the planner places at a graph's edges, in the backend's memory, ordered with
+  // its work: interleaved 8-bit pixels (n x h x w x c) -> planar floats (n x c x h x w) divided by
+  // `divisor`; floats -> bytes (rounded to nearest, clamped to 0..255, NaN -> 0).
+  virtual void u8_to_float(const uint8_t* src, float* dst, int n, int c, int h, int w,
+                           float divisor) const = 0;
+  virtual void float_to_u8(const float* src, uint8_t* dst, size_t count) const = 0;
+  // Timing marks: record_mark() notes when the backend's work reaches this point (a CUDA event on
+  // the GPU, the host clock on the CPU); mark_ms(a, b) is the time between two recorded marks,
+  // read after synchronize().
+  virtual BackendMemory make_mark() const;
+  virtual void record_mark(const BackendMemory& mark) const;
+  virtual double mark_ms(const BackendMemory& a, const BackendMemory& b) const;
+  // What a choice timed on this backend depends on (device, driver and library versions): plan
+  // caches key by it. Empty where nothing is timed (the CPU).
+  virtual std::string identity() const { return {}; }
+  // Device memory free now, in bytes (0 where unknown or host memory).
+  virtual size_t free_bytes() const { return 0; }
   // The CUDA context layers receive (nullptr on the CPU).
   virtual const CudaContext* cuda() const { return nullptr; }
   // Records what `body` enqueues as a replayable graph (a CUDA graph); nullptr where the
@@ -48,6 +73,9 @@ class CpuBackend : public Backend {
   BackendMemory allocate(size_t bytes) const override;
   void upload(void* dst, const void* src, size_t bytes) const override;
   void download(void* dst, const void* src, size_t bytes) const override;
+  void u8_to_float(const uint8_t* src, float* dst, int n, int c, int h, int w,
+                   float divisor) const override;
+  void float_to_u8(const float* src, uint8_t* dst, size_t count) const override;
 
  private:
   int threads_;
@@ -55,6 +83,7 @@ class CpuBackend : public Backend {
 
 // Options of the CUDA backend (ignored by the CPU one).
 struct CudaOptions {
+  int device = -1;                  // CUDA device index; -1: the calling thread's current one
   std::string conv = "auto";        // direct | gemm | gemm2s | cudnn | auto
   std::string precision = "fp32";   // fp32 | tf32 | fp16
   // Bound on a convolution layer's GPU workspace (im2col bands, cuDNN's workspace); 0: automatic,
@@ -62,9 +91,11 @@ struct CudaOptions {
   size_t conv_workspace_bytes = 0;
 };
 
-// "cpu", "cuda" or "auto" (cuda when built with it and a GPU is present, else cpu).
+// "cpu", "cuda", "cuda:N" (device N) or "auto" (cuda when built with it and a GPU is present,
+// else cpu).
 std::unique_ptr<Backend> make_backend(const std::string& device, int threads,
                                       const CudaOptions& cuda = CudaOptions{});
 bool cuda_device_available();
+int cuda_device_count();  // 0 without CUDA or a GPU
 
 }  // namespace scenelab

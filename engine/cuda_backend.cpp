@@ -4,10 +4,15 @@
 
 #ifdef SCENELAB_WITH_CUDA
 #include "engine/error.h"
+#include "kernels/convert_cuda.h"
 
 namespace scenelab {
 
-CudaBackend::CudaBackend(const CudaOptions& o) {
+CudaBackend::DeviceSelect::DeviceSelect(int device) {
+  if (device >= 0) SL_CUDA_CHECK(cudaSetDevice(device), str_cat("CUDA backend on device ", device));
+}
+
+CudaBackend::CudaBackend(const CudaOptions& o) : select_(o.device) {
   // Options first: nothing is created yet if they are wrong.
   if (o.precision == "fp32") ctx_.precision = Precision::FP32;
   else if (o.precision == "tf32") ctx_.precision = Precision::TF32;
@@ -47,6 +52,15 @@ CudaBackend::CudaBackend(const CudaOptions& o) {
   SL_CUDNN_CHECK(cudnnCreate(&cudnn_.h), "CUDA backend");
   ctx_.cudnn = cudnn_.h;
   SL_CUDNN_CHECK(cudnnSetStream(ctx_.cudnn, ctx_.stream), "CUDA backend");
+#endif
+  int driver = 0, runtime = 0, cublas_version = 0;
+  SL_CUDA_CHECK(cudaDriverGetVersion(&driver), "CUDA backend");
+  SL_CUDA_CHECK(cudaRuntimeGetVersion(&runtime), "CUDA backend");
+  SL_CUBLAS_CHECK(cublasGetVersion(ctx_.cublas, &cublas_version), "CUDA backend");
+  identity_ = str_cat(name_, "; sm_", prop.major, prop.minor, "; ", prop.multiProcessorCount,
+                      " SMs; driver ", driver, "; runtime ", runtime, "; cuBLAS ", cublas_version);
+#ifdef SCENELAB_WITH_CUDNN
+  identity_ += str_cat("; cuDNN ", cudnnGetVersion());
 #endif
   // Larger bands mean fewer, larger GEMMs (measured on an H100 at 3840x2160, fp32: 35.6 ms
   // with a 1 GiB bound, 34.1 with 2 GiB); a sixteenth of the memory keeps small GPUs safe.
@@ -110,6 +124,58 @@ BackendMemory CudaBackend::capture(const std::function<void()>& body) const {
 void CudaBackend::replay(const BackendMemory& graph) const {
   SL_CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(graph.get()), ctx_.stream),
                 "CUDA graph replay");
+}
+
+BackendMemory CudaBackend::allocate_host(size_t bytes) const {
+  void* p = nullptr;
+  if (bytes)
+    SL_CUDA_CHECK(cudaHostAlloc(&p, bytes, cudaHostAllocPortable),
+                  str_cat("allocating ", bytes, " bytes of page-locked host memory"));
+  return BackendMemory(p, [](void* q) {
+    if (q) cudaFreeHost(q);
+  });
+}
+
+void CudaBackend::upload_async(void* dst, const void* src, size_t bytes) const {
+  upload(dst, src, bytes);  // cudaMemcpyAsync: asynchronous from page-locked memory
+}
+
+void CudaBackend::download_async(void* dst, const void* src, size_t bytes) const {
+  if (bytes)
+    SL_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, ctx_.stream), "download");
+}
+
+void CudaBackend::u8_to_float(const uint8_t* src, float* dst, int n, int c, int h, int w,
+                              float divisor) const {
+  cuda::u8_hwc_to_f32_nchw(src, dst, n, c, h, w, divisor, ctx_.stream);
+}
+
+void CudaBackend::float_to_u8(const float* src, uint8_t* dst, size_t count) const {
+  cuda::f32_to_u8(src, dst, count, ctx_.stream);
+}
+
+BackendMemory CudaBackend::make_mark() const {
+  cudaEvent_t e = nullptr;
+  SL_CUDA_CHECK(cudaEventCreate(&e), "timing mark");
+  return BackendMemory(static_cast<void*>(e), [](void* q) { cudaEventDestroy(static_cast<cudaEvent_t>(q)); });
+}
+
+void CudaBackend::record_mark(const BackendMemory& m) const {
+  SL_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(m.get()), ctx_.stream), "timing mark");
+}
+
+double CudaBackend::mark_ms(const BackendMemory& a, const BackendMemory& b) const {
+  float ms = 0;
+  SL_CUDA_CHECK(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(a.get()),
+                                     static_cast<cudaEvent_t>(b.get())),
+                "timing mark");
+  return ms;
+}
+
+size_t CudaBackend::free_bytes() const {
+  size_t free = 0, total = 0;
+  SL_CUDA_CHECK(cudaMemGetInfo(&free, &total), "CUDA backend memory query");
+  return free;
 }
 
 void CudaBackend::synchronize() const {

@@ -59,13 +59,30 @@ class CudaBackend : public Backend {
   void upload(void* dst, const void* src, size_t bytes) const override;
   void download(void* dst, const void* src, size_t bytes) const override;
   void synchronize() const override;
+  BackendMemory allocate_host(size_t bytes) const override;
+  void upload_async(void* dst, const void* src, size_t bytes) const override;
+  void download_async(void* dst, const void* src, size_t bytes) const override;
+  void u8_to_float(const uint8_t* src, float* dst, int n, int c, int h, int w,
+                   float divisor) const override;
+  void float_to_u8(const float* src, uint8_t* dst, size_t count) const override;
+  BackendMemory make_mark() const override;
+  void record_mark(const BackendMemory& mark) const override;
+  double mark_ms(const BackendMemory& a, const BackendMemory& b) const override;
+  std::string identity() const override { return identity_; }
+  size_t free_bytes() const override;
+  int device() const { return device_; }
   const CudaContext* cuda() const override { return &ctx_; }
   BackendMemory capture(const std::function<void()>& body) const override;
   void replay(const BackendMemory& graph) const override;
 
  private:
+  // Makes the chosen device current before the members below (stream, events, handles) are
+  // created on it.
+  struct DeviceSelect {
+    explicit DeviceSelect(int device);
+  } select_;
   int device_ = 0;
-  std::string name_;
+  std::string name_, identity_;
   CudaStream stream_, side_stream_;
   CudaEvent events_[5];
   // Handle owners: members, so a constructor that throws half-way still releases them.

@@ -169,8 +169,21 @@ int Graph::index_of(const std::string& name) const {
   throw_error("graph has no node named '", name, "'");
 }
 
-void Graph::plan(int n, int h, int w, const Backend& backend) {
+std::vector<Shape> Graph::input_shapes(const Node& n) const {
+  std::vector<Shape> shapes;
+  for (int k : n.inputs) shapes.push_back(k < 0 ? input_shape_ : nodes_[size_t(k)]->shape);
+  return shapes;
+}
+
+void Graph::plan(int n, int h, int w, const Backend& backend, const PlanIO& io) {
   planned_ = false;
+  io_ = io;
+  std::vector<int> u8_nodes;
+  for (const auto& name : io.u8_outputs) {
+    const int k = index_of(name);
+    SL_REQUIRE(k >= 0, "PlanIO: '", name, "' is the graph input, not a node");
+    u8_nodes.push_back(k);
+  }
   SL_REQUIRE(n >= 1 && h >= 1 && w >= 1, "input size ", n, "x", h, "x", w, " is empty");
   backend_ = &backend;
   input_shape_ = Shape(n, model_.graph.input_channels, h, w);
@@ -212,6 +225,7 @@ void Graph::plan(int n, int h, int w, const Backend& backend) {
     int o = owner(index_of(name));
     if (o >= 0) nodes_[size_t(o)]->last_use = end;
   }
+  for (int k : u8_nodes) nodes_[size_t(owner(k))]->last_use = end;  // converted after the pass
   // Greedy assignment of buffers: reuse the free buffer that fits best, else grow one.
   std::vector<size_t> sizes;
   std::vector<int> busy_until;
@@ -241,29 +255,62 @@ void Graph::plan(int n, int h, int w, const Backend& backend) {
     busy_until[size_t(best)] = node.last_use;
     node.buffer = best;
   }
+  // The previous plan's memory goes first, then the whole need is checked against what the
+  // backend has free, so a size that cannot fit fails by name before anything is allocated.
   buffers_.clear();
-  buffer_floats_ = sizes;
-  for (size_t s : sizes) buffers_.push_back(backend.allocate(s * sizeof(float)));
-  workspace_ = backend.allocate(std::max<size_t>(workspace_floats_, 1) * sizeof(float));
-  input_buffer_ = backend.kind() == DeviceKind::CPU
-                      ? nullptr
-                      : backend.allocate(input_shape_.numel() * sizeof(float));
-  // Parameters live where the backend computes: uploaded once per backend.
+  workspace_ = input_buffer_ = input_u8_ = nullptr;
+  u8_outputs_.clear();
+  replay_ = nullptr;
   const bool host = backend.kind() == DeviceKind::CPU;
-  if (!host && params_backend_ != &backend) {
+  const bool new_params = !host && params_backend_ != &backend;
+  if (new_params) {
     device_params_.clear();
-    for (const auto& [name, t] : model_.params) {
-      BackendMemory m = backend.allocate(t.numel() * sizeof(float));
-      backend.upload(m.get(), t.data(), t.numel() * sizeof(float));
-      device_params_[&t] = m;
-    }
-    params_backend_ = &backend;
+    params_backend_ = nullptr;
   }
+  size_t floats = std::max<size_t>(workspace_floats_, 1);
+  for (size_t s : sizes) floats += s;
+  const bool float_input = !host || io.u8_input;  // a planned float input buffer
+  if (float_input) floats += input_shape_.numel();
+  size_t bytes = floats * sizeof(float);
+  if (!host && io.u8_input) bytes += input_shape_.numel();
+  for (int k : u8_nodes) bytes += nodes_[size_t(k)]->shape.numel();
+  if (new_params)
+    for (const auto& [name, t] : model_.params) bytes += t.numel() * sizeof(float);
+  planned_bytes_ = bytes;
+  const size_t free = backend.free_bytes();
+  auto mib = [](size_t b) { return (b + (size_t(1) << 20) - 1) >> 20; };
+  SL_REQUIRE(free == 0 || bytes <= free, "input ", w, "x", h, " (batch ", n, ") needs ", mib(bytes),
+             " MiB of device memory (activations, workspace, parameters) but ", mib(free),
+             " MiB are free");
+  try {
+    buffer_floats_ = sizes;
+    for (size_t s : sizes) buffers_.push_back(backend.allocate(s * sizeof(float)));
+    workspace_ = backend.allocate(std::max<size_t>(workspace_floats_, 1) * sizeof(float));
+    if (float_input) input_buffer_ = backend.allocate(input_shape_.numel() * sizeof(float));
+    if (!host && io.u8_input) input_u8_ = backend.allocate(input_shape_.numel());
+    for (int k : u8_nodes) u8_outputs_[k] = backend.allocate(nodes_[size_t(k)]->shape.numel());
+    // Parameters live where the backend computes: uploaded once per backend.
+    if (new_params) {
+      for (const auto& [name, t] : model_.params) {
+        BackendMemory m = backend.allocate(t.numel() * sizeof(float));
+        backend.upload(m.get(), t.data(), t.numel() * sizeof(float));
+        device_params_[&t] = m;
+      }
+      params_backend_ = &backend;
+    }
+  } catch (const Error& e) {
+    buffers_.clear();
+    workspace_ = input_buffer_ = input_u8_ = nullptr;
+    u8_outputs_.clear();
+    throw_error("input ", w, "x", h, " (batch ", n, ") needs ", mib(bytes),
+                " MiB of backend memory: ", e.what());
+  }
+  input_view_ = TensorView{static_cast<float*>(input_buffer_.get()), input_shape_};
+  input_u8_src_ = static_cast<const uint8_t*>(input_u8_.get());
   for (auto& node : nodes_)
     node->params.place([&](const Tensor& t) {
       return host ? t.data() : static_cast<const float*>(device_params_.at(&t).get());
     });
-  replay_ = nullptr;
   runs_since_plan_ = 0;
   has_input_ = false;
   capture_failed_ = false;
@@ -278,12 +325,25 @@ void Graph::run(const TensorView& input) {
   SL_REQUIRE(input.shape == input_shape_, "input shape ", input.shape.str(),
              " differs from the planned ", input_shape_.str());
   backend_->activate();
+  SL_REQUIRE(!io_.u8_input, "Graph::run: this plan takes 8-bit pixels (run_u8)");
   if (input_buffer_) {  // the input goes up once; everything else stays on the device
     backend_->upload(input_buffer_.get(), input.data, input.shape.numel() * sizeof(float));
     input_view_ = TensorView{static_cast<float*>(input_buffer_.get()), input.shape};
   } else {
     input_view_ = input;
   }
+  has_input_ = true;
+  run_resident();
+}
+
+void Graph::run_u8(const uint8_t* pixels) {
+  SL_REQUIRE(planned_, "Graph::run_u8 before plan()");
+  SL_REQUIRE(io_.u8_input, "Graph::run_u8: the plan takes a float input (PlanIO::u8_input)");
+  backend_->activate();
+  if (input_u8_)
+    backend_->upload_async(input_u8_.get(), pixels, input_shape_.numel());
+  else
+    input_u8_src_ = pixels;  // the CPU converts straight from the caller's pixels
   has_input_ = true;
   run_resident();
 }
@@ -311,6 +371,10 @@ void Graph::run_resident() {
 }
 
 void Graph::run_layers() {
+  if (io_.u8_input) {
+    const Shape& s = input_shape_;
+    backend_->u8_to_float(input_u8_src_, input_view_.data, s.n, s.c, s.h, s.w, 255.f);
+  }
   auto view_of = [&](int k) -> TensorView {
     if (k < 0) return input_view_;
     while (nodes_[size_t(k)]->alias_of >= -1) k = nodes_[size_t(k)]->alias_of;
@@ -350,6 +414,10 @@ void Graph::run_layers() {
       stats_[i].detail = node.layer->detail();
     }
   }
+  for (const auto& [k, bytes] : u8_outputs_) {
+    const TensorView v = view_of(k);
+    backend_->float_to_u8(v.data, static_cast<uint8_t*>(bytes.get()), v.shape.numel());
+  }
 }
 
 TensorView Graph::output(const std::string& name) const {
@@ -366,6 +434,39 @@ Tensor Graph::fetch(const std::string& name) const {
   Tensor t(v.shape);
   backend_->download(t.data(), v.data, t.numel() * sizeof(float));
   return t;
+}
+
+void Graph::fetch_async(const std::string& name, float* host) const {
+  const TensorView v = output(name);
+  backend_->download_async(host, v.data, v.shape.numel() * sizeof(float));
+}
+
+void Graph::fetch_u8_async(const std::string& name, uint8_t* host) const {
+  SL_REQUIRE(planned_, "Graph::fetch_u8_async before plan()");
+  auto it = u8_outputs_.find(index_of(name));
+  SL_REQUIRE(it != u8_outputs_.end(), "node '", name, "' was not planned as an 8-bit output");
+  backend_->download_async(host, it->second.get(), shape_of(name).numel());
+}
+
+Tuning Graph::tuning() const {
+  SL_REQUIRE(planned_, "Graph::tuning before plan()");
+  Tuning t;
+  for (const auto& n : nodes_) {
+    std::string text = n->layer->tuning(input_shapes(*n), *backend_);
+    if (!text.empty()) t[n->layer->name()] = std::move(text);
+  }
+  return t;
+}
+
+std::vector<std::string> Graph::restore_tuning(const Tuning& t) {
+  SL_REQUIRE(planned_, "Graph::restore_tuning before plan()");
+  std::vector<std::string> rejected;
+  for (const auto& n : nodes_) {
+    auto it = t.find(n->layer->name());
+    if (it != t.end() && !n->layer->restore_tuning(input_shapes(*n), *backend_, it->second))
+      rejected.push_back(n->layer->name());
+  }
+  return rejected;
 }
 
 Shape Graph::shape_of(const std::string& name) const {

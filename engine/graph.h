@@ -20,14 +20,27 @@ struct LayerStat {
   std::string detail;  // Layer::detail() after the last profiled run
 };
 
+// How a plan meets the host. u8_input: run_u8() takes the input as interleaved 8-bit pixels
+// (n x h x w x c), uploaded as bytes and converted to the graph's float input on the backend;
+// u8_outputs: these nodes are also kept as bytes (e.g. class indices), for fetch_u8().
+struct PlanIO {
+  bool u8_input = false;
+  std::vector<std::string> u8_outputs;
+};
+
+// What layers timed to choose how they run at one planned size (node name -> the layer's own
+// text, e.g. a convolution algorithm): saved by a plan cache, restored before the first run.
+using Tuning = std::map<std::string, std::string>;
+
 class Graph {
  public:
   // Keeps a reference to `model` (its parameters are not copied): the model must outlive this.
   explicit Graph(const Model& model);
   ~Graph();
 
-  // Plans for an NCHW input of this size. Throws, naming the layer, if the input is too small.
-  void plan(int n, int h, int w, const Backend& backend);
+  // Plans for an NCHW input of this size. Throws, naming the layer, if the input is too small,
+  // or, naming the size and the bytes needed, if the backend's free memory cannot hold the plan.
+  void plan(int n, int h, int w, const Backend& backend, const PlanIO& io = PlanIO{});
   bool planned() const { return planned_; }
   Shape input_shape() const { return input_shape_; }
 
@@ -37,17 +50,31 @@ class Graph {
   // Runs the pass again on the input the last run() uploaded, already in device memory: the GPU
   // pass alone, as a peer timing its network on a device-resident tensor measures it.
   void run_resident();
+  // Runs on interleaved 8-bit pixels (n x h x w x c; needs PlanIO::u8_input). Asynchronous on
+  // the GPU (pixels in page-locked memory from Backend::allocate_host upload beside other work):
+  // synchronize() before reading outputs fetched with async copies.
+  void run_u8(const uint8_t* pixels);
+  void synchronize() const { backend_->synchronize(); }
 
   // Output (or any node's output) of the last run, in the backend's memory (device memory on
   // the GPU); valid until the next plan().
   TensorView output(const std::string& node) const;
   // The same, copied to a host tensor (waits for the GPU).
   Tensor fetch(const std::string& node) const;
+  // Copies of a node into host memory without waiting (see run_u8): its floats, or its bytes
+  // (a PlanIO::u8_outputs node; shape_of(node).numel() bytes).
+  void fetch_async(const std::string& node, float* host) const;
+  void fetch_u8_async(const std::string& node, uint8_t* host) const;
+  // What the layers timed at this planned size (after a run), and restoring it (after plan(),
+  // before the first run). Returns the nodes whose saved choice did not apply (they time anew).
+  Tuning tuning() const;
+  std::vector<std::string> restore_tuning(const Tuning& t);
   Shape shape_of(const std::string& node) const;
   Geometry geometry_of(const std::string& node) const;
   const std::vector<std::string>& outputs() const { return model_.graph.outputs; }
 
   double total_ops() const;  // per run, paper's metric
+  size_t planned_bytes() const { return planned_bytes_; }  // backend memory this plan placed
   void set_profiling(bool on) { profiling_ = on; }
   bool replaying() const { return replay_ != nullptr; }
   const std::vector<LayerStat>& stats() const { return stats_; }
@@ -62,7 +89,10 @@ class Graph {
   std::vector<std::unique_ptr<Node>> nodes_;
   std::vector<BackendMemory> buffers_;
   std::vector<size_t> buffer_floats_;
-  BackendMemory workspace_, input_buffer_;
+  BackendMemory workspace_, input_buffer_, input_u8_;
+  const uint8_t* input_u8_src_ = nullptr;  // the pixels run_layers converts (backend memory)
+  PlanIO io_;
+  std::map<int, BackendMemory> u8_outputs_;  // node index -> its bytes
   std::map<const Tensor*, BackendMemory> device_params_;  // per model tensor, off the host
   const Backend* params_backend_ = nullptr;
   // The forward pass as a replayable graph (CUDA): recorded on the second run after a plan
@@ -72,7 +102,8 @@ class Graph {
   bool has_input_ = false;  // run() has uploaded an input since plan()
   bool capture_failed_ = false;
   void run_layers();
-  size_t workspace_floats_ = 0;
+  size_t workspace_floats_ = 0, planned_bytes_ = 0;
+  std::vector<Shape> input_shapes(const Node& n) const;
   Shape input_shape_;
   TensorView input_view_;
   const Backend* backend_ = nullptr;

@@ -1,5 +1,9 @@
-// Image files in and out (stb_image: PNG, JPEG, BMP, TGA, GIF, PNM...). Errors name the file.
+// Image files in and out. JPEG through libjpeg(-turbo), PNG through libpng, other formats (BMP,
+// TGA, GIF, PNM...) through stb_image. Sizes are checked against limits before any pixel memory
+// is allocated. PNGs are written with a fast zlib level and filter, to a temporary name renamed
+// into place, so an interrupted program never leaves a half-written file. Errors name the file.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -13,10 +17,36 @@ struct Image8 {
   std::vector<uint8_t> pixels;  // interleaved, row-major
 };
 
-Image8 load_image(const std::string& path, int want_channels = 3);
+struct ImageLimits {
+  // Largest image accepted (width x height), checked on the header before decoding.
+  uint64_t max_pixels = uint64_t(16384) * 16384;
+};
+
+// Decodes a file (want_channels 1: grey, 3: RGB; alpha is dropped, grey is replicated, 16-bit
+// samples are reduced to 8 bits, palettes expanded, CMYK JPEGs converted).
+Image8 load_image(const std::string& path, int want_channels = 3,
+                  const ImageLimits& limits = ImageLimits{});
+// The same from bytes in memory; `name` is what errors call it.
+Image8 decode_image(const uint8_t* data, size_t size, const std::string& name, int want_channels,
+                    const ImageLimits& limits = ImageLimits{});
 // An 8-bit single-channel label image (class index per pixel); other formats are an error.
-Image8 load_label_image(const std::string& path);
-void save_png(const std::string& path, const Image8& img);
+Image8 load_label_image(const std::string& path, const ImageLimits& limits = ImageLimits{});
+
+// The whole file, read once; errors name the file (missing, a directory, unreadable).
+std::vector<uint8_t> read_file(const std::string& path);
+
+struct PngOptions {
+  int level = 1;  // zlib level: 1 is the fast one (docs/BENCHMARKS.md measures the choice)
+  // An indexed-colour PNG: img is 1 channel of indices into this palette (e.g. a class map
+  // written as its colours, a third of the bytes of RGB and nothing to expand).
+  std::vector<std::array<uint8_t, 3>> palette;
+};
+std::vector<uint8_t> encode_png(const Image8& img, const PngOptions& opt = PngOptions{});
+// Writes bytes to `path` through a temporary file in the same folder, renamed into place.
+void write_file_atomic(const std::string& path, const std::vector<uint8_t>& bytes);
+void save_png(const std::string& path, const Image8& img, const PngOptions& opt = PngOptions{});
+// stb_image_write's PNG encoder, kept as the measured alternative (tools/bench_png).
+std::vector<uint8_t> encode_png_stb(const Image8& img);
 
 // Interleaved 8-bit RGB -> 1x3xHxW float tensor in [0, 1].
 Tensor image_to_tensor(const Image8& img);

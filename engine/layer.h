@@ -93,6 +93,18 @@ class Layer {
   virtual double ops(const std::vector<Shape>& /*in*/, const Shape& /*out*/) const { return 0; }
   // True when this layer can apply a following ReLU itself (ForwardArgs::fused_relu).
   virtual bool can_fuse_relu() const { return false; }
+  // What this layer timed to choose how it runs at these input shapes on this backend (e.g. a
+  // convolution algorithm), as one line of text; empty when it timed nothing. Plan caches keep
+  // it, keyed by the size, the model and Backend::identity().
+  virtual std::string tuning(const std::vector<Shape>& /*in*/, const Backend& /*backend*/) const {
+    return {};
+  }
+  // Restores a choice tuning() returned for the same shapes and backend identity, before the
+  // first run; false when the text does not apply here (the layer then times anew).
+  virtual bool restore_tuning(const std::vector<Shape>& /*in*/, const Backend& /*backend*/,
+                              const std::string& /*text*/) const {
+    return false;
+  }
   // How the last forward pass computed this layer, when it chooses (e.g. the convolution
   // algorithm picked by --conv auto); empty otherwise. For reports.
   virtual std::string detail() const { return {}; }

@@ -102,6 +102,30 @@ void CudnnConv::choose(const float* x, const float* w, float* y, float* ws, size
               o.scratch_bytes >> 20, " MiB workspace (raise --conv-workspace)");
 }
 
+bool CudnnConv::preset(int algo, int math, size_t bound_floats) {
+  if (algo < 0 || algo >= CUDNN_CONVOLUTION_FWD_ALGO_COUNT) return false;
+  const auto m = static_cast<cudnnMathType_t>(math);
+  if (m != CUDNN_DEFAULT_MATH && m != CUDNN_TENSOR_OP_MATH &&
+      m != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION && m != CUDNN_FMA_MATH)
+    return false;
+  const bool tc = m == CUDNN_TENSOR_OP_MATH || m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+  if (p_ == Precision::FP32 && tc) return false;
+  if (cudnnSetConvolutionMathType(conv_.get(), m) != CUDNN_STATUS_SUCCESS) return false;
+  size_t bytes = 0;
+  const auto a = static_cast<cudnnConvolutionFwdAlgo_t>(algo);
+  if (cudnnGetConvolutionForwardWorkspaceSize(h_, x_.get(), w_.get(), conv_.get(), y_.get(), a,
+                                              &bytes) != CUDNN_STATUS_SUCCESS ||
+      bytes > conv_workspace(c_, bound_floats, p_ == Precision::FP16).scratch * sizeof(float)) {
+    SL_CUDNN_CHECK(cudnnSetConvolutionMathType(conv_.get(), math_), "conv2d cudnn");
+    return false;
+  }
+  algo_ = a;
+  algo_bytes_ = bytes;
+  math_ = m;
+  chosen_ = true;
+  return true;
+}
+
 void CudnnConv::forward(const float* x, const float* w, const float* b, float* y, bool relu,
                         float* ws, size_t bound_floats, cudaStream_t s) const {
   SL_REQUIRE(chosen_, "conv2d cudnn: forward before an algorithm was chosen");

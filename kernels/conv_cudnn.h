@@ -40,6 +40,11 @@ class CudnnConv {
   void choose(const float* x, const float* w, float* y, float* ws, size_t bound_floats,
               cudaStream_t s);
   bool chosen() const { return chosen_; }
+  // Takes a choice made earlier by choose() (a plan cache's), without timing: false when cuDNN
+  // does not run that algorithm here or its workspace would not fit the bound.
+  bool preset(int algo, int math, size_t bound_floats);
+  int algo_id() const { return int(algo_); }
+  int math_id() const { return int(math_); }
   // Stream-ordered; no allocation, no synchronisation.
   void forward(const float* x, const float* w, const float* b, float* y, bool relu, float* ws,
                size_t bound_floats, cudaStream_t s) const;

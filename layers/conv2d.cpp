@@ -7,6 +7,7 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -100,12 +101,7 @@ class Conv2d : public Layer {
     // Choices are per input size, precision and backend (its workspace bound and cuDNN handle:
     // a graph re-planned onto another backend must not reuse a cuDNN plan sized for another
     // workspace, or one holding a handle that may be gone).
-#ifdef SCENELAB_WITH_CUDNN
-    const uintptr_t handle = reinterpret_cast<uintptr_t>(ctx.cudnn);
-#else
-    const uintptr_t handle = 0;
-#endif
-    const ChoiceKey key{c.n, c.h, c.w, int(ctx.precision), ctx.conv_workspace_bytes, handle};
+    const ChoiceKey key = choice_key(a.in[0].shape, ctx);
     // The GEMM algorithms under fp16 read the weights' half copy (converted once, not per run).
     auto gemm_weights = [&]() -> const void* {
       return fp16 && k_ > 1 ? w16_.get(w, c, /*krsc=*/false, ctx.stream) : w;
@@ -172,8 +168,72 @@ class Conv2d : public Layer {
   }
   std::string detail() const override { return last_; }
 
+  // The algorithm auto picked (and cuDNN's own pick within it), for plan caches:
+  // "gemm" | "gemm2s" | "direct" | "cudnn ALGO MATH".
+  std::string tuning(const std::vector<Shape>& in, const Backend& backend) const override {
+    const CudaContext* ctx = backend.cuda();
+    if (!ctx || k_ == 1 || (ctx->conv != ConvAlgo::Auto && ctx->conv != ConvAlgo::Cudnn)) return {};
+    const ChoiceKey key = choice_key(in[0], *ctx);
+    ConvAlgo algo = ConvAlgo::Cudnn;
+    if (ctx->conv == ConvAlgo::Auto) {
+      auto it = auto_choice_.find(key);
+      if (it == auto_choice_.end()) return {};
+      algo = it->second;
+    }
+    switch (algo) {
+      case ConvAlgo::Gemm: return "gemm";
+      case ConvAlgo::Gemm2s: return "gemm2s";
+      case ConvAlgo::Direct: return "direct";
+      default: break;
+    }
+#ifdef SCENELAB_WITH_CUDNN
+    auto it = cudnn_.find(key);
+    if (it != cudnn_.end() && it->second && it->second->chosen())
+      return str_cat("cudnn ", it->second->algo_id(), " ", it->second->math_id());
+#endif
+    return {};
+  }
+  bool restore_tuning(const std::vector<Shape>& in, const Backend& backend,
+                      const std::string& text) const override {
+    const CudaContext* ctx = backend.cuda();
+    if (!ctx || k_ == 1 || (ctx->conv != ConvAlgo::Auto && ctx->conv != ConvAlgo::Cudnn)) return false;
+    const ChoiceKey key = choice_key(in[0], *ctx);
+    ConvAlgo algo;
+    if (text == "gemm") algo = ConvAlgo::Gemm;
+    else if (text == "gemm2s") algo = ConvAlgo::Gemm2s;
+    else if (text == "direct" && k_ <= 7) algo = ConvAlgo::Direct;
+    else if (text.rfind("cudnn ", 0) == 0) algo = ConvAlgo::Cudnn;
+    else return false;
+    if (ctx->conv == ConvAlgo::Cudnn && algo != ConvAlgo::Cudnn) return false;
+    if (algo == ConvAlgo::Cudnn) {
+#ifdef SCENELAB_WITH_CUDNN
+      int id = -1, math = -1;
+      char tail = 0;
+      if (std::sscanf(text.c_str(), "cudnn %d %d%c", &id, &math, &tail) != 2) return false;
+      const Shape& x = in[0];
+      const cuda::ConvShape c{x.n, x.c, x.h, x.w, out_, k_, pad_, x.h + 2 * pad_ - k_ + 1,
+                              x.w + 2 * pad_ - k_ + 1};
+      auto conv = std::make_unique<cuda::CudnnConv>(ctx->cudnn, c, ctx->precision);
+      if (!conv->preset(id, math, ctx->conv_workspace_bytes / sizeof(float))) return false;
+      cudnn_[key] = std::move(conv);
+#else
+      return false;
+#endif
+    }
+    if (ctx->conv == ConvAlgo::Auto) auto_choice_[key] = algo;
+    return true;
+  }
+
  private:
   using ChoiceKey = std::tuple<int, int, int, int, size_t, uintptr_t>;
+  ChoiceKey choice_key(const Shape& x, const CudaContext& ctx) const {
+#ifdef SCENELAB_WITH_CUDNN
+    const uintptr_t handle = reinterpret_cast<uintptr_t>(ctx.cudnn);
+#else
+    const uintptr_t handle = 0;
+#endif
+    return ChoiceKey{x.n, x.h, x.w, int(ctx.precision), ctx.conv_workspace_bytes, handle};
+  }
   std::string algo_label(ConvAlgo algo, [[maybe_unused]] const ChoiceKey& key, Precision p) const {
     const bool fp16 = p == Precision::FP16;
     switch (algo) {
