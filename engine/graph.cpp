@@ -336,15 +336,19 @@ void Graph::run(const TensorView& input) {
   run_resident();
 }
 
-void Graph::run_u8(const uint8_t* pixels) {
-  SL_REQUIRE(planned_, "Graph::run_u8 before plan()");
-  SL_REQUIRE(io_.u8_input, "Graph::run_u8: the plan takes a float input (PlanIO::u8_input)");
+void Graph::upload_u8(const uint8_t* pixels) {
+  SL_REQUIRE(planned_, "Graph::upload_u8 before plan()");
+  SL_REQUIRE(io_.u8_input, "Graph::upload_u8: the plan takes a float input (PlanIO::u8_input)");
   backend_->activate();
   if (input_u8_)
     backend_->upload_async(input_u8_.get(), pixels, input_shape_.numel());
   else
     input_u8_src_ = pixels;  // the CPU converts straight from the caller's pixels
   has_input_ = true;
+}
+
+void Graph::run_u8(const uint8_t* pixels) {
+  upload_u8(pixels);
   run_resident();
 }
 

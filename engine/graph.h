@@ -54,6 +54,8 @@ class Graph {
   // the GPU (pixels in page-locked memory from Backend::allocate_host upload beside other work):
   // synchronize() before reading outputs fetched with async copies.
   void run_u8(const uint8_t* pixels);
+  // run_u8's two halves: the upload (the CPU converts from `pixels` itself), then run_resident().
+  void upload_u8(const uint8_t* pixels);
   void synchronize() const { backend_->synchronize(); }
 
   // Output (or any node's output) of the last run, in the backend's memory (device memory on

@@ -4,23 +4,19 @@
 #define STB_IMAGE_IMPLEMENTATION
 #define STB_IMAGE_WRITE_IMPLEMENTATION
 #endif
-#include <fcntl.h>
 #include <jpeglib.h>
 #include <jerror.h>
 #include <png.h>
 #include <stb/stb_image.h>
 #include <stb/stb_image_write.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include <atomic>
-#include <cerrno>
 #include <csetjmp>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 
 #include "engine/error.h"
+#include "engine/file_io.h"
 
 namespace scenelab {
 namespace {
@@ -210,19 +206,6 @@ std::string decode_png(const uint8_t* data, size_t size, int want, Image8* out,
 
 }  // namespace
 
-std::vector<uint8_t> read_file(const std::string& path) {
-  struct stat st{};
-  if (::stat(path.c_str(), &st) != 0)
-    throw_error(path, ": cannot open file (", std::strerror(errno), ")");
-  SL_REQUIRE(!S_ISDIR(st.st_mode), path, ": is a directory, not an image file");
-  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), std::fclose);
-  if (!f) throw_error(path, ": cannot open file (", std::strerror(errno), ")");
-  std::vector<uint8_t> bytes(size_t(st.st_size));
-  const size_t got = bytes.empty() ? 0 : std::fread(bytes.data(), 1, bytes.size(), f.get());
-  SL_REQUIRE(got == bytes.size() && !std::ferror(f.get()), path, ": read error");
-  return bytes;
-}
-
 Image8 decode_image(const uint8_t* data, size_t size, const std::string& name, int want,
                     const ImageLimits& lim) {
   SL_REQUIRE(want == 1 || want == 3, name, ": can decode to 1 or 3 channels, not ", want);
@@ -344,20 +327,6 @@ std::vector<uint8_t> encode_png_stb(const Image8& img) {
                                     img.pixels.data(), img.width * img.channels),
              "stb PNG encoder failed");
   return out;
-}
-
-void write_file_atomic(const std::string& path, const std::vector<uint8_t>& bytes) {
-  static std::atomic<unsigned> counter{0};
-  const std::string tmp = str_cat(path, ".tmp.", ::getpid(), ".", counter++);
-  FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) throw_error(path, ": cannot write (", std::strerror(errno), ")");
-  const bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
-  const bool closed = std::fclose(f) == 0;
-  if (!ok || !closed || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int e = errno;
-    std::remove(tmp.c_str());
-    throw_error(path, ": cannot write (", std::strerror(e), ")");
-  }
 }
 
 void save_png(const std::string& path, const Image8& img, const PngOptions& opt) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/file_io.h"
 #include "engine/tensor.h"
 
 namespace scenelab {
@@ -32,9 +33,6 @@ Image8 decode_image(const uint8_t* data, size_t size, const std::string& name, i
 // An 8-bit single-channel label image (class index per pixel); other formats are an error.
 Image8 load_label_image(const std::string& path, const ImageLimits& limits = ImageLimits{});
 
-// The whole file, read once; errors name the file (missing, a directory, unreadable).
-std::vector<uint8_t> read_file(const std::string& path);
-
 struct PngOptions {
   int level = 1;  // zlib level: 1 is the fast one (docs/BENCHMARKS.md measures the choice)
   // An indexed-colour PNG: img is 1 channel of indices into this palette (e.g. a class map
@@ -42,8 +40,6 @@ struct PngOptions {
   std::vector<std::array<uint8_t, 3>> palette;
 };
 std::vector<uint8_t> encode_png(const Image8& img, const PngOptions& opt = PngOptions{});
-// Writes bytes to `path` through a temporary file in the same folder, renamed into place.
-void write_file_atomic(const std::string& path, const std::vector<uint8_t>& bytes);
 void save_png(const std::string& path, const Image8& img, const PngOptions& opt = PngOptions{});
 // stb_image_write's PNG encoder, kept as the measured alternative (tools/bench_png).
 std::vector<uint8_t> encode_png_stb(const Image8& img);

@@ -15,31 +15,37 @@ Labeler::Labeler(const Model& model, std::unique_ptr<Backend> backend)
 }
 
 LabelMap Labeler::label(const Image8& rgb) {
-  Tensor x = image_to_tensor(rgb);
-  if (!graph_.planned() || graph_.input_shape() != x.shape())
-    graph_.plan(1, rgb.height, rgb.width, *backend_);
+  SL_REQUIRE(rgb.channels == 3, "Labeler::label expects RGB, got ", rgb.channels, " channels");
+  if (!graph_.planned() || graph_.input_shape() != Shape(1, 3, rgb.height, rgb.width)) {
+    PlanIO io;
+    io.u8_input = true;  // the 8-bit pixels go up as they are, converted on the backend
+    io.u8_outputs = {"labels_full"};
+    graph_.plan(1, rgb.height, rgb.width, *backend_, io);
+  }
+  const Shape lab = graph_.shape_of("labels_full");
+  SL_REQUIRE(lab.h == rgb.height && lab.w == rgb.width && lab.c == 1, "node 'labels_full' has shape ",
+             lab.str(), ", expected 1x1x", rgb.height, "x", rgb.width);
   auto t0 = std::chrono::steady_clock::now();
-  graph_.run(x.view());
-  Tensor lab_t = graph_.fetch("labels_full");  // waits for the backend
+  LabelMap m{rgb.width, rgb.height, std::vector<uint8_t>(lab.numel())};
+  graph_.run_u8(rgb.pixels.data());
+  graph_.fetch_u8_async("labels_full", m.labels.data());
+  graph_.synchronize();
   last_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  TensorView lab = lab_t.view();
-  SL_REQUIRE(lab.shape.h == rgb.height && lab.shape.w == rgb.width && lab.shape.c == 1,
-             "node 'labels_full' has shape ", lab.shape.str(), ", expected 1x1x", rgb.height, "x",
-             rgb.width);
-  LabelMap m{rgb.width, rgb.height, std::vector<uint8_t>(lab.shape.plane())};
-  for (size_t i = 0; i < m.labels.size(); ++i) m.labels[i] = uint8_t(lab.data[i]);
   return m;
 }
 
 std::vector<std::vector<float>> Labeler::class_probabilities(const std::vector<int>& cls, int* h,
                                                              int* w, Geometry* geometry) const {
   Tensor st = graph_.fetch("scores");
-  const TensorView s = st.view();
+  *h = st.shape().h;
+  *w = st.shape().w;
+  *geometry = graph_.geometry_of("scores");
+  return scenelab::class_probabilities(st.view(), cls);
+}
+
+std::vector<std::vector<float>> class_probabilities(const TensorView& s, const std::vector<int>& cls) {
   for (int c : cls)
     SL_REQUIRE(c >= 0 && c < s.shape.c, "class ", c, " out of range 0..", s.shape.c - 1);
-  *h = s.shape.h;
-  *w = s.shape.w;
-  *geometry = graph_.geometry_of("scores");
   const size_t plane = s.shape.plane();
   std::vector<std::vector<float>> p(cls.size(), std::vector<float>(plane));
   for (size_t i = 0; i < plane; ++i) {

@@ -41,6 +41,11 @@ class Labeler {
   double last_ms_ = 0;
 };
 
+// Softmax probabilities of the classes `cls` from a score map (batch 1, classes x H x W), one
+// row-major H x W plane each, in the order given.
+std::vector<std::vector<float>> class_probabilities(const TensorView& scores,
+                                                    const std::vector<int>& cls);
+
 Image8 colorize(const LabelMap& m, const std::vector<std::array<uint8_t, 3>>& palette);
 Image8 overlay(const Image8& rgb, const Image8& color, float alpha = 0.5f);
 std::vector<size_t> histogram(const LabelMap& m, int classes);

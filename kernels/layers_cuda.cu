@@ -147,9 +147,10 @@ __global__ void center_square_kernel(const float* x, const float* mean, float* c
   sq[i] = c * c;
 }
 
-// sd = sqrt(max(var, 0)) in place; blockIdx.y is the plane, its blocks add partial sums of sd
-// into sums[plane] (double, zeroed beforehand).
-__global__ void sd_sum_kernel(float* var, size_t plane, double* sums) {
+// sd = sqrt(max(var, 0)) in place; blockIdx.y is the plane, block x of it writes its partial
+// sum of sd to partial[plane][x] (double). sum_partials_kernel adds them in a fixed order, so the
+// result does not depend on which block finishes first (bit-identical runs, any batch).
+__global__ void sd_sum_kernel(float* var, size_t plane, double* partial) {
   float* v = var + size_t(blockIdx.y) * plane;
   double acc = 0;
   for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < plane;
@@ -165,7 +166,15 @@ __global__ void sd_sum_kernel(float* var, size_t plane, double* sums) {
     if (threadIdx.x < k) red[threadIdx.x] += red[threadIdx.x + k];
     __syncthreads();
   }
-  if (threadIdx.x == 0) atomicAdd(&sums[blockIdx.y], red[0]);
+  if (threadIdx.x == 0) partial[size_t(blockIdx.y) * gridDim.x + blockIdx.x] = red[0];
+}
+
+__global__ void sum_partials_kernel(const double* partial, int per_plane, int planes, double* sums) {
+  const int p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p >= planes) return;
+  double s = 0;
+  for (int k = 0; k < per_plane; ++k) s += partial[size_t(p) * per_plane + k];
+  sums[p] = s;
 }
 
 __global__ void divide_kernel(const float* cen, const float* sd, const double* sums, float eps,
@@ -249,16 +258,19 @@ void contrast_norm(const float* x, float* y, int planes, int h, int w, const flo
   for (int k = 0; k < size; ++k) t.k[k] = kernel[k];
   const size_t plane = size_t(h) * w, n = plane * planes;
   float *tmp = ws, *cen = ws + n, *sq = ws + 2 * n;
-  // Per-plane sums of sd in double, 8-byte aligned after the three planes.
+  // Per-plane sums of sd in double, 8-byte aligned after the three planes, and the blocks'
+  // partial sums after them.
   double* sums = reinterpret_cast<double*>(ws + ((3 * n + 1) & ~size_t(1)));
-  SL_CUDA_CHECK(cudaMemsetAsync(sums, 0, size_t(planes) * sizeof(double), s), "contrast_norm");
+  double* partial = sums + planes;
   blur_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, tmp, planes, h, w, t, size, 0);
   blur_kernel<<<blocks_for(n), kThreads, 0, s>>>(tmp, y, planes, h, w, t, size, 1);  // y = mean
   center_square_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, y, cen, sq, n);
   blur_kernel<<<blocks_for(n), kThreads, 0, s>>>(sq, tmp, planes, h, w, t, size, 0);
   blur_kernel<<<blocks_for(n), kThreads, 0, s>>>(tmp, sq, planes, h, w, t, size, 1);  // var
   const unsigned per_plane = unsigned(std::min<size_t>(256, (plane + kThreads - 1) / kThreads));
-  sd_sum_kernel<<<dim3(per_plane, unsigned(planes)), kThreads, 0, s>>>(sq, plane, sums);
+  sd_sum_kernel<<<dim3(per_plane, unsigned(planes)), kThreads, 0, s>>>(sq, plane, partial);
+  sum_partials_kernel<<<blocks_for(size_t(planes)), kThreads, 0, s>>>(partial, int(per_plane),
+                                                                      planes, sums);
   divide_kernel<<<blocks_for(n), kThreads, 0, s>>>(cen, sq, sums, eps, y, plane, n);
   SL_LAUNCH_CHECK("contrast_norm kernels");
 }

@@ -23,8 +23,12 @@ void softmax(const float* x, float* y, int n, int c, size_t plane, cudaStream_t 
 void rgb_to_yuv(const float* x, float* y, int n, size_t plane, cudaStream_t s);
 void standardize(const float* x, float* y, const float* mean, const float* sd, int n, int c,
                  size_t plane, cudaStream_t s);
-// kernel: the normalised 1-D Gaussian (size taps, size <= 63); workspace: 3 * planes * plane
-// + 2 * planes + 1 floats.
+// kernel: the normalised 1-D Gaussian (size taps, size <= 63); workspace:
+// contrast_norm_workspace_floats(planes, plane) floats.
+inline size_t contrast_norm_workspace_floats(size_t planes, size_t plane) {
+  // three planes of floats, then per plane its sum and up to 256 block partials (doubles)
+  return 3 * planes * plane + 2 * planes * 257 + 2;
+}
 void contrast_norm(const float* x, float* y, int planes, int h, int w, const float* kernel,
                    int size, float eps, float* workspace, cudaStream_t s);
 // dst[c][i] = max(src[c][i] + b[c], 0) (relu) or src + b, over `channels` rows of `cols` values,

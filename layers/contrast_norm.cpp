@@ -46,7 +46,18 @@ class ContrastNorm : public Layer {
     // per plane: centred values, squared/blurred buffer, horizontal pass; plus edge
     // coefficients (CPU) or the planes' mean deviations (GPU)
     const size_t planes = size_t(in[0].n) * in[0].c;
-    return planes * in[0].plane() * 3 + std::max(size_t(in[0].h + in[0].w), 2 * planes + 1);
+    return std::max(planes * in[0].plane() * 3 + size_t(in[0].h + in[0].w),
+                    contrast_norm_workspace(planes, in[0].plane()));
+  }
+
+  // The GPU path's need (kernels/layers_cuda.h), where this build has one.
+  static size_t contrast_norm_workspace(size_t planes, size_t plane) {
+#ifdef SCENELAB_WITH_CUDA
+    return cuda::contrast_norm_workspace_floats(planes, plane);
+#else
+    (void)planes, (void)plane;
+    return 0;
+#endif
   }
 
   void forward_cpu(const ForwardArgs& a) const override {

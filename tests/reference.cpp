@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <random>
 
 #include "engine/error.h"
 #include "engine/graph_desc.h"
@@ -20,6 +21,21 @@ Tensor random_tensor(Shape s, uint32_t seed, float lo, float hi) {
   std::uniform_real_distribution<float> d(lo, hi);
   for (size_t i = 0; i < t.numel(); ++i) t[i] = d(rng);
   return t;
+}
+
+Model random_model_from_text(const std::string& text, uint32_t seed) {
+  Model m;
+  m.name = "random";
+  m.graph = GraphDesc::parse(text);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-0.5f, 0.5f);
+  for (const auto& r : required_params(m.graph)) {
+    Tensor t(param_shape(r.dims));
+    const bool sd = r.dataset.find("/std") != std::string::npos;
+    for (size_t i = 0; i < t.numel(); ++i) t[i] = sd ? 0.5f + std::abs(u(rng)) : u(rng);
+    m.params.emplace(r.dataset, std::move(t));
+  }
+  return m;
 }
 
 double rel_error(const TensorView& got, const Ref& want) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/layer.h"
+#include "engine/model.h"
 #include "engine/tensor.h"
 
 namespace scenelab::test {
@@ -27,6 +28,9 @@ struct Ref {
 
 Ref to_ref(const TensorView& t);
 Tensor random_tensor(Shape s, uint32_t seed, float lo = -1.f, float hi = 1.f);
+// A model of this graph text with random parameters (uniform in [-0.5, 0.5]; standard
+// deviations in [0.5, 1]).
+Model random_model_from_text(const std::string& text, uint32_t seed);
 
 // max |a - b| / max |b|  (b: the reference)
 double rel_error(const TensorView& got, const Ref& want);

@@ -1,22 +1,29 @@
-// label_image: labels image files with a scene-labelling model. For each input NAME.ext writes
-// into --out DIR: NAME_labels.png (colour label map), NAME_overlay.png (labels over the photo)
-// and NAME_classes.png (8-bit class index per pixel), all at the input resolution.
-#include <glob.h>
-#include <sys/stat.h>
+// label_image: labels image files and videos with a scene-labelling model, on the streaming
+// pipeline (engine/pipeline.h). For each input image NAME.ext it writes into --out DIR, as
+// --save asks: NAME_classes.png (8-bit class index per pixel), NAME_labels.png (colour label
+// map, an indexed-colour PNG) and NAME_overlay.png (labels over the photo), all at the input
+// resolution. A video NAME.mp4 gives NAME_overlay.mp4 and/or NAME_labels.mp4, and per-frame
+// class histograms in the JSON report.
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <mutex>
 #include <set>
 #include <sstream>
 
 #include "engine/labeler.h"
+#include "engine/pipeline.h"
+#include "engine/video.h"
 #include "nms/sliding_window.h"
 #include "tools/cli.h"
+#include "tools/inputs.h"
 #include "weights/model_file.h"
 #include "weights/model_locator.h"
 
@@ -26,54 +33,76 @@ namespace fs = std::filesystem;
 namespace {
 
 const char* kUsage =
-    "usage: label_image [options] IMAGE|DIR|GLOB...\n"
+    "usage: label_image [options] IMAGE|VIDEO|DIR|GLOB...\n"
     "  --model FILE.h5      model (default: the model shipped in weights/)\n"
     "  --out DIR            output folder (default: labels)\n"
-    "  --device cpu|cuda|auto  (default auto: the GPU when there is one)\n"
+    "  --save LIST          outputs, any of classes,labels,overlay (default: all three;\n"
+    "                       videos: labels and/or overlay)\n"
+    "  --device D           cpu | cuda | cuda:N | cuda:all (one pipeline per GPU) | auto\n"
+    "                       (default auto: the GPU when there is one)\n"
+    "  --precision fp32|tf32|fp16  GPU precision (default fp32, equal to the CPU path)\n"
     "  --conv direct|gemm|gemm2s|cudnn|auto  GPU convolution algorithm (default auto:\n"
     "                       each timed once per layer and size, the fastest kept)\n"
-    "  --precision fp32|tf32|fp16  GPU precision (default fp32, equal to the CPU path)\n"
     "  --conv-workspace MiB bound on a convolution's GPU workspace\n"
     "                       (default: 2048 or 1/16 of the GPU memory if less)\n"
-    "  --threads N          CPU threads (default: all)\n"
+    "  --batch N            images of one size run N at a time (default: chosen for the\n"
+    "                       device and size: up to 16 on a GPU, 1 on the CPU)\n"
+    "  --streams N          batches in flight per GPU (default 2)\n"
+    "  --threads N          CPU backend threads (default: all)\n"
+    "  --io-threads N       decoding and writing threads (default: all)\n"
+    "  --queue-depth N      frames between decoding and reporting (default: automatic)\n"
+    "  --plan-cache DIR|off where timed planning choices are kept\n"
+    "                       (default $XDG_CACHE_HOME/scenelab or ~/.cache/scenelab)\n"
+    "  --max-pixels N|WxH   largest image accepted (default 16384x16384)\n"
+    "  --skip-existing      skip inputs whose outputs all exist (resume a run)\n"
     "  --json FILE          machine-readable report ('-' for stdout)\n"
     "  --detect CLASS[,..]  sliding-window detection of these classes (names or indices):\n"
     "                       boxes go into the JSON report and onto the overlay\n"
     "  --det-threshold F    minimum mean class probability of a window (default 0.6)\n"
     "  --quiet              no per-image lines\n";
 
-bool is_image_name(const fs::path& p) {
-  std::string e = p.extension().string();
-  std::transform(e.begin(), e.end(), e.begin(), ::tolower);
-  static const std::set<std::string> exts{".png", ".jpg", ".jpeg", ".bmp", ".tga",
-                                          ".gif", ".ppm", ".pgm", ".pnm"};
-  return exts.count(e) != 0;
-}
+std::atomic<Pipeline*> g_pipeline{nullptr};
+std::atomic<int> g_signals{0};
 
-std::vector<std::string> expand_inputs(const std::vector<std::string>& args) {
-  std::vector<std::string> files;
-  for (const auto& a : args) {
-    std::error_code ec;
-    if (fs::is_directory(a, ec)) {
-      std::vector<std::string> in_dir;
-      for (const auto& e : fs::directory_iterator(a, ec))
-        if (e.is_regular_file() && is_image_name(e.path())) in_dir.push_back(e.path().string());
-      std::sort(in_dir.begin(), in_dir.end());
-      files.insert(files.end(), in_dir.begin(), in_dir.end());
-    } else if (a.find_first_of("*?[") != std::string::npos && !fs::exists(a, ec)) {
-      glob_t g{};
-      if (::glob(a.c_str(), 0, nullptr, &g) == 0)
-        for (size_t i = 0; i < g.gl_pathc; ++i) files.push_back(g.gl_pathv[i]);
-      else
-        files.push_back(a);  // reported as missing
-      globfree(&g);
-    } else {
-      files.push_back(a);
-    }
+void on_signal(int sig) {
+  // The first Ctrl-C or SIGTERM stops taking inputs: frames in flight are written and the
+  // report closed. A second one ends the program at once (temporary files only, never a
+  // half-written output under its real name).
+  if (g_signals.fetch_add(1) > 0) {
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
   }
-  return files;
+  if (Pipeline* p = g_pipeline.load()) p->cancel();
 }
 
+struct Save {
+  bool classes = true, labels = true, overlay = true;
+};
+
+Save parse_save(const std::string& list) {
+  Save s{false, false, false};
+  std::stringstream ss(list);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item == "classes") s.classes = true;
+    else if (item == "labels") s.labels = true;
+    else if (item == "overlay") s.overlay = true;
+    else throw_error("--save: unknown output '", item, "' (expected classes, labels, overlay)");
+  }
+  SL_REQUIRE(s.classes || s.labels || s.overlay, "--save: name at least one output");
+  return s;
+}
+
+uint64_t parse_max_pixels(const std::string& v) {
+  if (v.find('x') != std::string::npos) {
+    auto [w, h] = parse_size(v);
+    return uint64_t(w) * uint64_t(h);
+  }
+  char* end = nullptr;
+  const unsigned long long n = std::strtoull(v.c_str(), &end, 10);
+  SL_REQUIRE(!v.empty() && *end == '\0' && n > 0, "--max-pixels: expected N or WxH, got '", v, "'");
+  return n;
+}
 
 struct Found {
   int cls;
@@ -81,13 +110,12 @@ struct Found {
   float score;
 };
 
+// What a frame's finishing leaves for its report line (small; the images are gone by then).
 struct Result {
-  std::vector<Found> detections;
-  std::string file, error;
-  int w = 0, h = 0;
-  double ms = 0, gop = 0;
   std::vector<size_t> hist;
+  std::vector<Found> detections;
   std::vector<std::string> outputs;
+  Image8 video_overlay, video_labels;  // videos: written in order by the report
 };
 
 void draw_box(Image8& img, const nms::Box& b, const std::array<uint8_t, 3>& color) {
@@ -127,29 +155,64 @@ std::vector<int> parse_classes(const std::string& list, const std::vector<std::s
   return out;
 }
 
-void progress(size_t done, size_t total) {
-  const int width = 30;
-  int filled = int(width * done / std::max<size_t>(1, total));
-  std::fprintf(stderr, "\r[%s%s] %zu/%zu", std::string(size_t(filled), '#').c_str(),
-               std::string(size_t(width - filled), '.').c_str(), done, total);
-  if (done == total) std::fprintf(stderr, "\n");
-  std::fflush(stderr);
+std::string fmt(const char* f, double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
+
+// The progress line on a terminal: done/total, images/s, time left.
+class Progress {
+ public:
+  Progress(bool on, size_t total) : on_(on), total_(total), t0_(std::chrono::steady_clock::now()) {}
+  void update(size_t done) {
+    if (!on_) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (done < total_ && now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    const double s = std::chrono::duration<double>(now - t0_).count();
+    const double rate = s > 0 ? done / s : 0;
+    const int width = 30;
+    const int filled = total_ ? int(width * std::min(done, total_) / total_) : 0;
+    std::string eta = total_ && rate > 0 ? fmt("ETA %.1fs", double(total_ - std::min(done, total_)) / rate) : "";
+    std::fprintf(stderr, "\r[%s%s] %zu/%zu  %.1f img/s  %s   ", std::string(size_t(filled), '#').c_str(),
+                 std::string(size_t(width - filled), '.').c_str(), done, total_, rate, eta.c_str());
+    if (total_ && done >= total_) std::fprintf(stderr, "\n");
+    std::fflush(stderr);
+  }
+  void clear_line() {
+    if (on_) std::fprintf(stderr, "\r%90s\r", "");
+  }
+
+ private:
+  bool on_;
+  size_t total_;
+  std::chrono::steady_clock::time_point t0_, last_{};
+};
+
+std::string times_json(const StageTimes& t) {
+  return str_cat("{\"decode\": ", t.decode_ms, ", \"upload\": ", t.upload_ms, ", \"forward\": ",
+                 t.forward_ms, ", \"download\": ", t.download_ms, ", \"finish\": ", t.finish_ms, "}");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   Model model;
-  std::unique_ptr<Labeler> labeler;
-  std::vector<std::string> files;
   std::string out_dir, json_path, model_path;
-  bool quiet = false;
+  bool quiet = false, skip_existing = false;
+  Save save;
   std::vector<int> detect_classes;
   nms::WindowHeadOptions head;
+  PipelineOptions po;
+  ImageLimits limits;
+  std::vector<std::string> inputs;
   try {
-    Cli cli(argc, argv, {"model", "out", "device", "threads", "json", "detect", "det-threshold",
-                         "conv", "precision", "conv-workspace"},
-            {"quiet", "help"});
+    Cli cli(argc, argv,
+            {"model", "out", "device", "threads", "json", "detect", "det-threshold", "conv",
+             "precision", "conv-workspace", "batch", "streams", "io-threads", "queue-depth",
+             "plan-cache", "save", "max-pixels"},
+            {"quiet", "help", "skip-existing"});
     if (cli.has("help")) {
       std::fputs(kUsage, stdout);
       return 0;
@@ -159,16 +222,27 @@ int main(int argc, char** argv) {
       return 2;
     }
     quiet = cli.has("quiet");
+    skip_existing = cli.has("skip-existing");
     out_dir = cli.get("out", "labels");
     json_path = cli.get("json");
+    if (cli.has("save")) save = parse_save(cli.get("save"));
+    if (cli.has("max-pixels")) limits.max_pixels = parse_max_pixels(cli.get("max-pixels"));
     model_path = cli.has("model") ? cli.get("model") : find_default_model();
     model = read_model(model_path);
-    labeler = std::make_unique<Labeler>(
-        model, make_backend(cli.get("device", "auto"), cli.get_int("threads", 0), cuda_options(cli)));
     if (cli.has("detect")) detect_classes = parse_classes(cli.get("detect"), model.class_names);
     head.threshold = float(std::atof(cli.get("det-threshold", "0.6").c_str()));
-    files = expand_inputs(cli.positional());
-    SL_REQUIRE(!files.empty(), "no image files found in the given paths");
+    po.device = cli.get("device", "auto");
+    po.cuda = cuda_options(cli);
+    po.threads = cli.get_int("threads", 0);
+    po.pool_threads = cli.get_int("io-threads", 0);
+    po.batch = cli.get_int("batch", 0);
+    po.streams = cli.get_int("streams", 2);
+    po.queue_depth = cli.get_int("queue-depth", 0);
+    const std::string pc = cli.get("plan-cache", PlanCache::default_dir());
+    po.plan_cache = pc == "off" ? "" : pc;
+    if (!detect_classes.empty()) po.float_outputs = {"scores"};
+    inputs = expand_inputs(cli.positional(), /*videos=*/true);
+    SL_REQUIRE(!inputs.empty(), "no image files found in the given paths");
     std::error_code ec;
     fs::create_directories(out_dir, ec);
     SL_REQUIRE(fs::is_directory(out_dir), out_dir, ": cannot create output folder");
@@ -176,144 +250,347 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "label_image: %s\n", e.what());
     return 2;
   }
+  std::unique_ptr<Pipeline> pipe;
+  try {
+    pipe = std::make_unique<Pipeline>(model, po);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "label_image: %s\n", e.what());
+    return 2;
+  }
+  g_pipeline.store(pipe.get());
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+
+  // Output names in input order: NAME, then NAME_2, NAME_3... for repeated names.
+  std::vector<std::string> images, videos, stems_of_images;
+  std::set<std::string> used;
+  auto unique_stem = [&](const std::string& file) {
+    std::string stem = fs::path(file).stem().string();
+    for (int k = 2; used.count(stem); ++k) stem = fs::path(file).stem().string() + "_" + std::to_string(k);
+    used.insert(stem);
+    return stem;
+  };
+  size_t skipped = 0;
+  for (const auto& f : inputs) {
+    const std::string stem = unique_stem(f);
+    if (is_video_name(f)) {
+      videos.push_back(f);
+      continue;
+    }
+    if (skip_existing) {
+      bool all = true;
+      for (auto [on, kind] : {std::pair{save.classes, "_classes.png"}, {save.labels, "_labels.png"},
+                              {save.overlay, "_overlay.png"}})
+        if (on && !fs::exists(out_dir + "/" + stem + kind)) all = false;
+      if (all) {
+        ++skipped;
+        continue;
+      }
+    }
+    images.push_back(f);
+    stems_of_images.push_back(stem);
+  }
 
   const int classes = int(model.class_names.size());
   FILE* human = json_path == "-" ? stderr : stdout;  // keep stdout pure JSON with --json -
-  const bool show_progress = files.size() > 4 && isatty(STDERR_FILENO);
   if (!quiet)
-    std::fprintf(human, "model %s (%s), %s, %zu image(s)\n", model_path.c_str(), model.name.c_str(),
-                labeler->backend().describe().c_str(), files.size());
-  std::vector<Result> results;
-  std::set<std::string> used_stems;
-  auto t_all = std::chrono::steady_clock::now();
-  for (size_t i = 0; i < files.size(); ++i) {
-    Result r;
-    r.file = files[i];
-    try {
-      Image8 img = load_image(r.file, 3);
-      r.w = img.width;
-      r.h = img.height;
-      LabelMap m = labeler->label(img);
-      r.ms = labeler->last_ms();
-      r.gop = labeler->ops_per_run() * 1e-9;
-      r.hist = histogram(m, classes);
-      std::string stem = fs::path(r.file).stem().string();
-      for (int k = 2; used_stems.count(stem); ++k)
-        stem = fs::path(r.file).stem().string() + "_" + std::to_string(k);
-      used_stems.insert(stem);
-      int mh = 0, mw = 0;
-      Geometry geo;
-      const auto probs = detect_classes.empty()
-                             ? std::vector<std::vector<float>>{}
-                             : labeler->class_probabilities(detect_classes, &mh, &mw, &geo);
-      for (size_t k = 0; k < detect_classes.size(); ++k) {
-        const int cls = detect_classes[k];
-        for (const auto& d : nms::detect_windows_cpu(
-                 probs[k].data(), mh, mw, cls, head,
-                 nms::MapGeometry{geo.stride_y, geo.stride_x, geo.offset_y, geo.offset_x},
-                 img.width, img.height))
-          r.detections.push_back({cls, d.box, d.score});
-      }
-      Image8 color = colorize(m, model.palette);
-      Image8 index{m.width, m.height, 1, m.labels};
-      r.outputs = {out_dir + "/" + stem + "_labels.png", out_dir + "/" + stem + "_overlay.png",
-                   out_dir + "/" + stem + "_classes.png"};
-      save_png(r.outputs[0], color);
-      Image8 over = overlay(img, color);
-      for (const auto& d : r.detections) draw_box(over, d.box, model.palette[size_t(d.cls)]);
-      save_png(r.outputs[1], over);
-      save_png(r.outputs[2], index);
-    } catch (const std::exception& e) {
-      r.error = e.what();
-      r.outputs.clear();
-    }
-    if (show_progress) std::fprintf(stderr, "\r%60s\r", "");
-    if (!r.error.empty()) {
-      std::fprintf(stderr, "label_image: FAILED %s\n", r.error.c_str());
-    } else if (!quiet) {
-      std::ostringstream line;
-      char buf[160];
-      std::snprintf(buf, sizeof buf, "%s: %dx%d  %.1f ms  %.2f GOp  %.1f GOp/s  ", r.file.c_str(),
-                    r.w, r.h, r.ms, r.gop, r.gop / (r.ms * 1e-3));
-      line << buf;
-      std::vector<int> order(static_cast<size_t>(classes));
-      for (int c = 0; c < classes; ++c) order[size_t(c)] = c;
-      std::sort(order.begin(), order.end(),
-                [&](int a, int b) { return r.hist[size_t(a)] > r.hist[size_t(b)]; });
-      const double total = double(r.w) * r.h;
-      for (int c : order)
-        if (r.hist[size_t(c)] > 0) {
-          std::snprintf(buf, sizeof buf, " %s %.1f%%", model.class_names[size_t(c)].c_str(),
-                        100.0 * r.hist[size_t(c)] / total);
-          line << buf;
-        }
-      if (!detect_classes.empty()) line << "  detections: " << r.detections.size();
-      std::fprintf(human, "%s\n", line.str().c_str());
-    }
-    if (show_progress) progress(i + 1, files.size());
-    results.push_back(std::move(r));
-  }
-  const double wall_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_all).count();
-  size_t ok = 0;
-  double ms_sum = 0;
-  for (const auto& r : results)
-    if (r.error.empty()) {
-      ++ok;
-      ms_sum += r.ms;
-    }
-  const size_t failed = results.size() - ok;
-  if (!quiet || failed)
-    std::fprintf(human, "labelled %zu of %zu image(s), %zu failed; mean forward %.1f ms; wall %.2f s; "
-                "outputs in %s\n",
-                ok, results.size(), failed, ok ? ms_sum / double(ok) : 0.0, wall_s,
-                out_dir.c_str());
+    std::fprintf(human, "model %s (%s), %s, %zu image(s)%s\n", model_path.c_str(),
+                 model.name.c_str(), pipe->describe().c_str(), images.size(),
+                 videos.empty() ? "" : str_cat(", ", videos.size(), " video(s)").c_str());
+  if (skipped && !quiet) std::fprintf(human, "skipped %zu image(s) whose outputs exist\n", skipped);
 
-  if (!json_path.empty()) {
-    std::ostringstream js;
-    js << "{\n  \"model\": \"" << json_escape(model_path) << "\",\n  \"model_name\": \""
-       << json_escape(model.name) << "\",\n  \"device\": \""
-       << json_escape(labeler->backend().describe()) << "\",\n  \"classes\": [";
-    for (int c = 0; c < classes; ++c)
-      js << (c ? ", " : "") << "\"" << json_escape(model.class_names[size_t(c)]) << "\"";
-    js << "],\n  \"images\": [";
-    for (size_t i = 0; i < results.size(); ++i) {
-      const Result& r = results[i];
-      js << (i ? "," : "") << "\n    {\"file\": \"" << json_escape(r.file) << "\", \"ok\": "
-         << (r.error.empty() ? "true" : "false");
-      if (!r.error.empty()) {
-        js << ", \"error\": \"" << json_escape(r.error) << "\"}";
-        continue;
-      }
-      js << ", \"width\": " << r.w << ", \"height\": " << r.h << ", \"ms\": " << r.ms
-         << ", \"gop\": " << r.gop << ", \"gops\": " << r.gop / (r.ms * 1e-3)
-         << ", \"histogram\": {";
-      for (int c = 0; c < classes; ++c)
-        js << (c ? ", " : "") << "\"" << json_escape(model.class_names[size_t(c)])
-           << "\": " << r.hist[size_t(c)];
-      js << "}, \"detections\": [";
-      for (size_t k = 0; k < r.detections.size(); ++k) {
-        const Found& d = r.detections[k];
-        js << (k ? ", " : "") << "{\"class\": \"" << json_escape(model.class_names[size_t(d.cls)])
-           << "\", \"score\": " << d.score << ", \"box\": [" << d.box.x1 << ", " << d.box.y1
-           << ", " << d.box.x2 << ", " << d.box.y2 << "]}";
-      }
-      js << "], \"outputs\": [";
-      for (size_t k = 0; k < r.outputs.size(); ++k)
-        js << (k ? ", " : "") << "\"" << json_escape(r.outputs[k]) << "\"";
-      js << "]}";
+  // The JSON report is streamed (memory stays flat over any number of inputs) to a temporary
+  // file renamed into place at the end.
+  std::ostringstream js_head;
+  std::unique_ptr<std::ostream> js_file;
+  const std::string json_tmp = json_path.empty() || json_path == "-" ? "" : json_path + ".tmp";
+  std::ostream* js = nullptr;
+  if (json_path == "-") {
+    js = &std::cout;
+  } else if (!json_path.empty()) {
+    js_file = std::make_unique<std::ofstream>(json_tmp);
+    if (!*js_file) {
+      std::fprintf(stderr, "label_image: %s: cannot write JSON report\n", json_path.c_str());
+      return 2;
     }
-    js << "\n  ],\n  \"ok\": " << ok << ",\n  \"failed\": " << failed << "\n}\n";
-    if (json_path == "-") {
-      std::cout << js.str();
+    js = js_file.get();
+  }
+  if (js) {
+    *js << "{\n  \"model\": \"" << json_escape(model_path) << "\",\n  \"model_name\": \""
+        << json_escape(model.name) << "\",\n  \"device\": \"" << json_escape(pipe->describe())
+        << "\",\n  \"classes\": [";
+    for (int c = 0; c < classes; ++c)
+      *js << (c ? ", " : "") << "\"" << json_escape(model.class_names[size_t(c)]) << "\"";
+    *js << "],\n  \"images\": [";
+  }
+
+  auto histogram_of = [&](const LabelMap& m) { return histogram(m, classes); };
+  auto detect = [&](Frame& f, Result& r) {
+    if (detect_classes.empty()) return;
+    const Tensor& scores = f.floats.at("scores");
+    const Geometry g = f.geometry.at("scores");
+    const auto probs = class_probabilities(scores.view(), detect_classes);
+    for (size_t k = 0; k < detect_classes.size(); ++k)
+      for (const auto& d : nms::detect_windows_cpu(
+               probs[k].data(), scores.shape().h, scores.shape().w, detect_classes[k], head,
+               nms::MapGeometry{g.stride_y, g.stride_x, g.offset_y, g.offset_x}, f.image.width,
+               f.image.height))
+        r.detections.push_back({detect_classes[k], d.box, d.score});
+  };
+  auto hist_text = [&](const std::vector<size_t>& hist, double total) {
+    std::vector<int> order(static_cast<size_t>(classes));
+    for (int c = 0; c < classes; ++c) order[size_t(c)] = c;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int a, int b) { return hist[size_t(a)] > hist[size_t(b)]; });
+    std::string s;
+    for (int c : order)
+      if (hist[size_t(c)] > 0)
+        s += str_cat(" ", model.class_names[size_t(c)], fmt(" %.1f%%", 100.0 * hist[size_t(c)] / total));
+    return s;
+  };
+  auto hist_json = [&](const std::vector<size_t>& hist) {
+    std::string s = "{";
+    for (int c = 0; c < classes; ++c)
+      s += str_cat(c ? ", " : "", "\"", json_escape(model.class_names[size_t(c)]), "\": ", hist[size_t(c)]);
+    return s + "}";
+  };
+  auto detections_json = [&](const std::vector<Found>& dets) {
+    std::string s = "[";
+    for (size_t k = 0; k < dets.size(); ++k)
+      s += str_cat(k ? ", " : "", "{\"class\": \"", json_escape(model.class_names[size_t(dets[k].cls)]),
+                   "\", \"score\": ", dets[k].score, ", \"box\": [", dets[k].box.x1, ", ",
+                   dets[k].box.y1, ", ", dets[k].box.x2, ", ", dets[k].box.y2, "]}");
+    return s + "]";
+  };
+
+  size_t ok = 0, failed = 0, entries = 0;  // images
+  size_t videos_ok = 0, videos_failed = 0;
+  StageTimes total;
+  double wall_s = 0, planning_ms = 0;
+  size_t plans = 0, plans_cached = 0;
+  auto add_stats = [&](const PipelineStats& st) {
+    wall_s += st.wall_s;
+    total += st.total;
+    planning_ms += st.planning_ms;
+    plans += st.plans;
+    plans_cached += st.plans_from_cache;
+  };
+
+  // ---- images ----
+  if (!images.empty()) {
+    FileSource source(images, limits);
+    Progress progress(images.size() > 4 && isatty(STDERR_FILENO), images.size());
+    auto finish = [&](Frame& f) {
+      if (!f.error.empty()) return;
+      auto r = std::make_shared<Result>();
+      r->hist = histogram_of(f.labels);
+      detect(f, *r);
+      const std::string base = out_dir + "/" + stems_of_images[f.index];
+      const Image8 index{f.labels.width, f.labels.height, 1, std::move(f.labels.labels)};
+      if (save.classes) {
+        r->outputs.push_back(base + "_classes.png");
+        save_png(r->outputs.back(), index);
+      }
+      if (save.labels) {  // the class map with the palette: an indexed-colour PNG
+        PngOptions o;
+        o.palette = model.palette;
+        r->outputs.push_back(base + "_labels.png");
+        save_png(r->outputs.back(), index, o);
+      }
+      if (save.overlay) {
+        Image8 over = overlay(f.image, colorize(LabelMap{index.width, index.height, index.pixels}, model.palette));
+        for (const auto& d : r->detections) draw_box(over, d.box, model.palette[size_t(d.cls)]);
+        r->outputs.push_back(base + "_overlay.png");
+        save_png(r->outputs.back(), over);
+      }
+      f.image = Image8();
+      f.floats.clear();
+      f.user = r;
+    };
+    auto report = [&](Frame& f) {
+      const auto* r = static_cast<const Result*>(f.user.get());
+      if (!f.error.empty() || !r) {
+        ++failed;
+        progress.clear_line();
+        std::fprintf(stderr, "label_image: FAILED %s\n", f.error.empty() ? f.name.c_str() : f.error.c_str());
+      } else {
+        ++ok;
+        if (!quiet) {
+          progress.clear_line();
+          const double gop = f.ops * 1e-9;
+          std::string line = str_cat(f.name, ": ", f.labels.width, "x", f.labels.height, "  ",
+                                     fmt("%.1f ms", f.times.forward_ms), "  ", fmt("%.2f GOp", gop),
+                                     "  ", fmt("%.1f GOp/s", gop / (f.times.forward_ms * 1e-3)), " ",
+                                     hist_text(r->hist, double(f.labels.width) * f.labels.height));
+          if (!detect_classes.empty()) line += str_cat("  detections: ", r->detections.size());
+          std::fprintf(human, "%s\n", line.c_str());
+        }
+      }
+      if (js) {
+        *js << (entries++ ? "," : "") << "\n    {\"file\": \"" << json_escape(f.name) << "\", \"ok\": "
+            << (f.error.empty() && r ? "true" : "false");
+        if (!f.error.empty() || !r) {
+          *js << ", \"error\": \"" << json_escape(f.error) << "\"}";
+        } else {
+          *js << ", \"width\": " << f.labels.width << ", \"height\": " << f.labels.height
+              << ", \"batch\": " << f.batch << ", \"ms\": " << f.times.forward_ms
+              << ", \"gop\": " << f.ops * 1e-9 << ", \"gops\": " << f.ops * 1e-9 / (f.times.forward_ms * 1e-3)
+              << ", \"times_ms\": " << times_json(f.times) << ", \"histogram\": " << hist_json(r->hist)
+              << ", \"detections\": " << detections_json(r->detections) << ", \"outputs\": [";
+          for (size_t k = 0; k < r->outputs.size(); ++k)
+            *js << (k ? ", " : "") << "\"" << json_escape(r->outputs[k]) << "\"";
+          *js << "]}";
+        }
+      }
+      progress.update(ok + failed);
+    };
+    try {
+      add_stats(pipe->run(source, finish, report));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "label_image: %s\n", e.what());
+      return 2;
+    }
+  }
+  if (js) *js << "\n  ],\n  \"videos\": [";
+
+  // ---- videos: one pipeline run each, frames written in order ----
+  size_t video_frames = 0, video_entries = 0;
+  for (size_t v = 0; v < videos.size() && !pipe->cancelled(); ++v) {
+    const std::string& file = videos[v];
+    const std::string stem = fs::path(file).stem().string();
+    std::string error, stopped;
+    size_t frames = 0, frames_failed = 0;
+    std::vector<std::string> outputs;
+    PipelineStats st;
+    bool entry_open = false;
+    try {
+      VideoSource source(file, limits);
+      const double fps = source.reader().fps();
+      std::unique_ptr<VideoWriter> w_over, w_lab;
+      Progress progress(isatty(STDERR_FILENO), source.size_hint());
+      if (js)
+        *js << (video_entries++ ? "," : "") << "\n    {\"file\": \"" << json_escape(file)
+            << "\", \"frames\": [";
+      entry_open = true;
+      auto finish = [&](Frame& f) {
+        if (!f.error.empty()) return;
+        auto r = std::make_shared<Result>();
+        r->hist = histogram_of(f.labels);
+        detect(f, *r);
+        Image8 color = colorize(f.labels, model.palette);
+        if (save.overlay) {
+          r->video_overlay = overlay(f.image, color);
+          for (const auto& d : r->detections) draw_box(r->video_overlay, d.box, model.palette[size_t(d.cls)]);
+        }
+        if (save.labels) r->video_labels = std::move(color);
+        f.image = Image8();
+        f.floats.clear();
+        f.user = r;
+      };
+      auto report = [&](Frame& f) {
+        auto* r = static_cast<Result*>(f.user.get());
+        if (!f.error.empty() || !r) {
+          ++frames_failed;
+          progress.clear_line();
+          std::fprintf(stderr, "label_image: FAILED %s\n", f.error.empty() ? f.name.c_str() : f.error.c_str());
+          return;
+        }
+        const int w = f.labels.width, h = f.labels.height;
+        if (save.overlay) {
+          if (!w_over) {
+            w_over = std::make_unique<VideoWriter>(out_dir + "/" + stem + "_overlay.mp4", w, h, fps);
+            outputs.push_back(out_dir + "/" + stem + "_overlay.mp4");
+          }
+          w_over->write(r->video_overlay);
+        }
+        if (save.labels) {
+          if (!w_lab) {
+            w_lab = std::make_unique<VideoWriter>(out_dir + "/" + stem + "_labels.mp4", w, h, fps);
+            outputs.push_back(out_dir + "/" + stem + "_labels.mp4");
+          }
+          w_lab->write(r->video_labels);
+        }
+        if (js)
+          *js << (frames ? "," : "") << "\n      {\"frame\": " << f.index << ", \"times_ms\": "
+              << times_json(f.times) << ", \"histogram\": " << hist_json(r->hist)
+              << ", \"detections\": " << detections_json(r->detections) << "}";
+        ++frames;
+        progress.update(frames);
+      };
+      st = pipe->run(source, finish, report);
+      if (w_over) w_over->close();
+      if (w_lab) w_lab->close();
+      stopped = source.reader().stopped();
+      add_stats(st);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    video_frames += frames;
+    const double fps_done = st.wall_s > 0 ? frames / st.wall_s : 0;
+    if (!error.empty()) {
+      std::fprintf(stderr, "label_image: FAILED %s\n", error.c_str());
+      ++videos_failed;
     } else {
-      std::ofstream f(json_path);
-      f << js.str();
-      if (!f) {
+      ++videos_ok;
+      if (!stopped.empty()) std::fprintf(stderr, "label_image: %s: %s\n", file.c_str(), stopped.c_str());
+      if (!quiet)
+        std::fprintf(human, "%s: %zu frame(s) labelled, %.1f frames/s%s\n", file.c_str(), frames,
+                     fps_done, frames_failed ? str_cat(", ", frames_failed, " failed").c_str() : "");
+    }
+    if (js) {
+      if (entry_open) {
+        *js << "\n    ], \"ok\": " << (error.empty() ? "true" : "false") << ", \"frames_labelled\": "
+            << frames << ", \"frames_failed\": " << frames_failed << ", \"frames_per_s\": " << fps_done
+            << ", \"stopped\": \"" << json_escape(stopped) << "\", \"error\": \"" << json_escape(error)
+            << "\", \"outputs\": [";
+        for (size_t k = 0; k < outputs.size(); ++k)
+          *js << (k ? ", " : "") << "\"" << json_escape(outputs[k]) << "\"";
+        *js << "]}";
+      } else {
+        *js << (video_entries++ ? "," : "") << "\n    {\"file\": \"" << json_escape(file)
+            << "\", \"ok\": false, \"error\": \"" << json_escape(error) << "\"}";
+      }
+    }
+  }
+
+  const bool interrupted = pipe->cancelled();
+  const size_t frames_done = ok + failed + video_frames;
+  const double per = double(std::max<size_t>(1, frames_done));
+  const double rate = wall_s > 0 ? double(frames_done) / wall_s : 0;
+  if (!quiet || failed || videos_failed)
+    std::fprintf(human,
+                 "labelled %zu of %zu image(s), %zu failed%s; %.1f images/s (wall %.2f s); per image: "
+                 "decode %.2f ms, upload %.3f, forward %.3f, download %.3f, write %.2f (ms of one "
+                 "thread or stream); planning %.0f ms for %zu plan(s), %zu from the plan cache; "
+                 "outputs in %s\n",
+                 ok, images.size(), failed,
+                 videos.empty() ? "" : str_cat(", ", videos_ok, " of ", videos.size(), " video(s) (",
+                                               video_frames, " frames)").c_str(),
+                 rate, wall_s, total.decode_ms / per, total.upload_ms / per, total.forward_ms / per,
+                 total.download_ms / per, total.finish_ms / per, planning_ms, plans, plans_cached,
+                 out_dir.c_str());
+  if (interrupted) std::fprintf(stderr, "label_image: interrupted; outputs written so far are complete\n");
+  if (js) {
+    *js << "\n  ],\n  \"ok\": " << ok << ",\n  \"failed\": " << failed << ",\n  \"videos_ok\": "
+        << videos_ok << ",\n  \"videos_failed\": " << videos_failed << ",\n  \"skipped\": " << skipped
+        << ",\n  \"interrupted\": " << (interrupted ? "true" : "false") << ",\n  \"wall_s\": " << wall_s
+        << ",\n  \"images_per_s\": " << rate << ",\n  \"stage_ms_per_image\": "
+        << times_json(StageTimes{total.decode_ms / per, total.upload_ms / per, total.forward_ms / per,
+                                 total.download_ms / per, total.finish_ms / per})
+        << ",\n  \"planning_ms\": " << planning_ms << ",\n  \"plans\": " << plans
+        << ",\n  \"plans_from_cache\": " << plans_cached << "\n}\n";
+    js->flush();
+    if (js_file) {
+      const bool good = bool(*js_file);
+      js_file.reset();
+      std::error_code ec;
+      if (!good || (fs::rename(json_tmp, json_path, ec), ec)) {
         std::fprintf(stderr, "label_image: %s: cannot write JSON report\n", json_path.c_str());
         return 1;
       }
     }
   }
-  return failed ? 1 : 0;
+  g_pipeline.store(nullptr);
+  if (interrupted) return 130;
+  return failed || videos_failed ? 1 : 0;
 }

@@ -17,19 +17,6 @@ using namespace scenelab::test;
 
 namespace {
 
-Model model_from(const std::string& text, uint32_t seed) {
-  Model m;
-  m.graph = GraphDesc::parse(text);
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-0.5f, 0.5f);
-  for (const auto& r : required_params(m.graph)) {
-    Tensor t(param_shape(r.dims));
-    for (size_t i = 0; i < t.numel(); ++i) t[i] = r.dataset.find("/std") != std::string::npos ? 0.5f + std::abs(u(rng)) : u(rng);
-    m.params.emplace(r.dataset, std::move(t));
-  }
-  return m;
-}
-
 // Runs `m` on the CPU and on the GPU; returns the relative error of every output.
 void compare(const Model& m, Shape in, const CudaOptions& co, double bound, const std::string& what,
              double min_label_agreement = -1) {
@@ -96,7 +83,7 @@ TEST(CudaBackend, ConvolutionEveryAlgorithmAndPrecision) {
   };
   // Many small bands (a 64 KB workspace): the band loop and the two streams' event ordering.
   {
-    Model m = model_from(cases[2].first, 5);
+    Model m = random_model_from_text(cases[2].first, 5);
     for (const char* conv : {"gemm", "gemm2s"}) {
       CudaOptions o = opts(conv);
       o.conv_workspace_bytes = 1 << 16;
@@ -106,7 +93,7 @@ TEST(CudaBackend, ConvolutionEveryAlgorithmAndPrecision) {
     }
   }
   for (const auto& [text, shape] : cases) {
-    Model m = model_from(text, 5);
+    Model m = random_model_from_text(text, 5);
     for (const char* conv : conv_algorithms()) {
       compare(m, shape, opts(conv), 1e-4, text + " fp32 " + conv);
       compare(m, shape, opts(conv, "tf32"), 5e-3, text + " tf32 " + conv);
@@ -133,7 +120,7 @@ TEST(CudaBackend, EveryOtherLayer) {
       "sm = softmax(cat)\n"
       "labels = argmax(cat)\n"
       "output yuv lcn pre mp half quarter upb upn upg cat r sm labels\n";
-  Model m = model_from(text, 6);
+  Model m = random_model_from_text(text, 6);
   compare(m, Shape(2, 3, 37, 53), opts("gemm"), 1e-4, "layers", 1.0);
 }
 
@@ -154,7 +141,7 @@ TEST(CudaBackend, WholeNetworksAgreeWithCpu) {
 // be reused across backends, and the results stay equal to the CPU path.
 TEST(CudaBackend, ReplanOntoAnotherBackend) {
   SCENELAB_REQUIRE_GPU();
-  Model m = model_from("input x channels=64\nc = conv2d(x) out=70 k=7 pad=valid\nr = relu(c)\noutput r\n", 9);
+  Model m = random_model_from_text("input x channels=64\nc = conv2d(x) out=70 k=7 pad=valid\nr = relu(c)\noutput r\n", 9);
   const Shape shape(1, 64, 45, 39);
   Tensor x = random_tensor(shape, 21, 0.f, 1.f);
   CpuBackend cpu(2);

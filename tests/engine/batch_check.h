@@ -1,0 +1,76 @@
+// Batch n through one plan gives what n single runs give: one graph per layer type (every type in
+// the registry is covered) and both whole networks. Used by the CPU test (exact) and the GPU test.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "engine/graph.h"
+#include "tests/reference.h"
+#include "weights/default_model.h"
+
+namespace scenelab::test {
+
+struct BatchCase {
+  std::string what;  // a layer type, or a network name
+  Model model;
+  int h, w;
+};
+
+inline std::vector<BatchCase> batch_cases() {
+  auto one = [](const std::string& type, const std::string& body, int h, int w) {
+    return BatchCase{type, random_model_from_text("input x channels=3\n" + body, 7), h, w};
+  };
+  std::vector<BatchCase> c{
+      one("conv2d", "y = conv2d(x) out=5 k=3 pad=same\nz = conv2d(y) out=4 k=1\noutput z\n", 23, 17),
+      one("relu", "y = relu(x)\noutput y\n", 23, 17),
+      one("maxpool2d", "y = maxpool2d(x) k=2\noutput y\n", 23, 17),
+      one("downscale", "y = downscale(x) factor=2\noutput y\n", 23, 17),
+      one("upsample", "d = downscale(x) factor=2\ny = upsample(d, x) mode=bilinear\noutput y\n", 23, 17),
+      one("concat", "a = relu(x)\ny = concat(x, a)\noutput y\n", 23, 17),
+      one("argmax", "y = argmax(x)\noutput y\n", 23, 17),
+      one("softmax", "y = softmax(x)\noutput y\n", 23, 17),
+      one("rgb_to_yuv", "y = rgb_to_yuv(x)\noutput y\n", 23, 17),
+      one("contrast_norm", "y = contrast_norm(x) size=5\noutput y\n", 23, 17),
+      one("standardize", "y = standardize(x)\noutput y\n", 23, 17),
+  };
+  c.push_back({"reference", make_random_model("reference", 5, 3), 61, 53});
+  c.push_back({"multiscale", make_random_model("multiscale", 5, 3), 45, 37});
+  return c;
+}
+
+inline std::set<std::string> batch_case_types() {
+  std::set<std::string> t;
+  for (const auto& c : batch_cases()) t.insert(c.what);
+  return t;
+}
+
+// Max over the graph's outputs of max |batch - single| / max |single|.
+inline double batch_vs_single(const Model& m, const Backend& b, int n, int h, int w) {
+  Tensor x = random_tensor(Shape(n, 3, h, w), 100 + uint32_t(n), 0.f, 1.f);
+  Graph batch(m), single(m);
+  batch.plan(n, h, w, b);
+  batch.run(x.view());
+  single.plan(1, h, w, b);
+  double worst = 0;
+  for (const auto& o : m.graph.outputs) {
+    const Tensor got = batch.fetch(o);
+    const size_t per = got.numel() / size_t(n);
+    for (int i = 0; i < n; ++i) {
+      single.run(TensorView{x.data() + size_t(i) * 3 * h * w, Shape(1, 3, h, w)});
+      const Tensor want = single.fetch(o);
+      double num = 0, den = 0;
+      for (size_t k = 0; k < per; ++k) {
+        num = std::max(num, double(std::abs(got[size_t(i) * per + k] - want[k])));
+        den = std::max(den, double(std::abs(want[k])));
+        if (std::isnan(got[size_t(i) * per + k]) != std::isnan(want[k])) num = INFINITY;
+      }
+      worst = std::max(worst, den > 0 ? num / den : num);
+    }
+  }
+  return worst;
+}
+
+}  // namespace scenelab::test

@@ -1,0 +1,196 @@
+// The streaming pipeline on the CPU: labels byte-identical to the single-image path (Labeler) for
+// 1, 2 and many pool threads and batch 1, 2, 3, over mixed sizes with a corrupt file among them;
+// reports come in input order; frames in flight never exceed the queue depth; a frame whose
+// size is too small for the network fails alone.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "engine/error.h"
+#include "engine/labeler.h"
+#include "engine/pipeline.h"
+#include "weights/default_model.h"
+
+using namespace scenelab;
+namespace fs = std::filesystem;
+
+namespace {
+
+Image8 random_image(int w, int h, uint32_t seed) {
+  std::mt19937 rng(seed);
+  Image8 img{w, h, 3, std::vector<uint8_t>(size_t(w) * h * 3)};
+  for (auto& p : img.pixels) p = uint8_t(rng() & 255);
+  return img;
+}
+
+struct Inputs {
+  std::vector<std::string> files;
+  std::vector<int> bad;  // indices expected to fail
+};
+
+// 9 files: sizes change mid-stream (and back), a corrupt file and one too small for the net.
+Inputs make_inputs(const fs::path& dir) {
+  fs::create_directories(dir);
+  Inputs in;
+  const int sizes[][2] = {{61, 47}, {61, 47}, {61, 47}, {0, 0}, {61, 47}, {53, 49},
+                          {53, 49}, {20, 20}, {61, 47}};
+  for (int i = 0; i < 9; ++i) {
+    const std::string f = (dir / ("img" + std::to_string(i) + ".png")).string();
+    if (sizes[i][0] == 0) {
+      std::ofstream(f) << "\x89PNG\r\n\x1a\n not really";
+      in.bad.push_back(i);
+    } else {
+      save_png(f, random_image(sizes[i][0], sizes[i][1], 10 + uint32_t(i)));
+      if (sizes[i][0] == 20) in.bad.push_back(i);  // below the reference net's smallest input
+    }
+    in.files.push_back(f);
+  }
+  return in;
+}
+
+}  // namespace
+
+TEST(Pipeline, SameLabelsAsTheSingleImagePathForAnyThreadsAndBatch) {
+  const fs::path dir = fs::path(::testing::TempDir()) / "scenelab_pipeline";
+  fs::remove_all(dir);
+  const Inputs in = make_inputs(dir);
+  const Model m = make_random_model("reference", 5, 4);
+  Labeler single(m, std::make_unique<CpuBackend>(2));
+  std::vector<LabelMap> want(in.files.size());
+  for (size_t i = 0; i < in.files.size(); ++i)
+    if (std::find(in.bad.begin(), in.bad.end(), int(i)) == in.bad.end())
+      want[i] = single.label(load_image(in.files[i]));
+  for (int threads : {1, 2, 7})
+    for (int batch : {1, 2, 3}) {
+      SCOPED_TRACE("pool threads " + std::to_string(threads) + ", batch " + std::to_string(batch));
+      PipelineOptions o;
+      o.device = "cpu";
+      o.threads = 2;
+      o.pool_threads = threads;
+      o.batch = batch;
+      Pipeline p(m, o);
+      FileSource src(in.files);
+      std::vector<size_t> order;
+      std::atomic<int> finished{0};
+      const PipelineStats st = p.run(
+          src, [&](Frame&) { ++finished; },
+          [&](Frame& f) {
+            order.push_back(f.index);
+            ASSERT_LT(f.index, in.files.size());
+            EXPECT_EQ(f.name, in.files[f.index]);
+            const bool bad = std::find(in.bad.begin(), in.bad.end(), int(f.index)) != in.bad.end();
+            if (bad) {
+              EXPECT_FALSE(f.error.empty()) << f.name;
+              EXPECT_NE(f.error.find(fs::path(f.name).filename().string()), std::string::npos) << f.error;
+              return;
+            }
+            ASSERT_TRUE(f.error.empty()) << f.error;
+            EXPECT_LE(f.batch, batch);
+            EXPECT_EQ(f.labels.width, want[f.index].width);
+            EXPECT_TRUE(f.labels.labels == want[f.index].labels) << "labels differ: " << f.name;
+          });
+      EXPECT_EQ(finished.load(), int(in.files.size()));
+      ASSERT_EQ(order.size(), in.files.size());
+      for (size_t i = 0; i < order.size(); ++i) EXPECT_EQ(order[i], i);
+      EXPECT_EQ(st.frames, in.files.size());
+      EXPECT_EQ(st.failed, in.bad.size());
+    }
+}
+
+namespace {
+// Counts frames between the source and the report.
+class CountingSource : public FileSource {
+ public:
+  CountingSource(std::vector<std::string> f, std::atomic<int>* alive, std::atomic<int>* peak)
+      : FileSource(std::move(f)), alive_(alive), peak_(peak) {}
+  bool next(Frame& f) override {
+    if (!FileSource::next(f)) return false;
+    const int a = ++*alive_;
+    int p = peak_->load();
+    while (a > p && !peak_->compare_exchange_weak(p, a)) {
+    }
+    return true;
+  }
+
+ private:
+  std::atomic<int>*alive_, *peak_;
+};
+}  // namespace
+
+TEST(Pipeline, FramesInFlightNeverExceedTheQueueDepth) {
+  const fs::path dir = fs::path(::testing::TempDir()) / "scenelab_pipeline_depth";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::vector<std::string> files;
+  for (int i = 0; i < 40; ++i) {
+    files.push_back((dir / ("f" + std::to_string(i) + ".png")).string());
+    save_png(files.back(), random_image(48, 48, uint32_t(i)));
+  }
+  const Model m = make_random_model("reference", 3, 1);
+  PipelineOptions o;
+  o.device = "cpu";
+  o.threads = 1;
+  o.pool_threads = 4;
+  o.batch = 3;
+  o.queue_depth = 5;
+  Pipeline p(m, o);
+  std::atomic<int> alive{0}, peak{0};
+  CountingSource src(files, &alive, &peak);
+  size_t reported = 0;
+  p.run(src, nullptr, [&](Frame& f) {
+    EXPECT_TRUE(f.error.empty()) << f.error;
+    ++reported;
+    --alive;
+  });
+  EXPECT_EQ(reported, files.size());
+  EXPECT_LE(peak.load(), 5);
+  EXPECT_GE(peak.load(), 3);  // a whole batch was in flight
+}
+
+TEST(Pipeline, CancelStopsTakingFramesAndReportsWhatWasTaken) {
+  const fs::path dir = fs::path(::testing::TempDir()) / "scenelab_pipeline_cancel";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::vector<std::string> files;
+  for (int i = 0; i < 30; ++i) {
+    files.push_back((dir / ("f" + std::to_string(i) + ".png")).string());
+    save_png(files.back(), random_image(48, 48, uint32_t(i)));
+  }
+  const Model m = make_random_model("reference", 3, 1);
+  PipelineOptions o;
+  o.device = "cpu";
+  o.pool_threads = 2;
+  o.queue_depth = 4;
+  Pipeline p(m, o);
+  FileSource src(files);
+  size_t reported = 0;
+  const PipelineStats st = p.run(src, nullptr, [&](Frame& f) {
+    EXPECT_EQ(f.index, reported);
+    if (++reported == 3) p.cancel();
+  });
+  EXPECT_EQ(st.frames, reported);
+  EXPECT_LT(reported, files.size());
+  EXPECT_TRUE(p.cancelled());
+}
+
+TEST(Pipeline, BadOptionsAreClearErrors) {
+  const Model m = make_random_model("reference", 3, 1);
+  PipelineOptions o;
+  o.device = "cpu";
+  o.batch = -1;
+  EXPECT_THROW({ Pipeline p(m, o); }, Error);
+  o.batch = 0;
+  o.device = "gpu";
+  try {
+    Pipeline p(m, o);
+    FAIL() << "an unknown device was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown device 'gpu'"), std::string::npos) << e.what();
+  }
+  o.device = "cpu";
+  o.labels_node = "nope";
+  EXPECT_THROW({ Pipeline p(m, o); }, Error);
+}
