@@ -17,6 +17,12 @@ void ConfusionMatrix::add(const std::vector<uint8_t>& truth, const std::vector<u
   }
 }
 
+ConfusionMatrix& ConfusionMatrix::operator+=(const ConfusionMatrix& o) {
+  SL_REQUIRE(o.n_ == n_, "confusion matrix: adding ", o.n_, " classes to ", n_);
+  for (size_t i = 0; i < m_.size(); ++i) m_[i] += o.m_[i];
+  return *this;
+}
+
 uint64_t ConfusionMatrix::total() const {
   uint64_t t = 0;
   for (auto v : m_) t += v;

@@ -13,6 +13,8 @@ class ConfusionMatrix {
   // Adds one image; pixels whose truth is >= classes (void) are skipped. Predictions >= classes
   // are an error.
   void add(const std::vector<uint8_t>& truth, const std::vector<uint8_t>& pred);
+  // Adds another matrix of the same classes (e.g. one image's, counted on another thread).
+  ConfusionMatrix& operator+=(const ConfusionMatrix& o);
   int classes() const { return n_; }
   uint64_t at(int truth, int pred) const { return m_[size_t(truth) * n_ + pred]; }
   uint64_t total() const;

@@ -126,6 +126,12 @@ VideoReader::VideoReader(const std::string& path, const ImageLimits& limits) : i
   AVRational r = st->avg_frame_rate.num ? st->avg_frame_rate : st->r_frame_rate;
   m.fps = r.num && r.den ? av_q2d(r) : 25.0;
   m.hint = st->nb_frames;
+  if (m.hint <= 0) {  // no frame count in the container: from its duration
+    double seconds = 0;
+    if (st->duration != AV_NOPTS_VALUE && st->duration > 0) seconds = double(st->duration) * av_q2d(st->time_base);
+    else if (fc->duration != AV_NOPTS_VALUE && fc->duration > 0) seconds = double(fc->duration) / AV_TIME_BASE;
+    m.hint = int64_t(seconds * m.fps + 0.5);
+  }
   m.frame.reset(av_frame_alloc());
   m.pkt.reset(av_packet_alloc());
   SL_REQUIRE(m.frame && m.pkt, path, ": out of memory");
@@ -260,6 +266,9 @@ VideoWriter::VideoWriter(const std::string& path, int width, int height, double 
   m.enc->time_base = av_inv_q(rate);
   m.enc->framerate = rate;
   m.enc->thread_count = 0;
+  // No B-frames: timestamps stay in order, so MP4 needs no edit list (whose start a reader may
+  // drop), and a frame leaves the encoder as soon as it is written.
+  m.enc->max_b_frames = 0;
   if (of->flags & AVFMT_GLOBALHEADER) m.enc->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
   if (std::string(codec->name) == "libx264") {
     av_opt_set(m.enc->priv_data, "preset", "veryfast", 0);
@@ -273,6 +282,7 @@ VideoWriter::VideoWriter(const std::string& path, int width, int height, double 
   m.st = avformat_new_stream(m.fmt, nullptr);
   SL_REQUIRE(m.st, path, ": out of memory");
   m.st->time_base = m.enc->time_base;
+  m.st->avg_frame_rate = rate;
   e = avcodec_parameters_from_context(m.st->codecpar, m.enc.get());
   if (e < 0) throw_error(path, ": ", av_err(e));
   if (!(of->flags & AVFMT_NOFILE)) {

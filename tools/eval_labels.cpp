@@ -13,6 +13,7 @@
 
 #include "engine/label_metrics.h"
 #include "engine/labeler.h"
+#include "engine/pipeline.h"
 #include "tools/cli.h"
 #include "weights/model_file.h"
 #include "weights/model_locator.h"
@@ -20,25 +21,72 @@
 using namespace scenelab;
 namespace fs = std::filesystem;
 
+namespace {
+
+// Images with their ground truth: both decoded on the pipeline's pool.
+class LabelledSource : public FrameSource {
+ public:
+  LabelledSource(std::vector<std::pair<std::string, std::string>> pairs, int classes, int void_index)
+      : pairs_(std::move(pairs)), classes_(classes), void_(void_index) {}
+  bool next(Frame& f) override {
+    if (next_ >= pairs_.size()) return false;
+    f.name = pairs_[next_++].first;
+    return true;
+  }
+  void decode(Frame& f) override {
+    const std::string& lab_path = pairs_[f.index].second;
+    f.image = load_image(f.name, 3);
+    auto lab = std::make_shared<Image8>(load_label_image(lab_path));
+    SL_REQUIRE(f.image.width == lab->width && f.image.height == lab->height, f.name, ": image is ",
+               f.image.width, "x", f.image.height, " but its label ", lab_path, " is ", lab->width,
+               "x", lab->height);
+    // Void pixels become 255, which ConfusionMatrix skips.
+    for (auto& v : lab->pixels) {
+      SL_REQUIRE(v < classes_ || v == void_, lab_path, ": label value ", int(v),
+                 " is neither a class (0..", classes_ - 1, ") nor void (", void_, ")");
+      if (v == void_) v = 255;
+    }
+    f.user = lab;
+  }
+  size_t size_hint() const override { return pairs_.size(); }
+
+ private:
+  std::vector<std::pair<std::string, std::string>> pairs_;
+  int classes_, void_;
+  size_t next_ = 0;
+};
+
+}  // namespace
+
 int main(int argc, char** argv) {
   Model model;
-  std::unique_ptr<Labeler> labeler;
   std::vector<std::pair<std::string, std::string>> pairs;  // image, label
   std::string model_path, json_path;
   int void_index = 11;
+  PipelineOptions po;
   try {
-    Cli cli(argc, argv, {"data", "model", "void", "device", "threads", "limit", "json", "conv", "precision", "conv-workspace"}, {"help"});
+    Cli cli(argc, argv, {"data", "model", "void", "device", "threads", "limit", "json", "conv",
+                         "precision", "conv-workspace", "batch", "streams", "io-threads", "plan-cache"},
+            {"help"});
     if (cli.has("help") || !cli.has("data")) {
-      std::fputs("usage: eval_labels --data DIR [--model FILE.h5] [--void 11] [--device cpu|cuda|auto] "
-                 "[--threads N] [--limit N] [--json FILE|-]\n", cli.has("help") ? stdout : stderr);
+      std::fputs("usage: eval_labels --data DIR [--model FILE.h5] [--void 11] [--device cpu|cuda|cuda:N|auto]\n"
+                 "                   [--precision fp32|tf32|fp16] [--conv A] [--threads N] [--io-threads N]\n"
+                 "                   [--batch N] [--streams N] [--plan-cache DIR|off] [--limit N] [--json FILE|-]\n",
+                 cli.has("help") ? stdout : stderr);
       return cli.has("help") ? 0 : 2;
     }
     void_index = cli.get_int("void", 11);
     json_path = cli.get("json");
     model_path = cli.has("model") ? cli.get("model") : find_default_model();
     model = read_model(model_path);
-    labeler = std::make_unique<Labeler>(
-        model, make_backend(cli.get("device", "auto"), cli.get_int("threads", 0), cuda_options(cli)));
+    po.device = cli.get("device", "auto");
+    po.cuda = cuda_options(cli);
+    po.threads = cli.get_int("threads", 0);
+    po.pool_threads = cli.get_int("io-threads", 0);
+    po.batch = cli.get_int("batch", 0);
+    po.streams = cli.get_int("streams", 2);
+    const std::string pc = cli.get("plan-cache", PlanCache::default_dir());
+    po.plan_cache = pc == "off" ? "" : pc;
     const fs::path data = cli.get("data");
     SL_REQUIRE(fs::is_directory(data / "images") && fs::is_directory(data / "labels"), data.string(),
                ": expected folders images/ and labels/");
@@ -61,33 +109,40 @@ int main(int argc, char** argv) {
   ConfusionMatrix cm(classes);
   size_t failed = 0;
   double ms = 0;
-  for (const auto& [img_path, lab_path] : pairs) {
-    try {
-      Image8 img = load_image(img_path, 3);
-      Image8 lab = load_label_image(lab_path);
-      SL_REQUIRE(img.width == lab.width && img.height == lab.height, img_path, ": image is ",
-                 img.width, "x", img.height, " but its label ", lab_path, " is ", lab.width, "x",
-                 lab.height);
-      for (uint8_t v : lab.pixels)
-        SL_REQUIRE(v < classes || v == void_index, lab_path, ": label value ", int(v),
-                   " is neither a class (0..", classes - 1, ") nor void (", void_index, ")");
-      LabelMap pred = labeler->label(img);
-      ms += labeler->last_ms();
-      // Void pixels are those >= classes after this remap, which ConfusionMatrix skips.
-      std::vector<uint8_t> truth = lab.pixels;
-      for (auto& v : truth)
-        if (v == void_index) v = 255;
-      cm.add(truth, pred.labels);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "eval_labels: FAILED %s\n", e.what());
-      ++failed;
-    }
+  std::string device;
+  PipelineStats st;
+  try {
+    Pipeline pipe(model, po);
+    device = pipe.describe();
+    LabelledSource source(pairs, classes, void_index);
+    // Each image's confusion is counted on the pool; the report adds them in input order.
+    auto finish = [&](Frame& f) {
+      if (!f.error.empty()) return;
+      auto truth = std::static_pointer_cast<Image8>(f.user);
+      auto one = std::make_shared<ConfusionMatrix>(classes);
+      one->add(truth->pixels, f.labels.labels);
+      f.user = one;
+      f.image = Image8();
+    };
+    auto report = [&](Frame& f) {
+      if (!f.error.empty()) {
+        std::fprintf(stderr, "eval_labels: FAILED %s\n", f.error.c_str());
+        ++failed;
+        return;
+      }
+      cm += *std::static_pointer_cast<ConfusionMatrix>(f.user);
+      ms += f.times.forward_ms;
+    };
+    st = pipe.run(source, finish, report);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "eval_labels: %s\n", e.what());
+    return 2;
   }
   const size_t ok = pairs.size() - failed;
   auto iou = cm.class_iou();
-  std::fprintf(human, "model %s on %zu image(s) (%zu failed), %s, mean forward %.1f ms\n",
-               model_path.c_str(), ok, failed, labeler->backend().describe().c_str(),
-               ok ? ms / double(ok) : 0.0);
+  std::fprintf(human, "model %s on %zu image(s) (%zu failed), %s, mean forward %.1f ms, %.1f images/s\n",
+               model_path.c_str(), ok, failed, device.c_str(), ok ? ms / double(ok) : 0.0,
+               st.wall_s > 0 ? double(st.frames) / st.wall_s : 0.0);
   std::fprintf(human, "global pixel accuracy %.2f%%  class-average accuracy %.2f%%  mean IoU %.2f%%\n",
                100 * cm.global_accuracy(), 100 * cm.class_accuracy(), 100 * cm.mean_iou());
   std::fprintf(human, "| class | IoU %% | accuracy %% | pixels |\n|---|---|---|---|\n");

@@ -1,0 +1,157 @@
+// The pipeline on the GPU (label gpu): labels byte-identical to the single-image path (Labeler on
+// the same backend options) for batch 1, 2, 3 and 1 or 2 streams with the direct convolution,
+// >= 99.9% equal with auto; cuda:all over the GPUs present gives the labels of one GPU; the plan
+// cache restores every plan in a second pipeline with the same labels; batch n equals n single
+// runs for every layer type; a size too large for the GPU fails naming the size and the memory.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <random>
+
+#include "engine/error.h"
+#include "engine/labeler.h"
+#include "engine/pipeline.h"
+#include "tests/engine/batch_check.h"
+#include "tests/gpu_skip.h"
+#include "weights/default_model.h"
+
+using namespace scenelab;
+using namespace scenelab::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<std::string> make_files(const fs::path& dir) {
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::vector<std::string> files;
+  const int sizes[][2] = {{97, 61}, {97, 61}, {97, 61}, {97, 61}, {97, 61}, {64, 48}, {97, 61}, {97, 61}};
+  for (int i = 0; i < 8; ++i) {
+    std::mt19937 rng{uint32_t(i)};
+    Image8 img{sizes[i][0], sizes[i][1], 3, std::vector<uint8_t>(size_t(sizes[i][0]) * sizes[i][1] * 3)};
+    for (auto& p : img.pixels) p = uint8_t(rng() & 255);
+    files.push_back((dir / ("f" + std::to_string(i) + ".png")).string());
+    save_png(files.back(), img);
+  }
+  return files;
+}
+
+std::vector<LabelMap> run_pipeline(const Model& m, const PipelineOptions& o,
+                                   const std::vector<std::string>& files, PipelineStats* st = nullptr) {
+  Pipeline p(m, o);
+  FileSource src(files);
+  std::vector<LabelMap> out(files.size());
+  const PipelineStats s = p.run(src, nullptr, [&](Frame& f) {
+    EXPECT_TRUE(f.error.empty()) << f.error;
+    out[f.index] = f.labels;
+  });
+  if (st) *st = s;
+  return out;
+}
+
+}  // namespace
+
+TEST(PipelineGpu, SameLabelsAsTheSingleImagePath) {
+  SCENELAB_REQUIRE_GPU();
+  const auto files = make_files(fs::path(::testing::TempDir()) / "scenelab_pipeline_gpu");
+  const Model m = make_random_model("multiscale", 6, 5);
+  for (const char* conv : {"direct", "auto"}) {
+    CudaOptions co;
+    co.conv = conv;
+    Labeler single(m, make_backend("cuda", 0, co));
+    std::vector<LabelMap> want;
+    for (const auto& f : files) want.push_back(single.label(load_image(f)));
+    for (int streams : {1, 2})
+      for (int batch : {1, 2, 3}) {
+        SCOPED_TRACE(std::string(conv) + ", streams " + std::to_string(streams) + ", batch " +
+                     std::to_string(batch));
+        PipelineOptions o;
+        o.device = "cuda";
+        o.cuda = co;
+        o.streams = streams;
+        o.batch = batch;
+        o.pool_threads = 3;
+        const auto got = run_pipeline(m, o, files);
+        size_t same = 0, total = 0;
+        for (size_t i = 0; i < files.size(); ++i) {
+          ASSERT_EQ(got[i].labels.size(), want[i].labels.size());
+          for (size_t k = 0; k < got[i].labels.size(); ++k) same += got[i].labels[k] == want[i].labels[k];
+          total += got[i].labels.size();
+        }
+        if (std::string(conv) == "direct")
+          EXPECT_EQ(same, total) << "labels differ from the single-image path";
+        else
+          EXPECT_GE(double(same), 0.999 * double(total));
+      }
+  }
+}
+
+TEST(PipelineGpu, AllGpusGiveTheLabelsOfOne) {
+  SCENELAB_REQUIRE_GPU();
+  const auto files = make_files(fs::path(::testing::TempDir()) / "scenelab_pipeline_all");
+  const Model m = make_random_model("reference", 6, 5);
+  PipelineOptions o;
+  o.cuda.conv = "direct";
+  o.device = "cuda:0";
+  const auto one = run_pipeline(m, o, files);
+  o.device = "cuda:all";
+  Pipeline p(m, o);
+  EXPECT_EQ(p.workers(), o.streams * cuda_device_count());
+  std::printf("cuda:all: %s\n", p.describe().c_str());
+  const auto all = run_pipeline(m, o, files);
+  for (size_t i = 0; i < files.size(); ++i) EXPECT_TRUE(one[i].labels == all[i].labels) << files[i];
+}
+
+TEST(PipelineGpu, PlanCacheRestoresEveryPlan) {
+  SCENELAB_REQUIRE_GPU();
+  const auto files = make_files(fs::path(::testing::TempDir()) / "scenelab_pipeline_cache");
+  const fs::path cache = fs::path(::testing::TempDir()) / "scenelab_pipeline_cache_dir";
+  fs::remove_all(cache);
+  const Model m = make_random_model("multiscale", 6, 5);
+  PipelineOptions o;
+  o.cuda.conv = "auto";
+  o.cuda.precision = "fp16";
+  o.batch = 2;
+  o.plan_cache = cache.string();
+  PipelineStats cold, warm;
+  const auto a = run_pipeline(m, o, files, &cold);
+  EXPECT_GT(cold.plans, 0u);
+  EXPECT_EQ(cold.plans_from_cache, 0u);
+  EXPECT_FALSE(fs::is_empty(cache));
+  const auto b = run_pipeline(m, o, files, &warm);
+  EXPECT_EQ(warm.plans_from_cache, warm.plans) << "a plan was timed again";
+  for (size_t i = 0; i < files.size(); ++i) EXPECT_TRUE(a[i].labels == b[i].labels) << files[i];
+  std::printf("planning: cold %.1f ms for %zu plans, from the cache %.1f ms\n", cold.planning_ms,
+              cold.plans, warm.planning_ms);
+}
+
+TEST(PipelineGpu, BatchEqualsSingleRunsForEveryLayerType) {
+  SCENELAB_REQUIRE_GPU();
+  CudaOptions direct;
+  direct.conv = "direct";
+  auto gpu = make_backend("cuda", 0, direct);
+  CudaOptions aut;
+  auto gpu_auto = make_backend("cuda", 0, aut);
+  for (const auto& c : batch_cases())
+    for (int n : {2, 3}) {
+      EXPECT_EQ(batch_vs_single(c.model, *gpu, n, c.h, c.w), 0.0) << c.what << " n=" << n << " (direct)";
+      EXPECT_LT(batch_vs_single(c.model, *gpu_auto, n, c.h, c.w), 1e-4) << c.what << " n=" << n << " (auto)";
+    }
+}
+
+TEST(PipelineGpu, TooLargeForTheGpuFailsNamingSizeAndMemory) {
+  SCENELAB_REQUIRE_GPU();
+  const Model m = make_random_model("multiscale", 6, 5);
+  auto gpu = make_backend("cuda", 0);
+  Graph g(m);
+  try {
+    g.plan(4, 30000, 30000, *gpu);
+    FAIL() << "a 4 x 30000 x 30000 plan fit on the GPU";
+  } catch (const Error& e) {
+    const std::string w = e.what();
+    EXPECT_NE(w.find("30000x30000 (batch 4)"), std::string::npos) << w;
+    EXPECT_NE(w.find("MiB"), std::string::npos) << w;
+  }
+  g.plan(1, 64, 64, *gpu);  // and the graph still plans a size that fits
+  EXPECT_TRUE(g.planned());
+}

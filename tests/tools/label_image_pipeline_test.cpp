@@ -1,0 +1,150 @@
+// label_image on the pipeline, end to end: --save picks the outputs (the colour labels are an
+// indexed-colour PNG of the model's palette), --skip-existing resumes, inputs in natural order,
+// the JSON report carries per-stage timings and images/s, a video is labelled into videos with a
+// histogram per frame, and SIGTERM mid-run leaves only complete outputs (no temporary files).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "engine/image_io.h"
+#include "engine/video.h"
+#include "weights/default_model.h"
+#include "weights/model_file.h"
+
+using namespace scenelab;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string slurp(const std::string& p) {
+  std::ifstream f(p);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+int run(const std::string& cmd) {
+  int rc = std::system(cmd.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+Image8 noise(int w, int h, uint32_t seed) {
+  std::mt19937 rng(seed);
+  Image8 img{w, h, 3, std::vector<uint8_t>(size_t(w) * h * 3)};
+  for (auto& p : img.pixels) p = uint8_t(rng() & 255);
+  return img;
+}
+
+struct Dir {
+  fs::path root;
+  std::string model;
+  explicit Dir(const std::string& name) : root(fs::path(::testing::TempDir()) / name) {
+    fs::remove_all(root);
+    fs::create_directories(root / "in");
+    model = (root / "ref.h5").string();
+    write_model(model, make_random_model("reference", 8, 2));
+  }
+  std::string cmd(const std::string& args) const {
+    return std::string(LABEL_IMAGE_BIN) + " --model " + model + " --device cpu --threads 2 --plan-cache off --out " +
+           (root / "out").string() + " " + args;
+  }
+};
+
+}  // namespace
+
+TEST(LabelImagePipeline, SaveSkipExistingNaturalOrderAndJson) {
+  Dir d("scenelab_li_pipeline");
+  for (int i : {10, 2, 1})
+    save_png((d.root / "in" / ("img" + std::to_string(i) + ".png")).string(), noise(64, 50, uint32_t(i)));
+  const std::string json = (d.root / "r.json").string(), so = (d.root / "so.txt").string();
+  ASSERT_EQ(run(d.cmd("--save classes,labels --json " + json + " " + (d.root / "in").string() + " > " + so)), 0);
+  const std::string out = slurp(so);
+  const size_t p1 = out.find("img1.png"), p2 = out.find("img2.png"), p10 = out.find("img10.png");
+  ASSERT_NE(p10, std::string::npos) << out;
+  EXPECT_LT(p1, p2);
+  EXPECT_LT(p2, p10) << "natural order: img2 before img10\n" << out;
+  for (int i : {1, 2, 10}) {
+    const std::string base = (d.root / "out" / ("img" + std::to_string(i))).string();
+    EXPECT_TRUE(fs::exists(base + "_classes.png"));
+    EXPECT_FALSE(fs::exists(base + "_overlay.png")) << "--save classes,labels wrote an overlay";
+    // The colour labels are the class map in the model's palette.
+    const Image8 cls = load_image(base + "_classes.png", 1), col = load_image(base + "_labels.png", 3);
+    const Model m = make_random_model("reference", 8, 2);
+    for (size_t k = 0; k < cls.pixels.size(); ++k)
+      for (int c = 0; c < 3; ++c) ASSERT_EQ(col.pixels[3 * k + size_t(c)], m.palette.at(cls.pixels[k])[size_t(c)]);
+  }
+  const std::string js = slurp(json);
+  for (const char* key : {"\"images_per_s\"", "\"times_ms\"", "\"decode\"", "\"forward\"", "\"batch\"",
+                          "\"stage_ms_per_image\"", "\"planning_ms\""})
+    EXPECT_NE(js.find(key), std::string::npos) << key << "\n" << js;
+  EXPECT_FALSE(fs::exists(json + ".tmp"));
+  // Resume: everything exists, nothing is labelled again.
+  ASSERT_EQ(run(d.cmd("--save classes,labels --skip-existing " + (d.root / "in").string() + " > " + so)), 0);
+  EXPECT_NE(slurp(so).find("skipped 3 image(s)"), std::string::npos) << slurp(so);
+}
+
+TEST(LabelImagePipeline, VideoInVideosOut) {
+  if (!video_supported()) GTEST_SKIP() << "built without FFmpeg: video test skipped";
+  Dir d("scenelab_li_video");
+  const std::string clip = (d.root / "in" / "clip.mkv").string();
+  {
+    VideoWriter w(clip, 80, 60, 10.0);
+    for (int t = 0; t < 12; ++t) w.write(noise(80, 60, uint32_t(t)));
+    w.close();
+  }
+  const std::string json = (d.root / "r.json").string();
+  ASSERT_EQ(run(d.cmd("--quiet --json " + json + " " + clip)), 0);
+  for (const char* kind : {"_overlay.mp4", "_labels.mp4"}) {
+    const std::string out = (d.root / "out" / (std::string("clip") + kind)).string();
+    ASSERT_TRUE(fs::exists(out)) << out;
+    VideoReader r(out);
+    Image8 img;
+    int n = 0;
+    while (r.read(img)) ++n;
+    EXPECT_EQ(n, 12) << out;
+    EXPECT_EQ(img.width, 80);
+  }
+  const std::string js = slurp(json);
+  EXPECT_NE(js.find("\"frames_labelled\": 12"), std::string::npos) << js;
+  EXPECT_NE(js.find("\"frame\": 11"), std::string::npos) << js;
+  EXPECT_NE(js.find("\"histogram\""), std::string::npos) << js;
+}
+
+TEST(LabelImagePipeline, SigtermLeavesOnlyCompleteOutputs) {
+  Dir d("scenelab_li_sigterm");
+  for (int i = 0; i < 60; ++i)
+    save_png((d.root / "in" / ("f" + std::to_string(i) + ".png")).string(), noise(320, 240, uint32_t(i)));
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const std::string c = d.cmd("--quiet " + (d.root / "in").string() + " 2>/dev/null");
+    execl("/bin/sh", "sh", "-c", ("exec " + c).c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Wait until some outputs exist, then interrupt.
+  for (int k = 0; k < 400 && (!fs::exists(d.root / "out") || fs::is_empty(d.root / "out")); ++k)
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  kill(pid, SIGTERM);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_TRUE(WEXITSTATUS(status) == 130 || WEXITSTATUS(status) == 0) << WEXITSTATUS(status);
+  size_t outputs = 0;
+  for (const auto& e : fs::directory_iterator(d.root / "out")) {
+    const std::string name = e.path().filename().string();
+    EXPECT_EQ(name.find(".tmp"), std::string::npos) << "temporary file left: " << name;
+    EXPECT_NO_THROW(load_image(e.path().string())) << name;
+    ++outputs;
+  }
+  EXPECT_GT(outputs, 0u);
+  std::printf("SIGTERM: exit %d, %zu complete outputs of %d\n", WEXITSTATUS(status), outputs, 60 * 3);
+}

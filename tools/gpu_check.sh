@@ -1,0 +1,82 @@
+#!/bin/bash
+# The GPU machine's run, in one call (../shared/gpu/README.md): build, every test (the gpu-labelled
+# ones run there), compute-sanitizer over the GPU tests, then the benchmarks named by $BENCH
+# (space-separated: pipeline peer1080 plan batch gops torch; default: all). Logs go to $OUT
+# (or ./gpu-out), a summary at the end of stdout.
+#   source .gpu/env.sh && tools/gpu_check.sh
+set -uo pipefail
+OUT=${OUT:-gpu-out}
+mkdir -p "$OUT"
+BENCH=${BENCH:-"pipeline peer1080 plan batch"}
+SANITIZE=${SANITIZE:-memcheck}
+J=$(nproc)
+log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
+
+cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release >"$OUT/build.log" 2>&1 &&
+  cmake --build build-gpu -j"$J" >>"$OUT/build.log" 2>&1
+rc=$?
+log "build rc=$rc"
+tail -3 "$OUT/build.log"
+[ $rc -eq 0 ] || { tail -40 "$OUT/build.log"; exit 1; }
+
+ctest --test-dir build-gpu -L gpu --output-on-failure >"$OUT/ctest-gpu.log" 2>&1
+log "gpu tests: $(grep -E 'tests passed|tests failed' "$OUT/ctest-gpu.log")"
+grep -E "Skipped|Failed|\*\*\*" "$OUT/ctest-gpu.log" | head -20
+ctest --test-dir build-gpu -L cpu -j8 >"$OUT/ctest-cpu.log" 2>&1
+log "cpu tests: $(grep -E 'tests passed|tests failed' "$OUT/ctest-cpu.log")"
+grep -E "\(Failed\)" "$OUT/ctest-cpu.log" | head
+
+for tool in $SANITIZE; do
+  compute-sanitizer --tool "$tool" --error-exitcode 9 build-gpu/tests/scenelab_gpu_tests \
+    >"$OUT/sanitizer-$tool.log" 2>&1
+  log "compute-sanitizer $tool rc=$? $(grep -E 'ERROR SUMMARY|PASSED|FAILED' "$OUT/sanitizer-$tool.log" | tr '\n' ' ')"
+done
+
+VAL=../shared/data/camvid/val/images
+[ -d "$VAL" ] || VAL=.gpu/camvid/val/images
+[ -d "$VAL" ] || VAL=shared/data/camvid/val/images
+export PYTHONUNBUFFERED=1
+for b in $BENCH; do
+  case $b in
+  pipeline)
+    for args in "--precision fp16" "--precision fp16 --save classes" "--precision fp32"; do
+      log "peer_pipeline 1010 x 480x360 $args"
+      python3 tools/peer_pipeline.py --build build-gpu --images "$VAL" --repeat 10 $args 2>&1 |
+        tee -a "$OUT/pipeline.log" | tail -5 | tee -a "$OUT/summary.txt"
+    done ;;
+  peer1080)
+    log "peer_pipeline 1920x1080 fp16"
+    python3 tools/peer_pipeline.py --build build-gpu --images "$VAL" --repeat 3 --size 1920x1080 \
+      --precision fp16 2>&1 | tee -a "$OUT/pipeline.log" | tail -5 | tee -a "$OUT/summary.txt" ;;
+  plan)
+    python3 - "$VAL" <<'EOF'
+import cv2, sys, glob
+img = cv2.imread(sorted(glob.glob(sys.argv[1] + "/*.jpg"))[0])
+cv2.imwrite("/tmp/p1080.jpg", cv2.resize(img, (1920, 1080)))
+EOF
+    rm -rf /tmp/pc
+    for prec in fp16 fp32; do
+      for k in cold cached; do
+        build-gpu/tools/label_image --precision $prec --plan-cache /tmp/pc/$prec --quiet --batch 1 \
+          --out /tmp/plan-out --json /tmp/plan.json /tmp/p1080.jpg >/dev/null
+        log "planning 1920x1080 $prec $k: $(grep -E '"planning_ms"' /tmp/plan.json)"
+      done
+    done ;;
+  batch)
+    mkdir -p /tmp/b1010 && i=0
+    for r in 0 1 2 3 4 5 6 7 8 9; do for f in "$VAL"/*.jpg; do ln -sf "$(readlink -f "$f")" /tmp/b1010/r${r}_$(basename "$f"); done; done
+    for streams in 1 2 3; do for batch in 1 4 8 12 16; do
+      build-gpu/tools/label_image --precision fp16 --save classes --quiet --batch $batch --streams $streams \
+        --out /tmp/bout --json /tmp/b.json /tmp/b1010 >/dev/null
+      build-gpu/tools/label_image --precision fp16 --save classes --quiet --batch $batch --streams $streams \
+        --out /tmp/bout --json /tmp/b.json /tmp/b1010 >/dev/null
+      log "save classes fp16 batch $batch streams $streams: $(grep -E '"images_per_s"|"stage_ms_per_image"' /tmp/b.json | tr -d '\n')"
+    done; done ;;
+  gops)
+    build-gpu/tools/bench_gops --device cuda --precision fp16 --layers 2>&1 | tee "$OUT/gops.log" | tail -20 ;;
+  torch)
+    python3 tools/peer_torch.py --build build-gpu --device cuda --precision fp16 \
+      --sizes 320x240,640x480,1920x1080 --runs 20 2>&1 | tee "$OUT/torch.log" | tail -12 ;;
+  esac
+done
+echo; cat "$OUT/summary.txt"
