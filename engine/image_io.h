@@ -1,7 +1,8 @@
 // Image files in and out. JPEG through libjpeg(-turbo), PNG through libpng, other formats (BMP,
 // TGA, GIF, PNM...) through stb_image. Sizes are checked against limits before any pixel memory
 // is allocated. PNGs are written with a fast zlib level and filter, to a temporary name renamed
-// into place, so an interrupted program never leaves a half-written file. Errors name the file.
+// into place, so an interrupted program never leaves a half-written file (the deflate stream by
+// libdeflate where available). Errors name the file.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -39,9 +40,12 @@ struct PngOptions {
   // written as its colours, a third of the bytes of RGB and nothing to expand).
   std::vector<std::array<uint8_t, 3>> palette;
 };
+// Our PNG writer: the deflate stream by libdeflate where the build has it (else libpng's writer).
 std::vector<uint8_t> encode_png(const Image8& img, const PngOptions& opt = PngOptions{});
+// libpng + zlib at the same level and filter, and stb_image_write: the measured alternatives
+// (tools/bench_png).
+std::vector<uint8_t> encode_png_libpng(const Image8& img, const PngOptions& opt = PngOptions{});
 void save_png(const std::string& path, const Image8& img, const PngOptions& opt = PngOptions{});
-// stb_image_write's PNG encoder, kept as the measured alternative (tools/bench_png).
 std::vector<uint8_t> encode_png_stb(const Image8& img);
 
 // Interleaved 8-bit RGB -> 1x3xHxW float tensor in [0, 1].

@@ -68,10 +68,35 @@ Image8 colorize(const LabelMap& m, const std::vector<std::array<uint8_t, 3>>& pa
   return img;
 }
 
+namespace {
+// round((1 - alpha) * a + alpha * b): at alpha 0.5 (the default) exactly (a + b + 1) / 2 in
+// integers; other alphas in float, rounded half away from zero as before.
+inline uint8_t blend(uint8_t a, uint8_t b, float alpha, bool half) {
+  return half ? uint8_t((unsigned(a) + b + 1) >> 1)
+              : uint8_t(std::lround((1 - alpha) * a + alpha * b));
+}
+}  // namespace
+
 Image8 overlay(const Image8& rgb, const Image8& color, float alpha) {
+  SL_REQUIRE(rgb.pixels.size() == color.pixels.size(), "overlay: image and labels differ in size");
   Image8 out = rgb;
-  for (size_t i = 0; i < out.pixels.size(); ++i)
-    out.pixels[i] = uint8_t(std::lround((1 - alpha) * rgb.pixels[i] + alpha * color.pixels[i]));
+  const bool half = alpha == 0.5f;
+  for (size_t i = 0; i < out.pixels.size(); ++i) out.pixels[i] = blend(rgb.pixels[i], color.pixels[i], alpha, half);
+  return out;
+}
+
+Image8 overlay_labels(const Image8& rgb, const LabelMap& m,
+                      const std::vector<std::array<uint8_t, 3>>& palette, float alpha) {
+  SL_REQUIRE(rgb.channels == 3 && rgb.width == m.width && rgb.height == m.height,
+             "overlay: image and labels differ in size");
+  SL_REQUIRE(palette.size() >= 1, "overlay: empty palette");
+  Image8 out{rgb.width, rgb.height, 3, std::vector<uint8_t>(rgb.pixels.size())};
+  const bool half = alpha == 0.5f;
+  const size_t last = palette.size() - 1;
+  for (size_t i = 0; i < m.labels.size(); ++i) {
+    const auto& c = palette[std::min<size_t>(m.labels[i], last)];
+    for (size_t k = 0; k < 3; ++k) out.pixels[3 * i + k] = blend(rgb.pixels[3 * i + k], c[k], alpha, half);
+  }
   return out;
 }
 

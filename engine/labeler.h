@@ -48,6 +48,9 @@ std::vector<std::vector<float>> class_probabilities(const TensorView& scores,
 
 Image8 colorize(const LabelMap& m, const std::vector<std::array<uint8_t, 3>>& palette);
 Image8 overlay(const Image8& rgb, const Image8& color, float alpha = 0.5f);
+// The same from the class map, without making the colour image first.
+Image8 overlay_labels(const Image8& rgb, const LabelMap& m,
+                      const std::vector<std::array<uint8_t, 3>>& palette, float alpha = 0.5f);
 std::vector<size_t> histogram(const LabelMap& m, int classes);
 
 }  // namespace scenelab

@@ -2,6 +2,9 @@
 
 #if defined(SCENELAB_WITH_CUDA) && defined(SCENELAB_WITH_CUDNN)
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 #include "engine/error.h"
@@ -51,6 +54,8 @@ CudnnConv::Operands CudnnConv::operands(const float* x, const float* w, float* y
 
 void CudnnConv::choose(const float* x, const float* w, float* y, float* ws, size_t bound_floats,
                        cudaStream_t s) {
+  static const bool trace = std::getenv("SCENELAB_TRACE_TUNING") != nullptr;
+  const auto t_start = std::chrono::steady_clock::now();
   const Operands o = operands(x, w, y, ws, bound_floats, s);
   cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
   int returned = 0;
@@ -93,6 +98,10 @@ void CudnnConv::choose(const float* x, const float* w, float* y, float* ws, size
       chosen_ = true;
     }
   }
+  if (trace)
+    std::fprintf(stderr, "  cudnn %dx%d %d->%d on %dx%d: %d candidates, picked %s (%.3f ms); %.1f ms\n",
+                 c_.k, c_.k, c_.cin, c_.cout, c_.w, c_.h, returned, algo_name().c_str(), best,
+                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_start).count());
   if (chosen_) {
     SL_CUDNN_CHECK(cudnnSetConvolutionMathType(conv_.get(), math_), "conv2d cudnn");
     return;

@@ -6,7 +6,9 @@
 
 #include <Eigen/Core>
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -133,6 +135,10 @@ class Conv2d : public Layer {
     if (algo == ConvAlgo::Auto) {
       auto it = auto_choice_.find(key);
       if (it == auto_choice_.end()) {
+        // SCENELAB_TRACE_TUNING=1 prints what was timed and how long the timing took.
+        static const bool trace = std::getenv("SCENELAB_TRACE_TUNING") != nullptr;
+        const auto t_start = std::chrono::steady_clock::now();
+        std::string report;
         CudaEvent e0, e1;
         float best = 1e30f;
         ConvAlgo pick = ConvAlgo::Gemm;
@@ -157,8 +163,14 @@ class Conv2d : public Layer {
           SL_CUDA_CHECK(cudaEventSynchronize(e1.get()), "conv2d auto");
           float ms = 0;
           SL_CUDA_CHECK(cudaEventElapsedTime(&ms, e0.get(), e1.get()), "conv2d auto");
+          if (trace) report += str_cat(" ", algo_label(cand, key, ctx.precision), " ", ms / 3, " ms;");
           if (ms < best) best = ms, pick = cand;
         }
+        if (trace)
+          std::fprintf(stderr, "tuning %s %s %s:%s picked %s; timing took %.1f ms\n", name_.c_str(),
+                       a.in[0].shape.str().c_str(), precision_name(ctx.precision), report.c_str(),
+                       algo_label(pick, key, ctx.precision).c_str(),
+                       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_start).count());
         it = auto_choice_.emplace(key, pick).first;
       }
       algo = it->second;

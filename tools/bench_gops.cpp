@@ -100,17 +100,19 @@ double gemm_ceiling(const CudaContext& ctx) {
 int main(int argc, char** argv) {
   try {
     Cli cli(argc, argv, {"nets", "sizes", "runs", "warmup", "threads", "device", "classes", "model",
-                         "conv", "precision", "conv-workspace"},
+                         "conv", "precision", "conv-workspace", "batch"},
             {"layers", "peak", "help"});
     if (cli.has("help")) {
       std::puts("usage: bench_gops [--nets reference,multiscale] [--sizes 320x240,...] "
-                "[--runs N] [--warmup N] [--threads N] [--layers] [--peak] [--device cpu|cuda]\n"
+                "[--runs N] [--warmup N] [--threads N] [--batch N] [--layers] [--peak] [--device cpu|cuda]\n"
                 "                  [--conv direct|gemm|gemm2s|cudnn|auto] [--precision fp32|tf32|fp16]\n"
                 "                  [--conv-workspace MiB] [--model FILE.h5]");
       return 0;
     }
     const int runs = std::max(1, cli.get_int("runs", 7));
     const int warmup = std::max(0, cli.get_int("warmup", 2));
+    const int batch = cli.get_int("batch", 1);
+    SL_REQUIRE(batch >= 1, "--batch must be >= 1");
     auto backend = make_backend(cli.get("device", "cpu"), cli.get_int("threads", 0), cuda_options(cli));
 #ifdef SCENELAB_WITH_CUDA
     // GPU runs are timed with CUDA events on the backend's stream (made only for a GPU backend).
@@ -126,10 +128,10 @@ int main(int argc, char** argv) {
     if (ceiling > 0)
       std::printf("; GEMM ceiling (cuBLAS 8192^3, same precision) %.1f TOp/s", ceiling);
     const bool events = backend->cuda() != nullptr && !cli.has("layers");
-    std::printf("%s\n| network | size | GOp | median ms | GOp/s |%s%s\n|---|---|---|---|---|%s%s\n",
+    std::printf("%s; batch %d\n| network | size | GOp | median ms | GOp/s |%s%s images/s |\n|---|---|---|---|---|%s%s---|\n",
                 events ? "; GPU: CUDA events, the pass on the device-resident image (median ms), "
                          "and with the image's upload from host memory" : "",
-                ceiling > 0 ? " of ceiling |" : "", events ? " with upload ms |" : "",
+                batch, ceiling > 0 ? " of ceiling |" : "", events ? " with upload ms |" : "",
                 ceiling > 0 ? "---|" : "", events ? "---|" : "");
     std::fflush(stdout);
     std::vector<std::string> layer_reports;
@@ -145,8 +147,8 @@ int main(int argc, char** argv) {
       Graph g(model);
       for (const auto& sz : split(cli.get("sizes", "320x240,640x480,1920x1080"))) {
         auto [w, h] = parse_size(sz);
-        g.plan(1, h, w, *backend);
-        Tensor x(Shape(1, in_channels, h, w));
+        g.plan(batch, h, w, *backend);
+        Tensor x(Shape(batch, in_channels, h, w));
         std::mt19937 rng(7);
         for (size_t i = 0; i < x.numel(); ++i) x[i] = float(rng() % 256) / 255.f;
         g.set_profiling(cli.has("layers"));
@@ -189,7 +191,7 @@ int main(int argc, char** argv) {
                     gop / (med * 1e-3));
         if (ceiling > 0) std::printf(" %.2f |", gop / (med * 1e-3) * 1e-3 / ceiling);
         if (!ms_upload.empty()) std::printf(" %.2f |", median(ms_upload));
-        std::printf("\n");
+        std::printf(" %.0f |\n", batch / (med * 1e-3));
         std::fflush(stdout);
         if (cli.has("layers")) {
           std::ostringstream os;

@@ -57,15 +57,16 @@ EOF
     rm -rf /tmp/pc
     for prec in fp16 fp32; do
       for k in cold cached; do
-        build-gpu/tools/label_image --precision $prec --plan-cache /tmp/pc/$prec --quiet --batch 1 \
-          --out /tmp/plan-out --json /tmp/plan.json /tmp/p1080.jpg >/dev/null
-        log "planning 1920x1080 $prec $k: $(grep -E '"planning_ms"' /tmp/plan.json)"
+        SCENELAB_TRACE_TUNING=1 build-gpu/tools/label_image --precision $prec --plan-cache /tmp/pc/$prec \
+          --quiet --batch 1 --out /tmp/plan-out --json /tmp/plan.json /tmp/p1080.jpg >/dev/null 2>"$OUT/tuning-$prec-$k.log"
+        log "planning 1920x1080 $prec $k: $(grep -E '"planning_ms"|"first_pass_ms"|"wall_s"' /tmp/plan.json | tr -d '\n')"
+        grep -E "timing took|cudnn" "$OUT/tuning-$prec-$k.log" | cut -c1-220 | tee -a "$OUT/summary.txt"
       done
     done ;;
   batch)
     mkdir -p /tmp/b1010 && i=0
     for r in 0 1 2 3 4 5 6 7 8 9; do for f in "$VAL"/*.jpg; do ln -sf "$(readlink -f "$f")" /tmp/b1010/r${r}_$(basename "$f"); done; done
-    for streams in 1 2 3; do for batch in 1 4 8 12 16; do
+    for streams in 1 2 3; do for batch in 4 8 16; do
       build-gpu/tools/label_image --precision fp16 --save classes --quiet --batch $batch --streams $streams \
         --out /tmp/bout --json /tmp/b.json /tmp/b1010 >/dev/null
       build-gpu/tools/label_image --precision fp16 --save classes --quiet --batch $batch --streams $streams \
@@ -73,7 +74,12 @@ EOF
       log "save classes fp16 batch $batch streams $streams: $(grep -E '"images_per_s"|"stage_ms_per_image"' /tmp/b.json | tr -d '\n')"
     done; done ;;
   gops)
-    build-gpu/tools/bench_gops --device cuda --precision fp16 --layers 2>&1 | tee "$OUT/gops.log" | tail -20 ;;
+    for b in 1 8 16; do
+      build-gpu/tools/bench_gops --device cuda --precision fp16 --nets multiscale --sizes 480x360,1920x1080 \
+        --batch $b --runs 20 2>&1 | tee -a "$OUT/gops.log" | grep multiscale | tee -a "$OUT/summary.txt"
+    done
+    build-gpu/tools/bench_gops --device cuda --precision fp32 --nets multiscale --sizes 480x360 --batch 8 \
+      --runs 20 2>&1 | tee -a "$OUT/gops.log" | grep multiscale | tee -a "$OUT/summary.txt" ;;
   torch)
     python3 tools/peer_torch.py --build build-gpu --device cuda --precision fp16 \
       --sizes 320x240,640x480,1920x1080 --runs 20 2>&1 | tee "$OUT/torch.log" | tail -12 ;;

@@ -366,12 +366,13 @@ int main(int argc, char** argv) {
   size_t ok = 0, failed = 0, entries = 0;  // images
   size_t videos_ok = 0, videos_failed = 0;
   StageTimes total;
-  double wall_s = 0, planning_ms = 0;
+  double wall_s = 0, planning_ms = 0, first_pass_ms = 0;
   size_t plans = 0, plans_cached = 0;
   auto add_stats = [&](const PipelineStats& st) {
     wall_s += st.wall_s;
     total += st.total;
     planning_ms += st.planning_ms;
+    first_pass_ms += st.first_pass_ms;
     plans += st.plans;
     plans_cached += st.plans_from_cache;
   };
@@ -386,6 +387,12 @@ int main(int argc, char** argv) {
       r->hist = histogram_of(f.labels);
       detect(f, *r);
       const std::string base = out_dir + "/" + stems_of_images[f.index];
+      if (save.overlay) {
+        Image8 over = overlay_labels(f.image, f.labels, model.palette);
+        for (const auto& d : r->detections) draw_box(over, d.box, model.palette[size_t(d.cls)]);
+        r->outputs.push_back(base + "_overlay.png");
+        save_png(r->outputs.back(), over);
+      }
       const Image8 index{f.labels.width, f.labels.height, 1, std::move(f.labels.labels)};
       if (save.classes) {
         r->outputs.push_back(base + "_classes.png");
@@ -396,12 +403,6 @@ int main(int argc, char** argv) {
         o.palette = model.palette;
         r->outputs.push_back(base + "_labels.png");
         save_png(r->outputs.back(), index, o);
-      }
-      if (save.overlay) {
-        Image8 over = overlay(f.image, colorize(LabelMap{index.width, index.height, index.pixels}, model.palette));
-        for (const auto& d : r->detections) draw_box(over, d.box, model.palette[size_t(d.cls)]);
-        r->outputs.push_back(base + "_overlay.png");
-        save_png(r->outputs.back(), over);
       }
       f.image = Image8();
       f.floats.clear();
@@ -577,7 +578,8 @@ int main(int argc, char** argv) {
         << ",\n  \"images_per_s\": " << rate << ",\n  \"stage_ms_per_image\": "
         << times_json(StageTimes{total.decode_ms / per, total.upload_ms / per, total.forward_ms / per,
                                  total.download_ms / per, total.finish_ms / per})
-        << ",\n  \"planning_ms\": " << planning_ms << ",\n  \"plans\": " << plans
+        << ",\n  \"planning_ms\": " << planning_ms << ",\n  \"first_pass_ms\": " << first_pass_ms
+        << ",\n  \"plans\": " << plans
         << ",\n  \"plans_from_cache\": " << plans_cached << "\n}\n";
     js->flush();
     if (js_file) {

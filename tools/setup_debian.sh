@@ -3,7 +3,7 @@
 # ones). The CUDA toolkit is optional and not installed here: without it everything runs on the CPU.
 set -eu
 pkgs="build-essential cmake pkg-config libeigen3-dev libhdf5-dev libstb-dev libgtest-dev
-      libjpeg-dev libpng-dev libavformat-dev libavcodec-dev libswscale-dev
+      libjpeg-dev libpng-dev libdeflate-dev libavformat-dev libavcodec-dev libswscale-dev
       python3 python3-numpy python3-h5py python3-torch"
 missing=""
 for p in $pkgs; do

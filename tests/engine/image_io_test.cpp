@@ -179,10 +179,14 @@ TEST(ImageIo, OurPngWriterRoundTripsExactly) {
   for (size_t i = 0; i < 64; ++i)
     for (int k = 0; k < 3; ++k) ASSERT_EQ(back.pixels[3 * i + size_t(k)], o.palette[idx.pixels[i]][size_t(k)]);
   EXPECT_FALSE(fs::exists(p + ".tmp"));
-  // stb's encoder, the measured alternative, gives the same pixels too.
+  // The measured alternatives (libpng + zlib, stb) give the same pixels too.
   const Image8 rgb = smooth(29, 17, 3);
   const auto bytes = encode_png_stb(rgb);
   EXPECT_EQ(decode_image(bytes.data(), bytes.size(), "stb.png", 3).pixels, rgb.pixels);
+  const auto lp = encode_png_libpng(rgb);
+  EXPECT_EQ(decode_image(lp.data(), lp.size(), "libpng.png", 3).pixels, rgb.pixels);
+  const auto lpal = encode_png_libpng(idx, o);
+  EXPECT_EQ(decode_image(lpal.data(), lpal.size(), "libpng-pal.png", 3).pixels, back.pixels);
 }
 
 TEST(ImageIo, BadInputsGetClearErrorsNamingTheFile) {
