@@ -8,6 +8,42 @@
 
 namespace scenelab {
 
+#ifdef SCENELAB_WITH_CUDNN
+namespace {
+// One query on a small half and float convolution: cuDNN's libraries are loaded after it. Its
+// statuses are not errors: a query failing here only leaves the loading to the first plan.
+void warm_up_cudnn(cudnnHandle_t h) {
+  for (cudnnDataType_t t : {CUDNN_DATA_HALF, CUDNN_DATA_FLOAT}) {
+    cudnnTensorDescriptor_t x = nullptr, y = nullptr;
+    cudnnFilterDescriptor_t w = nullptr;
+    cudnnConvolutionDescriptor_t c = nullptr;
+    const auto f = t == CUDNN_DATA_HALF ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+    bool ok = cudnnCreateTensorDescriptor(&x) == CUDNN_STATUS_SUCCESS &&
+              cudnnCreateTensorDescriptor(&y) == CUDNN_STATUS_SUCCESS &&
+              cudnnCreateFilterDescriptor(&w) == CUDNN_STATUS_SUCCESS &&
+              cudnnCreateConvolutionDescriptor(&c) == CUDNN_STATUS_SUCCESS &&
+              cudnnSetTensor4dDescriptor(x, f, t, 1, 16, 32, 32) == CUDNN_STATUS_SUCCESS &&
+              cudnnSetTensor4dDescriptor(y, f, t, 1, 16, 26, 26) == CUDNN_STATUS_SUCCESS &&
+              cudnnSetFilter4dDescriptor(w, t, f, 16, 16, 7, 7) == CUDNN_STATUS_SUCCESS &&
+              cudnnSetConvolution2dDescriptor(c, 0, 0, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION,
+                                              CUDNN_DATA_FLOAT) == CUDNN_STATUS_SUCCESS;
+    if (ok) {
+      cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+      int n = 0;
+      size_t bytes = 0;
+      cudnnGetConvolutionForwardAlgorithm_v7(h, x, w, c, y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf);
+      cudnnGetConvolutionForwardWorkspaceSize(h, x, w, c, y, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM,
+                                              &bytes);
+    }
+    if (c) cudnnDestroyConvolutionDescriptor(c);
+    if (w) cudnnDestroyFilterDescriptor(w);
+    if (y) cudnnDestroyTensorDescriptor(y);
+    if (x) cudnnDestroyTensorDescriptor(x);
+  }
+}
+}  // namespace
+#endif
+
 CudaBackend::DeviceSelect::DeviceSelect(int device) {
   if (device >= 0) SL_CUDA_CHECK(cudaSetDevice(device), str_cat("CUDA backend on device ", device));
 }
@@ -52,6 +88,9 @@ CudaBackend::CudaBackend(const CudaOptions& o) : select_(o.device) {
   SL_CUDNN_CHECK(cudnnCreate(&cudnn_.h), "CUDA backend");
   ctx_.cudnn = cudnn_.h;
   SL_CUDNN_CHECK(cudnnSetStream(ctx_.cudnn, ctx_.stream), "CUDA backend");
+  // cuDNN loads its sub-libraries at the first convolution query: done here, once per
+  // backend, where the convolution may use cuDNN, so planning a size does not pay for it.
+  if (ctx_.conv == ConvAlgo::Auto || ctx_.conv == ConvAlgo::Cudnn) warm_up_cudnn(ctx_.cudnn);
 #endif
   int driver = 0, runtime = 0, cublas_version = 0;
   SL_CUDA_CHECK(cudaDriverGetVersion(&driver), "CUDA backend");

@@ -39,9 +39,9 @@ double ms_since(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
 
-// Pixels a GPU batch aims at: enough work to fill the GPU at small sizes (480x360: 12 frames),
+// Pixels a GPU batch aims at: enough work to fill the GPU at small sizes (480x360: 8 frames),
 // one frame from 1920x1080 up. Measured in docs/BENCHMARKS.md.
-constexpr double kBatchPixels = double(1 << 21);
+constexpr double kBatchPixels = 1.5e6;
 constexpr int kMaxAutoBatch = 16;
 
 // A FIFO between stages; pop() blocks while it is empty and open.

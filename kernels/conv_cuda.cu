@@ -174,6 +174,12 @@ BandPlan band_plan(const ConvShape& c, size_t budget, bool fp16) {
 
 }  // namespace
 
+int conv_bands(const ConvShape& c, size_t bound_floats, bool fp16, bool two_streams) {
+  if (c.k == 1 && c.pad == 0) return c.n;
+  const BandPlan p = band_plan(c, two_streams ? bound_floats / 2 : bound_floats, fp16);
+  return c.n * ((c.ho + p.rows - 1) / p.rows);
+}
+
 ConvWorkspace conv_workspace(const ConvShape& c, size_t bound_floats, bool fp16) {
   ConvWorkspace l;
   if (c.k == 1 && c.pad == 0) return l;  // one GEMM on the input itself

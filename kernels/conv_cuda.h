@@ -36,6 +36,9 @@ struct ConvWorkspace {
   size_t total() const { return x16 + y16 + scratch; }
 };
 ConvWorkspace conv_workspace(const ConvShape& c, size_t bound_floats, bool fp16);
+// Bands the GEMM algorithms split the layer into (all images): gemm2s overlaps nothing when
+// its plan (half the bound a band) has a single one.
+int conv_bands(const ConvShape& c, size_t bound_floats, bool fp16, bool two_streams);
 
 // w: the float weights, or under fp16 their half copy (HalfWeights, layout as the float ones);
 // fp16: the im2col bands in half precision too, cublasGemmEx on tensor cores with fp32

@@ -59,41 +59,53 @@ void CudnnConv::choose(const float* x, const float* w, float* y, float* ws, size
   const Operands o = operands(x, w, y, ws, bound_floats, s);
   cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
   int returned = 0;
-  SL_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
-                     h_, x_.get(), o.x, w_.get(), o.w, conv_.get(), y_.get(), o.y,
-                     CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf, o.scratch,
-                     o.scratch_bytes),
-                 "conv2d cudnn: finding the algorithms");
-  // cuDNN's own ranking (one launch each) proved unreliable: on an H100 it ranked a CUDA-core
-  // fp16 kernel 20x slower than the tensor-core one first (a first launch pays module loading).
-  // So every usable candidate is timed here: a warm-up, then the median of 5 runs (CUDA events).
+  // cuDNN's heuristics rank its algorithms without running them (cudnnFind... runs every one,
+  // FFTs with large workspaces included: up to half a second a layer at 1920x1080). The
+  // ranking alone proved unreliable (on an H100 it put a CUDA-core fp16 kernel 20x slower than
+  // the tensor-core one first), so the first kTimed usable ones are timed here: a warm-up, then
+  // the better of two runs (CUDA events).
+  constexpr int kTimed = 4;
+  SL_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h_, x_.get(), w_.get(), conv_.get(),
+                                                        y_.get(), CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+                                                        &returned, perf),
+                 "conv2d cudnn: ranking the algorithms");
   const float one = 1.f, zero = 0.f;
   CudaEvent e0, e1;
   float best = 1e30f;
-  for (int i = 0; i < returned; ++i) {
+  int timed = 0;
+  for (int i = 0; i < returned && timed < kTimed; ++i) {
     const auto& r = perf[i];
-    if (r.status != CUDNN_STATUS_SUCCESS || r.memory > o.scratch_bytes) continue;
+    if (r.status != CUDNN_STATUS_SUCCESS) continue;
     const bool tc = r.mathType == CUDNN_TENSOR_OP_MATH ||
                     r.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
     if (p_ == Precision::FP32 && tc) continue;  // fp32 means no tensor-core rounding
     SL_CUDNN_CHECK(cudnnSetConvolutionMathType(conv_.get(), r.mathType), "conv2d cudnn");
-    std::vector<float> t;
-    for (int k = 0; k < 6; ++k) {
+    size_t bytes = 0;
+    if (cudnnGetConvolutionForwardWorkspaceSize(h_, x_.get(), w_.get(), conv_.get(), y_.get(),
+                                                r.algo, &bytes) != CUDNN_STATUS_SUCCESS ||
+        bytes > o.scratch_bytes)
+      continue;
+    ++timed;
+    float ms = 1e30f;
+    for (int k = 0; k < 3; ++k) {
       SL_CUDA_CHECK(cudaEventRecord(e0.get(), s), "conv2d cudnn timing");
-      SL_CUDNN_CHECK(cudnnConvolutionForward(h_, &one, x_.get(), o.x, w_.get(), o.w, conv_.get(),
-                                             r.algo, o.scratch, r.memory, &zero, y_.get(), o.y),
-                     "conv2d cudnn: timing an algorithm");
+      const cudnnStatus_t st = cudnnConvolutionForward(h_, &one, x_.get(), o.x, w_.get(), o.w,
+                                                       conv_.get(), r.algo, o.scratch, bytes,
+                                                       &zero, y_.get(), o.y);
+      if (st != CUDNN_STATUS_SUCCESS) {  // heuristics can list what does not run: next one
+        ms = 1e30f;
+        break;
+      }
       SL_CUDA_CHECK(cudaEventRecord(e1.get(), s), "conv2d cudnn timing");
       SL_CUDA_CHECK(cudaEventSynchronize(e1.get()), "conv2d cudnn timing");
-      float ms = 0;
-      SL_CUDA_CHECK(cudaEventElapsedTime(&ms, e0.get(), e1.get()), "conv2d cudnn timing");
-      if (k > 0) t.push_back(ms);  // the first is the warm-up
+      float t = 0;
+      SL_CUDA_CHECK(cudaEventElapsedTime(&t, e0.get(), e1.get()), "conv2d cudnn timing");
+      if (k > 0) ms = std::min(ms, t);  // the first is the warm-up
     }
-    std::sort(t.begin(), t.end());
-    if (t[t.size() / 2] < best) {
-      best = t[t.size() / 2];
+    if (ms < best) {
+      best = ms;
       algo_ = r.algo;
-      algo_bytes_ = r.memory;
+      algo_bytes_ = bytes;
       math_ = r.mathType;
       chosen_ = true;
     }

@@ -1,6 +1,6 @@
 // The fourth convolution algorithm: cuDNN's forward convolution, its algorithm timed once per
-// layer and input size (cudnnFindConvolutionForwardAlgorithmEx on the layer's own buffers) and
-// then replayed; bias and ReLU in our epilogue. fp32 allows only CUDA-core (FMA) algorithms,
+// layer and input size (the best of cuDNN's heuristic ranking, timed on the layer's own buffers)
+// and then replayed; bias and ReLU in our epilogue. fp32 allows only CUDA-core (FMA) algorithms,
 // tf32 tensor-core algorithms on float data, fp16 half operands (converted in the layer's
 // workspace, see ConvWorkspace) with fp32 accumulation.
 #pragma once
@@ -35,8 +35,8 @@ class CudnnConv {
  public:
   CudnnConv(cudnnHandle_t h, const ConvShape& c, Precision p);
 
-  // Times cuDNN's algorithms on these buffers and keeps the fastest whose workspace fits the
-  // layer's scratch. Synchronises the host: call it outside CUDA-graph capture.
+  // Times the best-ranked of cuDNN's algorithms on these buffers and keeps the fastest whose
+  // workspace fits the layer's scratch. Synchronises the host: call it outside CUDA-graph capture.
   void choose(const float* x, const float* w, float* y, float* ws, size_t bound_floats,
               cudaStream_t s);
   bool chosen() const { return chosen_; }

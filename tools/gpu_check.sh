@@ -44,6 +44,12 @@ for b in $BENCH; do
       python3 tools/peer_pipeline.py --build build-gpu --images "$VAL" --repeat 10 $args 2>&1 |
         tee -a "$OUT/pipeline.log" | tail -5 | tee -a "$OUT/summary.txt"
     done ;;
+  steady)
+    for streams in 1 2; do
+      log "label_image 5050 x 480x360 fp16 --save classes, streams $streams (steady state)"
+      python3 tools/peer_pipeline.py --build build-gpu --images "$VAL" --repeat 50 --precision fp16 \
+        --save classes --skip-peer -- --streams $streams 2>&1 | tee -a "$OUT/pipeline.log" | tail -2 | tee -a "$OUT/summary.txt"
+    done ;;
   peer1080)
     log "peer_pipeline 1920x1080 fp16"
     python3 tools/peer_pipeline.py --build build-gpu --images "$VAL" --repeat 3 --size 1920x1080 \

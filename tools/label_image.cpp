@@ -115,6 +115,7 @@ struct Result {
   std::vector<size_t> hist;
   std::vector<Found> detections;
   std::vector<std::string> outputs;
+  double encode_ms = 0, write_ms = 0;  // of the finishing: PNG encoding, file writing
   Image8 video_overlay, video_labels;  // videos: written in order by the report
 };
 
@@ -201,7 +202,7 @@ int main(int argc, char** argv) {
   Model model;
   std::string out_dir, json_path, model_path;
   bool quiet = false, skip_existing = false;
-  Save save;
+  Save save_opts;
   std::vector<int> detect_classes;
   nms::WindowHeadOptions head;
   PipelineOptions po;
@@ -225,7 +226,7 @@ int main(int argc, char** argv) {
     skip_existing = cli.has("skip-existing");
     out_dir = cli.get("out", "labels");
     json_path = cli.get("json");
-    if (cli.has("save")) save = parse_save(cli.get("save"));
+    if (cli.has("save")) save_opts = parse_save(cli.get("save"));
     if (cli.has("max-pixels")) limits.max_pixels = parse_max_pixels(cli.get("max-pixels"));
     model_path = cli.has("model") ? cli.get("model") : find_default_model();
     model = read_model(model_path);
@@ -279,8 +280,8 @@ int main(int argc, char** argv) {
     }
     if (skip_existing) {
       bool all = true;
-      for (auto [on, kind] : {std::pair{save.classes, "_classes.png"}, {save.labels, "_labels.png"},
-                              {save.overlay, "_overlay.png"}})
+      for (auto [on, kind] : {std::pair{save_opts.classes, "_classes.png"}, {save_opts.labels, "_labels.png"},
+                              {save_opts.overlay, "_overlay.png"}})
         if (on && !fs::exists(out_dir + "/" + stem + kind)) all = false;
       if (all) {
         ++skipped;
@@ -366,7 +367,7 @@ int main(int argc, char** argv) {
   size_t ok = 0, failed = 0, entries = 0;  // images
   size_t videos_ok = 0, videos_failed = 0;
   StageTimes total;
-  double wall_s = 0, planning_ms = 0, first_pass_ms = 0;
+  double wall_s = 0, planning_ms = 0, first_pass_ms = 0, encode_total = 0, write_total = 0;
   size_t plans = 0, plans_cached = 0;
   auto add_stats = [&](const PipelineStats& st) {
     wall_s += st.wall_s;
@@ -387,22 +388,26 @@ int main(int argc, char** argv) {
       r->hist = histogram_of(f.labels);
       detect(f, *r);
       const std::string base = out_dir + "/" + stems_of_images[f.index];
-      if (save.overlay) {
+      auto save = [&](const std::string& path, const Image8& img, const PngOptions& o) {
+        const auto t0 = std::chrono::steady_clock::now();
+        const std::vector<uint8_t> bytes = encode_png(img, o);
+        const auto t1 = std::chrono::steady_clock::now();
+        write_file_atomic(path, bytes);
+        r->encode_ms += std::chrono::duration<double, std::milli>(t1 - t0).count();
+        r->write_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
+        r->outputs.push_back(path);
+      };
+      if (save_opts.overlay) {
         Image8 over = overlay_labels(f.image, f.labels, model.palette);
         for (const auto& d : r->detections) draw_box(over, d.box, model.palette[size_t(d.cls)]);
-        r->outputs.push_back(base + "_overlay.png");
-        save_png(r->outputs.back(), over);
+        save(base + "_overlay.png", over, PngOptions{});
       }
       const Image8 index{f.labels.width, f.labels.height, 1, std::move(f.labels.labels)};
-      if (save.classes) {
-        r->outputs.push_back(base + "_classes.png");
-        save_png(r->outputs.back(), index);
-      }
-      if (save.labels) {  // the class map with the palette: an indexed-colour PNG
+      if (save_opts.classes) save(base + "_classes.png", index, PngOptions{});
+      if (save_opts.labels) {  // the class map with the palette: an indexed-colour PNG
         PngOptions o;
         o.palette = model.palette;
-        r->outputs.push_back(base + "_labels.png");
-        save_png(r->outputs.back(), index, o);
+        save(base + "_labels.png", index, o);
       }
       f.image = Image8();
       f.floats.clear();
@@ -410,6 +415,7 @@ int main(int argc, char** argv) {
     };
     auto report = [&](Frame& f) {
       const auto* r = static_cast<const Result*>(f.user.get());
+      if (r) encode_total += r->encode_ms, write_total += r->write_ms;
       if (!f.error.empty() || !r) {
         ++failed;
         progress.clear_line();
@@ -436,7 +442,8 @@ int main(int argc, char** argv) {
           *js << ", \"width\": " << f.labels.width << ", \"height\": " << f.labels.height
               << ", \"batch\": " << f.batch << ", \"ms\": " << f.times.forward_ms
               << ", \"gop\": " << f.ops * 1e-9 << ", \"gops\": " << f.ops * 1e-9 / (f.times.forward_ms * 1e-3)
-              << ", \"times_ms\": " << times_json(f.times) << ", \"histogram\": " << hist_json(r->hist)
+              << ", \"times_ms\": " << times_json(f.times) << ", \"encode_ms\": " << r->encode_ms
+              << ", \"write_ms\": " << r->write_ms << ", \"histogram\": " << hist_json(r->hist)
               << ", \"detections\": " << detections_json(r->detections) << ", \"outputs\": [";
           for (size_t k = 0; k < r->outputs.size(); ++k)
             *js << (k ? ", " : "") << "\"" << json_escape(r->outputs[k]) << "\"";
@@ -479,11 +486,11 @@ int main(int argc, char** argv) {
         r->hist = histogram_of(f.labels);
         detect(f, *r);
         Image8 color = colorize(f.labels, model.palette);
-        if (save.overlay) {
+        if (save_opts.overlay) {
           r->video_overlay = overlay(f.image, color);
           for (const auto& d : r->detections) draw_box(r->video_overlay, d.box, model.palette[size_t(d.cls)]);
         }
-        if (save.labels) r->video_labels = std::move(color);
+        if (save_opts.labels) r->video_labels = std::move(color);
         f.image = Image8();
         f.floats.clear();
         f.user = r;
@@ -497,14 +504,14 @@ int main(int argc, char** argv) {
           return;
         }
         const int w = f.labels.width, h = f.labels.height;
-        if (save.overlay) {
+        if (save_opts.overlay) {
           if (!w_over) {
             w_over = std::make_unique<VideoWriter>(out_dir + "/" + stem + "_overlay.mp4", w, h, fps);
             outputs.push_back(out_dir + "/" + stem + "_overlay.mp4");
           }
           w_over->write(r->video_overlay);
         }
-        if (save.labels) {
+        if (save_opts.labels) {
           if (!w_lab) {
             w_lab = std::make_unique<VideoWriter>(out_dir + "/" + stem + "_labels.mp4", w, h, fps);
             outputs.push_back(out_dir + "/" + stem + "_labels.mp4");
@@ -578,7 +585,8 @@ int main(int argc, char** argv) {
         << ",\n  \"images_per_s\": " << rate << ",\n  \"stage_ms_per_image\": "
         << times_json(StageTimes{total.decode_ms / per, total.upload_ms / per, total.forward_ms / per,
                                  total.download_ms / per, total.finish_ms / per})
-        << ",\n  \"planning_ms\": " << planning_ms << ",\n  \"first_pass_ms\": " << first_pass_ms
+        << ",\n  \"encode_ms_per_image\": " << encode_total / per << ",\n  \"write_ms_per_image\": "
+        << write_total / per << ",\n  \"planning_ms\": " << planning_ms << ",\n  \"first_pass_ms\": " << first_pass_ms
         << ",\n  \"plans\": " << plans
         << ",\n  \"plans_from_cache\": " << plans_cached << "\n}\n";
     js->flush();

@@ -138,7 +138,9 @@ def main():
         print(f"{n} files, device {a.device}, {precision}, outputs {a.save}")
         print(f"label_image: {ours:.2f} s = {n / ours:.1f} images/s (process {process:.2f} s = "
               f"{n / process:.1f} images/s with its start); per image ms: "
-              + ", ".join(f"{k} {v:.3f}" for k, v in rep["stage_ms_per_image"].items()))
+              + ", ".join(f"{k} {v:.3f}" for k, v in rep["stage_ms_per_image"].items())
+              + f" (of finish: encode {rep['encode_ms_per_image']:.3f}, write {rep['write_ms_per_image']:.3f}); "
+              f"planning {rep['planning_ms']:.0f} ms, first pass {rep['first_pass_ms']:.0f} ms")
         if a.skip_peer:
             return
         peer(files[: min(n, 8)], peer_out, model, a.device, precision, a.threads, save)  # warm-up
