@@ -8,6 +8,8 @@
 #include <memory>
 #include <string>
 
+#include "engine/tensor.h"
+
 namespace scenelab {
 
 enum class DeviceKind { CPU, CUDA };
@@ -40,10 +42,12 @@ class Backend {
   virtual void download_async(void* dst, const void* src, size_t bytes) const { download(dst, src, bytes); }
   // The conversions the planner places at a graph's edges, in the backend's memory, ordered with
   // its work: interleaved 8-bit pixels (n x h x w x c) -> planar floats (n x c x h x w) divided by
-  // `divisor`; floats -> bytes (rounded to nearest, clamped to 0..255, NaN -> 0).
+  // `divisor`.
   virtual void u8_to_float(const uint8_t* src, float* dst, int n, int c, int h, int w,
                            float divisor) const = 0;
-  virtual void float_to_u8(const float* src, uint8_t* dst, size_t count) const = 0;
+  // Any format into any other, same shape (the planner's conversions; floats into u8 are rounded
+  // to nearest and clamped to 0..255, NaN -> 0).
+  virtual void convert(const TensorView& src, const TensorView& dst) const = 0;
   // Timing marks: record_mark() notes when the backend's work reaches this point (a CUDA event on
   // the GPU, the host clock on the CPU); mark_ms(a, b) is the time between two recorded marks,
   // read after synchronize().
@@ -75,7 +79,7 @@ class CpuBackend : public Backend {
   void download(void* dst, const void* src, size_t bytes) const override;
   void u8_to_float(const uint8_t* src, float* dst, int n, int c, int h, int w,
                    float divisor) const override;
-  void float_to_u8(const float* src, uint8_t* dst, size_t count) const override;
+  void convert(const TensorView& src, const TensorView& dst) const override;
 
  private:
   int threads_;

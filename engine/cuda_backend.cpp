@@ -53,7 +53,8 @@ CudaBackend::CudaBackend(const CudaOptions& o) : select_(o.device) {
   if (o.precision == "fp32") ctx_.precision = Precision::FP32;
   else if (o.precision == "tf32") ctx_.precision = Precision::TF32;
   else if (o.precision == "fp16") ctx_.precision = Precision::FP16;
-  else throw_error("--precision ", o.precision, ": expected fp32, tf32 or fp16");
+  else if (o.precision == "bf16") ctx_.precision = Precision::BF16;
+  else throw_error("--precision ", o.precision, ": expected fp32, tf32, fp16 or bf16");
   if (o.conv == "direct") ctx_.conv = ConvAlgo::Direct;
   else if (o.conv == "gemm") ctx_.conv = ConvAlgo::Gemm;
   else if (o.conv == "gemm2s") ctx_.conv = ConvAlgo::Gemm2s;
@@ -62,7 +63,11 @@ CudaBackend::CudaBackend(const CudaOptions& o) : select_(o.device) {
   else throw_error("--conv ", o.conv, ": expected direct, gemm, gemm2s, cudnn or auto");
 #ifndef SCENELAB_WITH_CUDNN
   if (ctx_.conv == ConvAlgo::Cudnn) throw_error("--conv cudnn: this build has no cuDNN");
+  if (ctx_.precision == Precision::BF16) throw_error("--precision bf16 runs on cuDNN, which this build has not");
 #endif
+  if (ctx_.precision == Precision::BF16 && (ctx_.conv == ConvAlgo::Gemm || ctx_.conv == ConvAlgo::Gemm2s))
+    throw_error("--precision bf16 runs its convolutions on cuDNN (--conv auto or cudnn); --conv ",
+                o.conv, " has fp32 and fp16 only");
   SL_CUDA_CHECK(cudaGetDevice(&device_), "CUDA backend");
   cudaDeviceProp prop{};
   SL_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_), "CUDA backend");
@@ -101,17 +106,37 @@ CudaBackend::CudaBackend(const CudaOptions& o) : select_(o.device) {
 #ifdef SCENELAB_WITH_CUDNN
   identity_ += str_cat("; cuDNN ", cudnnGetVersion());
 #endif
+  // What a timed choice depends on besides the device: precision, algorithm, workspace bound.
+  identity_ += str_cat(" | precision=", o.precision, " | conv=", o.conv);
   // Larger bands mean fewer, larger GEMMs (measured on an H100 at 3840x2160, fp32: 35.6 ms
   // with a 1 GiB bound, 34.1 with 2 GiB); a sixteenth of the memory keeps small GPUs safe.
   ctx_.conv_workspace_bytes = o.conv_workspace_bytes
                                   ? o.conv_workspace_bytes
                                   : std::min(size_t(2) << 30, size_t(prop.totalGlobalMem) / 16);
+  identity_ += str_cat(" | workspace=", ctx_.conv_workspace_bytes);
 }
 
 CudaBackend::~CudaBackend() = default;
 
 const char* precision_name(Precision p) {
-  return p == Precision::FP32 ? "fp32" : p == Precision::TF32 ? "tf32" : "fp16";
+  switch (p) {
+    case Precision::FP32: return "fp32";
+    case Precision::TF32: return "tf32";
+    case Precision::FP16: return "fp16";
+    case Precision::BF16: return "bf16";
+  }
+  return "?";
+}
+
+Format activation_format(const CudaContext& ctx) {
+#ifdef SCENELAB_WITH_CUDNN
+  const bool nhwc = ctx.conv == ConvAlgo::Auto || ctx.conv == ConvAlgo::Cudnn;
+  if (nhwc && ctx.precision == Precision::FP16) return Format{DType::F16, Layout::NHWC};
+  if (nhwc && ctx.precision == Precision::BF16) return Format{DType::BF16, Layout::NHWC};
+#else
+  (void)ctx;
+#endif
+  return Format{};
 }
 
 std::string CudaBackend::describe() const {
@@ -189,8 +214,10 @@ void CudaBackend::u8_to_float(const uint8_t* src, float* dst, int n, int c, int 
   cuda::u8_hwc_to_f32_nchw(src, dst, n, c, h, w, divisor, ctx_.stream);
 }
 
-void CudaBackend::float_to_u8(const float* src, uint8_t* dst, size_t count) const {
-  cuda::f32_to_u8(src, dst, count, ctx_.stream);
+void CudaBackend::convert(const TensorView& src, const TensorView& dst) const {
+  SL_REQUIRE(src.shape == dst.shape, "convert: shapes ", src.shape.str(), " and ", dst.shape.str());
+  cuda::convert(src.data, src.format, dst.data, dst.format, src.shape.n, src.shape.c,
+                src.shape.plane(), ctx_.stream);
 }
 
 BackendMemory CudaBackend::make_mark() const {

@@ -26,9 +26,12 @@ namespace scenelab {
 enum class ConvAlgo { Direct, Gemm, Gemm2s, Cudnn, Auto };
 // fp32: exact single precision (CUDA cores), the default, matches the CPU path;
 // tf32: tensor cores on fp32 data (10-bit mantissa products, fp32 accumulation);
-// fp16: convolution operands in half precision on tensor cores, fp32 accumulation; activations
-//       between layers stay fp32.
-enum class Precision { FP32, TF32, FP16 };
+// fp16, bf16: activations between layers in half precision (f16 or bf16 NHWC) where the
+//       convolutions run on cuDNN (--conv auto or cudnn), tensor cores with fp32 accumulation;
+//       the paper's algorithms keep f32 NCHW tensors (gemm/gemm2s: half operands under fp16).
+enum class Precision { FP32, TF32, FP16, BF16 };
+// The format the GPU layers compute in at this precision and convolution algorithm.
+Format activation_format(const CudaContext& ctx);
 const char* precision_name(Precision p);
 
 struct CudaContext {
@@ -64,7 +67,7 @@ class CudaBackend : public Backend {
   void download_async(void* dst, const void* src, size_t bytes) const override;
   void u8_to_float(const uint8_t* src, float* dst, int n, int c, int h, int w,
                    float divisor) const override;
-  void float_to_u8(const float* src, uint8_t* dst, size_t count) const override;
+  void convert(const TensorView& src, const TensorView& dst) const override;
   BackendMemory make_mark() const override;
   void record_mark(const BackendMemory& mark) const override;
   double mark_ms(const BackendMemory& a, const BackendMemory& b) const override;

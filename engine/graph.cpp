@@ -103,15 +103,32 @@ int node_channels(const GraphDesc& g, const std::string& node) {
 
 struct Graph::Node {
   std::unique_ptr<Layer> layer;
-  std::vector<int> inputs;
+  std::vector<int> inputs;  // node indices, -1 for the graph input
   LayerParams params;
   Shape shape;
   Geometry geometry;
+  Format in_format;         // what it reads (inputs in another format are converted)
+  Format format;            // what it writes
   double ops = 0;
-  int buffer = -1;          // index into buffers_
-  int alias_of = -2;        // >= -1: this node's output is that node's buffer (fused ReLU)
+  int alias_of = -2;        // >= -1: this node's output is that node's (fused ReLU)
   bool fused_relu = false;  // this node applies the following ReLU
-  int last_use = 0;
+};
+
+// A tensor of the plan: a node's output (value id = node index), the graph input (-1), or a
+// conversion the planner placed (ids after the nodes).
+struct Graph::Value {
+  Shape shape;
+  Format format;
+  int alias_of = -2;  // >= -1: the same memory as that value (a fused ReLU's output)
+  int buffer = -1;
+  int last_use = 0;   // the last step reading it
+};
+
+// One step of the pass: a node, or a conversion of value `src` into value `dst`.
+struct Graph::Step {
+  int node = -1;                // >= 0: this node
+  int src = 0, dst = 0;         // a conversion
+  std::vector<int> in_values;   // the node's inputs (after conversions)
 };
 
 Graph::Graph(const Model& model) : model_(model) {
@@ -120,6 +137,7 @@ Graph::Graph(const Model& model) : model_(model) {
     auto n = std::make_unique<Node>();
     n->layer = std::move(inst.layers[i]);
     n->inputs = inst.inputs[i];
+    index_[n->layer->name()] = int(nodes_.size());
     nodes_.push_back(std::move(n));
   }
   // Bind and check parameters once; shapes come from required_params().
@@ -164,9 +182,9 @@ Graph::~Graph() = default;
 
 int Graph::index_of(const std::string& name) const {
   if (name == model_.graph.input_name) return -1;
-  for (size_t i = 0; i < nodes_.size(); ++i)
-    if (nodes_[i]->layer->name() == name) return int(i);
-  throw_error("graph has no node named '", name, "'");
+  auto it = index_.find(name);
+  if (it == index_.end()) throw_error("graph has no node named '", name, "'");
+  return it->second;
 }
 
 std::vector<Shape> Graph::input_shapes(const Node& n) const {
@@ -175,25 +193,50 @@ std::vector<Shape> Graph::input_shapes(const Node& n) const {
   return shapes;
 }
 
+int Graph::owner(int v) const {
+  while (v >= 0 && values_[size_t(v)].alias_of >= -1) v = values_[size_t(v)].alias_of;
+  return v;
+}
+
+TensorView Graph::view_of(int v) const {
+  if (v < 0) return input_view_;
+  const Value& val = values_[size_t(owner(v))];
+  return TensorView{buffers_[size_t(val.buffer)].get(), values_[size_t(v)].shape, val.format};
+}
+
+size_t Graph::conversions() const {
+  size_t n = 0;
+  for (const auto& s : steps_) n += s.node < 0;
+  return n;
+}
+
 void Graph::plan(int n, int h, int w, const Backend& backend, const PlanIO& io) {
   planned_ = false;
   io_ = io;
-  std::vector<int> u8_nodes;
+  std::vector<int> u8_nodes, f32_nodes;
   for (const auto& name : io.u8_outputs) {
     const int k = index_of(name);
     SL_REQUIRE(k >= 0, "PlanIO: '", name, "' is the graph input, not a node");
     u8_nodes.push_back(k);
   }
+  for (const auto& name : io.f32_outputs) {
+    const int k = index_of(name);
+    SL_REQUIRE(k >= 0, "PlanIO: '", name, "' is the graph input, not a node");
+    f32_nodes.push_back(k);
+  }
   SL_REQUIRE(n >= 1 && h >= 1 && w >= 1, "input size ", n, "x", h, "x", w, " is empty");
   backend_ = &backend;
   input_shape_ = Shape(n, model_.graph.input_channels, h, w);
-  // Shapes and geometry.
+  const size_t N = nodes_.size();
+  // Shapes, geometry and the format each layer computes in on this backend.
   for (auto& node : nodes_) {
     std::vector<Shape> shapes;
     std::vector<Geometry> geos;
+    std::vector<Format> formats;
     for (int k : node->inputs) {
       shapes.push_back(k < 0 ? input_shape_ : nodes_[size_t(k)]->shape);
       geos.push_back(k < 0 ? Geometry{} : nodes_[size_t(k)]->geometry);
+      formats.push_back(k < 0 ? Format{} : nodes_[size_t(k)]->format);
     }
     try {
       node->shape = node->layer->infer_shape(shapes);
@@ -205,42 +248,89 @@ void Graph::plan(int n, int h, int w, const Backend& backend, const PlanIO& io) 
                node->shape.str());
     node->geometry = node->layer->infer_geometry(geos);
     node->ops = node->layer->ops(shapes, node->shape);
+    node->in_format = node->layer->format(formats, backend);
+    node->format = node->alias_of >= -1 ? formats[0] : node->layer->output_format(formats, backend);
+  }
+  // Values and steps: a conversion is placed before the first layer that reads a tensor in
+  // another format than its producer's, and shared by every later reader wanting that format.
+  values_.assign(N, Value{});
+  for (size_t i = 0; i < N; ++i) {
+    values_[i].shape = nodes_[i]->shape;
+    values_[i].format = nodes_[i]->format;
+    values_[i].alias_of = nodes_[i]->alias_of;
+  }
+  steps_.clear();
+  std::map<std::pair<int, int>, int> converted;  // (value, format code) -> converted value
+  auto format_code = [](const Format& f) { return int(f.dtype) * 2 + int(f.layout); };
+  for (size_t i = 0; i < N; ++i) {
+    Node& node = *nodes_[i];
+    Step st;
+    st.node = int(i);
+    for (size_t j = 0; j < node.inputs.size(); ++j) {
+      const int k = node.inputs[j];
+      const Format have = k < 0 ? Format{} : values_[size_t(k)].format;
+      if (have == node.in_format || !node.layer->reads_values(int(j)) || node.alias_of >= -1) {
+        st.in_values.push_back(k);
+        continue;
+      }
+      const auto key = std::make_pair(k, format_code(node.in_format));
+      auto it = converted.find(key);
+      if (it == converted.end()) {
+        Value v;
+        v.shape = k < 0 ? input_shape_ : values_[size_t(k)].shape;
+        v.format = node.in_format;
+        values_.push_back(v);
+        Step c;
+        c.src = k;
+        c.dst = int(values_.size()) - 1;
+        steps_.push_back(c);
+        it = converted.emplace(key, c.dst).first;
+      }
+      st.in_values.push_back(it->second);
+    }
+    steps_.push_back(std::move(st));
   }
   // Liveness: a buffer is free after its last reader ran; graph outputs live to the end.
-  const int end = int(nodes_.size());
-  auto owner = [&](int k) {
-    while (k >= 0 && nodes_[size_t(k)]->alias_of >= -1) k = nodes_[size_t(k)]->alias_of;
-    return k;
+  const int end = int(steps_.size());
+  for (auto& v : values_) v.last_use = 0;
+  auto use = [&](int v, int at) {
+    const int o = owner(v);
+    if (o >= 0) values_[size_t(o)].last_use = std::max(values_[size_t(o)].last_use, at);
   };
-  for (auto& node : nodes_) node->last_use = 0;
-  for (int i = 0; i < end; ++i) {
-    int o = owner(i);
-    nodes_[size_t(o)]->last_use = std::max(nodes_[size_t(o)]->last_use, i);
-    for (int k : nodes_[size_t(i)]->inputs) {
-      int ko = owner(k);
-      if (ko >= 0) nodes_[size_t(ko)]->last_use = std::max(nodes_[size_t(ko)]->last_use, i);
+  for (int s = 0; s < end; ++s) {
+    const Step& st = steps_[size_t(s)];
+    if (st.node < 0) {
+      use(st.src, s);
+      use(st.dst, s);
+    } else {
+      use(st.node, s);
+      for (int v : st.in_values) use(v, s);
     }
   }
-  for (const auto& name : model_.graph.outputs) {
-    int o = owner(index_of(name));
-    if (o >= 0) nodes_[size_t(o)]->last_use = end;
-  }
-  for (int k : u8_nodes) nodes_[size_t(owner(k))]->last_use = end;  // converted after the pass
-  // Greedy assignment of buffers: reuse the free buffer that fits best, else grow one.
+  for (const auto& name : model_.graph.outputs) use(index_of(name), end);
+  for (int k : u8_nodes) use(k, end);
+  for (int k : f32_nodes) use(k, end);
+  // Greedy assignment of buffers, in bytes: reuse the free buffer that fits best, else grow one.
   std::vector<size_t> sizes;
   std::vector<int> busy_until;
   workspace_floats_ = 0;
-  for (int i = 0; i < end; ++i) {
-    Node& node = *nodes_[size_t(i)];
-    std::vector<Shape> shapes;
-    for (int k : node.inputs) shapes.push_back(k < 0 ? input_shape_ : nodes_[size_t(k)]->shape);
-    workspace_floats_ =
-        std::max(workspace_floats_, node.layer->workspace_floats(shapes, node.shape, backend));
-    if (node.alias_of >= -1) continue;
-    size_t need = node.shape.numel();
+  for (int s = 0; s < end; ++s) {
+    const Step& st = steps_[size_t(s)];
+    int v = st.dst;
+    if (st.node >= 0) {
+      const Node& node = *nodes_[size_t(st.node)];
+      std::vector<Shape> shapes;
+      for (int k : st.in_values) shapes.push_back(k < 0 ? input_shape_ : values_[size_t(k)].shape);
+      workspace_floats_ =
+          std::max(workspace_floats_, node.layer->workspace_floats(shapes, node.shape, backend));
+      if (node.alias_of >= -1) continue;
+      v = st.node;
+    }
+    Value& val = values_[size_t(v)];
+    const size_t need = val.shape.numel() * dtype_bytes(val.format.dtype);
     int best = -1;
     for (size_t b = 0; b < sizes.size(); ++b) {
-      if (busy_until[b] >= i) continue;  // still read by node i or later (or written by i)
+      if (busy_until[b] >= s) continue;  // still read by step s or later (or written by s)
       if (best < 0 || (sizes[b] >= need) > (sizes[size_t(best)] >= need) ||
           ((sizes[b] >= need) == (sizes[size_t(best)] >= need) &&
            (sizes[b] >= need ? sizes[b] < sizes[size_t(best)] : sizes[b] > sizes[size_t(best)])))
@@ -252,14 +342,15 @@ void Graph::plan(int n, int h, int w, const Backend& backend, const PlanIO& io) 
       busy_until.push_back(0);
     }
     sizes[size_t(best)] = std::max(sizes[size_t(best)], need);
-    busy_until[size_t(best)] = node.last_use;
-    node.buffer = best;
+    busy_until[size_t(best)] = val.last_use;
+    val.buffer = best;
   }
   // The previous plan's memory goes first, then the whole need is checked against what the
   // backend has free, so a size that cannot fit fails by name before anything is allocated.
   buffers_.clear();
   workspace_ = input_buffer_ = input_u8_ = nullptr;
   u8_outputs_.clear();
+  f32_outputs_.clear();
   replay_ = nullptr;
   const bool host = backend.kind() == DeviceKind::CPU;
   const bool new_params = !host && params_backend_ != &backend;
@@ -267,13 +358,14 @@ void Graph::plan(int n, int h, int w, const Backend& backend, const PlanIO& io) 
     device_params_.clear();
     params_backend_ = nullptr;
   }
-  size_t floats = std::max<size_t>(workspace_floats_, 1);
-  for (size_t s : sizes) floats += s;
+  size_t bytes = std::max<size_t>(workspace_floats_, 1) * sizeof(float);
+  for (size_t s : sizes) bytes += s;
   const bool float_input = !host || io.u8_input;  // a planned float input buffer
-  if (float_input) floats += input_shape_.numel();
-  size_t bytes = floats * sizeof(float);
+  if (float_input) bytes += input_shape_.numel() * sizeof(float);
   if (!host && io.u8_input) bytes += input_shape_.numel();
   for (int k : u8_nodes) bytes += nodes_[size_t(k)]->shape.numel();
+  for (int k : f32_nodes)
+    if (nodes_[size_t(k)]->format != Format{}) bytes += nodes_[size_t(k)]->shape.numel() * sizeof(float);
   if (new_params)
     for (const auto& [name, t] : model_.params) bytes += t.numel() * sizeof(float);
   planned_bytes_ = bytes;
@@ -283,12 +375,15 @@ void Graph::plan(int n, int h, int w, const Backend& backend, const PlanIO& io) 
              " MiB of device memory (activations, workspace, parameters) but ", mib(free),
              " MiB are free");
   try {
-    buffer_floats_ = sizes;
-    for (size_t s : sizes) buffers_.push_back(backend.allocate(s * sizeof(float)));
+    buffer_bytes_ = sizes;
+    for (size_t s : sizes) buffers_.push_back(backend.allocate(s));
     workspace_ = backend.allocate(std::max<size_t>(workspace_floats_, 1) * sizeof(float));
     if (float_input) input_buffer_ = backend.allocate(input_shape_.numel() * sizeof(float));
     if (!host && io.u8_input) input_u8_ = backend.allocate(input_shape_.numel());
     for (int k : u8_nodes) u8_outputs_[k] = backend.allocate(nodes_[size_t(k)]->shape.numel());
+    for (int k : f32_nodes)
+      if (nodes_[size_t(k)]->format != Format{})
+        f32_outputs_[k] = backend.allocate(nodes_[size_t(k)]->shape.numel() * sizeof(float));
     // Parameters live where the backend computes: uploaded once per backend.
     if (new_params) {
       for (const auto& [name, t] : model_.params) {
@@ -302,10 +397,11 @@ void Graph::plan(int n, int h, int w, const Backend& backend, const PlanIO& io) 
     buffers_.clear();
     workspace_ = input_buffer_ = input_u8_ = nullptr;
     u8_outputs_.clear();
+    f32_outputs_.clear();
     throw_error("input ", w, "x", h, " (batch ", n, ") needs ", mib(bytes),
                 " MiB of backend memory: ", e.what());
   }
-  input_view_ = TensorView{static_cast<float*>(input_buffer_.get()), input_shape_};
+  input_view_ = TensorView{input_buffer_.get(), input_shape_, Format{}};
   input_u8_src_ = static_cast<const uint8_t*>(input_u8_.get());
   for (auto& node : nodes_)
     node->params.place([&](const Tensor& t) {
@@ -324,11 +420,12 @@ void Graph::run(const TensorView& input) {
   SL_REQUIRE(planned_, "Graph::run before plan()");
   SL_REQUIRE(input.shape == input_shape_, "input shape ", input.shape.str(),
              " differs from the planned ", input_shape_.str());
+  SL_REQUIRE(input.format == Format{}, "Graph::run takes an f32 NCHW input, got ", input.format.str());
   backend_->activate();
   SL_REQUIRE(!io_.u8_input, "Graph::run: this plan takes 8-bit pixels (run_u8)");
   if (input_buffer_) {  // the input goes up once; everything else stays on the device
     backend_->upload(input_buffer_.get(), input.data, input.shape.numel() * sizeof(float));
-    input_view_ = TensorView{static_cast<float*>(input_buffer_.get()), input.shape};
+    input_view_ = TensorView{input_buffer_.get(), input.shape, Format{}};
   } else {
     input_view_ = input;
   }
@@ -377,26 +474,27 @@ void Graph::run_resident() {
 void Graph::run_layers() {
   if (io_.u8_input) {
     const Shape& s = input_shape_;
-    backend_->u8_to_float(input_u8_src_, input_view_.data, s.n, s.c, s.h, s.w, 255.f);
+    backend_->u8_to_float(input_u8_src_, input_view_.f32(), s.n, s.c, s.h, s.w, 255.f);
   }
-  auto view_of = [&](int k) -> TensorView {
-    if (k < 0) return input_view_;
-    while (nodes_[size_t(k)]->alias_of >= -1) k = nodes_[size_t(k)]->alias_of;
-    const Node& n = *nodes_[size_t(k)];
-    return TensorView{static_cast<float*>(buffers_[size_t(n.buffer)].get()), n.shape};
-  };
-  for (size_t i = 0; i < nodes_.size(); ++i) {
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    const Step& st = steps_[s];
+    if (st.node < 0) {
+      backend_->convert(view_of(st.src), view_of(st.dst));
+      continue;
+    }
+    const size_t i = size_t(st.node);
     Node& node = *nodes_[i];
     if (node.alias_of >= -1) {
       stats_[i].time_ms = 0;
       continue;
     }
     ForwardArgs a;
-    for (int k : node.inputs) {
-      a.in.push_back(view_of(k));
+    for (size_t j = 0; j < st.in_values.size(); ++j) {
+      a.in.push_back(view_of(st.in_values[j]));
+      const int k = node.inputs[j];
       a.in_geometry.push_back(k < 0 ? Geometry{} : nodes_[size_t(k)]->geometry);
     }
-    a.out = TensorView{static_cast<float*>(buffers_[size_t(node.buffer)].get()), node.shape};
+    a.out = view_of(int(i));
     a.out_geometry = node.geometry;
     a.workspace = static_cast<float*>(workspace_.get());
     a.params = &node.params;
@@ -420,29 +518,48 @@ void Graph::run_layers() {
   }
   for (const auto& [k, bytes] : u8_outputs_) {
     const TensorView v = view_of(k);
-    backend_->float_to_u8(v.data, static_cast<uint8_t*>(bytes.get()), v.shape.numel());
+    backend_->convert(v, TensorView{bytes.get(), v.shape, Format{DType::U8, Layout::NCHW}});
+  }
+  for (const auto& [k, mem] : f32_outputs_) {
+    const TensorView v = view_of(k);
+    backend_->convert(v, TensorView{mem.get(), v.shape, Format{}});
   }
 }
 
 TensorView Graph::output(const std::string& name) const {
   SL_REQUIRE(planned_, "Graph::output before plan()");
-  int k = index_of(name);
-  if (k < 0) return input_view_;
-  while (nodes_[size_t(k)]->alias_of >= -1) k = nodes_[size_t(k)]->alias_of;
-  const Node& n = *nodes_[size_t(k)];
-  return TensorView{static_cast<float*>(buffers_[size_t(n.buffer)].get()), n.shape};
+  return view_of(index_of(name));
 }
 
 Tensor Graph::fetch(const std::string& name) const {
-  TensorView v = output(name);
+  SL_REQUIRE(planned_, "Graph::fetch before plan()");
+  const int k = index_of(name);
+  TensorView v = view_of(k);
   Tensor t(v.shape);
-  backend_->download(t.data(), v.data, t.numel() * sizeof(float));
+  if (v.format == Format{}) {
+    backend_->download(t.data(), v.data, v.bytes());
+  } else if (auto it = f32_outputs_.find(k); it != f32_outputs_.end()) {
+    backend_->download(t.data(), it->second.get(), t.numel() * sizeof(float));
+  } else {  // any other format: its bytes, converted here
+    std::vector<uint8_t> raw(v.bytes());
+    backend_->download(raw.data(), v.data, v.bytes());
+    to_f32_nchw(TensorView{raw.data(), v.shape, v.format}, t.data());
+  }
   return t;
 }
 
 void Graph::fetch_async(const std::string& name, float* host) const {
-  const TensorView v = output(name);
-  backend_->download_async(host, v.data, v.shape.numel() * sizeof(float));
+  SL_REQUIRE(planned_, "Graph::fetch_async before plan()");
+  const int k = index_of(name);
+  const TensorView v = view_of(k);
+  if (v.format == Format{}) {
+    backend_->download_async(host, v.data, v.bytes());
+    return;
+  }
+  auto it = f32_outputs_.find(k);
+  SL_REQUIRE(it != f32_outputs_.end(), "node '", name, "' is ", v.format.str(),
+             ": plan it as a float output (PlanIO::f32_outputs) to fetch it asynchronously");
+  backend_->download_async(host, it->second.get(), v.shape.numel() * sizeof(float));
 }
 
 void Graph::fetch_u8_async(const std::string& name, uint8_t* host) const {
@@ -483,6 +600,11 @@ Geometry Graph::geometry_of(const std::string& name) const {
   return k < 0 ? Geometry{} : nodes_[size_t(k)]->geometry;
 }
 
+Format Graph::format_of(const std::string& name) const {
+  int k = index_of(name);
+  return k < 0 ? Format{} : nodes_[size_t(k)]->format;
+}
+
 double Graph::total_ops() const {
   double s = 0;
   for (const auto& n : nodes_) s += n->ops;
@@ -490,9 +612,9 @@ double Graph::total_ops() const {
 }
 
 size_t Graph::activation_bytes() const {
-  size_t f = 0;
-  for (size_t s : buffer_floats_) f += s;
-  return f * sizeof(float);
+  size_t b = 0;
+  for (size_t s : buffer_bytes_) b += s;
+  return b;
 }
 
 }  // namespace scenelab

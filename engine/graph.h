@@ -1,5 +1,8 @@
 // A layer graph built from a Model, planned once for an input size (shapes and geometry
-// inferred, buffers sized and reused, one shared workspace), then run many times.
+// inferred, buffers sized and reused, one shared workspace), then run many times. Planning also
+// picks each tensor's format (element type and layout): every layer says which format it
+// computes in on the backend (Layer::format), and the planner places a conversion only where a
+// tensor is read in another format than its producer wrote, once per tensor and format.
 #pragma once
 #include <map>
 #include <memory>
@@ -23,9 +26,12 @@ struct LayerStat {
 // How a plan meets the host. u8_input: run_u8() takes the input as interleaved 8-bit pixels
 // (n x h x w x c), uploaded as bytes and converted to the graph's float input on the backend;
 // u8_outputs: these nodes are also kept as bytes (e.g. class indices), for fetch_u8().
+// f32_outputs: these nodes are also kept as f32 NCHW where they run in another format, for
+// fetch_async().
 struct PlanIO {
   bool u8_input = false;
   std::vector<std::string> u8_outputs;
+  std::vector<std::string> f32_outputs;
 };
 
 // What layers timed to choose how they run at one planned size (node name -> the layer's own
@@ -59,9 +65,9 @@ class Graph {
   void synchronize() const { backend_->synchronize(); }
 
   // Output (or any node's output) of the last run, in the backend's memory (device memory on
-  // the GPU); valid until the next plan().
+  // the GPU) and its format; valid until the next plan().
   TensorView output(const std::string& node) const;
-  // The same, copied to a host tensor (waits for the GPU).
+  // The same, copied to a host f32 NCHW tensor (waits for the GPU).
   Tensor fetch(const std::string& node) const;
   // Copies of a node into host memory without waiting (see run_u8): its floats, or its bytes
   // (a PlanIO::u8_outputs node; shape_of(node).numel() bytes).
@@ -73,6 +79,8 @@ class Graph {
   std::vector<std::string> restore_tuning(const Tuning& t);
   Shape shape_of(const std::string& node) const;
   Geometry geometry_of(const std::string& node) const;
+  Format format_of(const std::string& node) const;
+  size_t conversions() const;  // format conversions the plan placed
   const std::vector<std::string>& outputs() const { return model_.graph.outputs; }
 
   double total_ops() const;  // per run, paper's metric
@@ -80,21 +88,29 @@ class Graph {
   void set_profiling(bool on) { profiling_ = on; }
   bool replaying() const { return replay_ != nullptr; }
   const std::vector<LayerStat>& stats() const { return stats_; }
-  size_t activation_bytes() const;  // planned activation buffers
+  size_t activation_bytes() const;  // planned activation buffers, bytes
   size_t workspace_bytes() const { return workspace_floats_ * sizeof(float); }
 
  private:
   struct Node;
+  struct Value;
+  struct Step;
   int index_of(const std::string& name) const;  // -1: the input
+  int owner(int value) const;                   // the value whose memory it is
+  TensorView view_of(int value) const;
 
   const Model& model_;
   std::vector<std::unique_ptr<Node>> nodes_;
+  std::map<std::string, int> index_;  // node name -> index
+  std::vector<Value> values_;
+  std::vector<Step> steps_;
   std::vector<BackendMemory> buffers_;
-  std::vector<size_t> buffer_floats_;
+  std::vector<size_t> buffer_bytes_;
   BackendMemory workspace_, input_buffer_, input_u8_;
   const uint8_t* input_u8_src_ = nullptr;  // the pixels run_layers converts (backend memory)
   PlanIO io_;
-  std::map<int, BackendMemory> u8_outputs_;  // node index -> its bytes
+  std::map<int, BackendMemory> u8_outputs_;   // node index -> its bytes
+  std::map<int, BackendMemory> f32_outputs_;  // node index -> its f32 NCHW copy
   std::map<const Tensor*, BackendMemory> device_params_;  // per model tensor, off the host
   const Backend* params_backend_ = nullptr;
   // The forward pass as a replayable graph (CUDA): recorded on the second run after a plan

@@ -54,7 +54,8 @@ class LayerParams {
 };
 
 // Arguments of one layer's forward pass. All pointers live in the backend's memory: host on the
-// CPU, device on the GPU (parameters: LayerParams::data).
+// CPU, device on the GPU (parameters: LayerParams::data). Views carry the format the layer said
+// it computes in (Layer::format).
 struct ForwardArgs {
   std::vector<TensorView> in;
   std::vector<Geometry> in_geometry;
@@ -91,6 +92,19 @@ class Layer {
   }
   // Operations by the paper's metric (2 x multiply-adds of conv layers); 0 for others.
   virtual double ops(const std::vector<Shape>& /*in*/, const Shape& /*out*/) const { return 0; }
+  // The format this layer computes in on this backend, given its inputs' formats: inputs in
+  // another format are converted by the planner (once), and the output is in this format. The
+  // default, f32 NCHW, is the CPU path's; GPU layers taking f16/bf16 NHWC say so.
+  virtual Format format(const std::vector<Format>& /*in*/, const Backend& /*backend*/) const {
+    return Format{};
+  }
+  // The format of its output: by default the one it computes in; a layer may write another
+  // (e.g. the last preprocessing step writing the network's activation format).
+  virtual Format output_format(const std::vector<Format>& in, const Backend& backend) const {
+    return format(in, backend);
+  }
+  // False for an input whose values are not read (only its size: upsample's reference).
+  virtual bool reads_values(int /*input*/) const { return true; }
   // True when this layer can apply a following ReLU itself (ForwardArgs::fused_relu).
   virtual bool can_fuse_relu() const { return false; }
   // What this layer timed to choose how it runs at these input shapes on this backend (e.g. a

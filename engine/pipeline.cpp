@@ -233,6 +233,7 @@ void Pipeline::work(Worker& wk, Run& r) {
         PlanIO io;
         io.u8_input = true;
         io.u8_outputs = {opt_.labels_node};
+        io.f32_outputs = opt_.float_outputs;
         p.graph->plan(n, h, w, b, io);
         p.in = b.allocate_host(size_t(n) * h * w * 3);
         p.out = b.allocate_host(p.graph->shape_of(opt_.labels_node).numel());
@@ -277,10 +278,11 @@ void Pipeline::work(Worker& wk, Run& r) {
         std::lock_guard<std::mutex> sl(r.stats_mu);
         r.plans++;
         r.plans_from_cache += restored ? 1 : 0;
-        // A restored plan's first pass only runs (and loads kernel modules); otherwise it also
-        // times the algorithms, which is planning.
-        r.planning_ms += p.plan_ms + restore_ms + (restored ? 0 : pass_ms);
-        r.first_pass_ms += restored ? pass_ms : 0;
+        // A restored (or untuned: the CPU) plan's first pass only runs (and loads kernel
+        // modules); otherwise it also times the algorithms, which is planning.
+        const bool tuned = !p.key.empty() && !restored;  // the pass timed algorithms
+        r.planning_ms += p.plan_ms + restore_ms + (tuned ? pass_ms : 0);
+        r.first_pass_ms += tuned ? 0 : pass_ms;
       } else {
         std::shared_lock<std::shared_mutex> lock(r.tuning);
         pass();

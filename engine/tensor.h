@@ -1,5 +1,9 @@
-// NCHW float32 tensors. Tensor owns 64-byte aligned host memory (RAII); TensorView is a
-// non-owning window used by layers, so the graph can place many tensors in reused buffers.
+// Tensors. Tensor owns 64-byte aligned host memory of float32 NCHW (RAII); TensorView is a
+// non-owning window used by layers, so the graph can place many tensors in reused buffers. A view
+// carries its format: element type (f32, f16, bf16, u8) and layout (NCHW, or NHWC: channels
+// innermost); the shape is always given as n, c, h, w. The CPU path is f32 NCHW throughout; the
+// GPU path runs f16/bf16 NHWC between the layers that take it (the planner places conversions,
+// engine/graph.h).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -21,12 +25,45 @@ struct Shape {
   std::string str() const;  // "1x3x240x320"
 };
 
+enum class DType : uint8_t { F32, F16, BF16, U8 };
+enum class Layout : uint8_t { NCHW, NHWC };
+size_t dtype_bytes(DType t);
+const char* dtype_name(DType t);
+
+struct Format {
+  DType dtype = DType::F32;
+  Layout layout = Layout::NCHW;
+  bool operator==(const Format& o) const { return dtype == o.dtype && layout == o.layout; }
+  bool operator!=(const Format& o) const { return !(*this == o); }
+  std::string str() const;  // "f16 NHWC"
+};
+
 struct TensorView {
-  float* data = nullptr;
+  void* data = nullptr;
   Shape shape;
-  float* channel(int n, int c) const { return data + (size_t(n) * shape.c + c) * shape.plane(); }
+  Format format;
+  // The float32 elements of an f32 view (the CPU path and f32 GPU tensors).
+  float* f32() const { return static_cast<float*>(data); }
+  template <typename T>
+  T* as() const { return static_cast<T*>(data); }
+  size_t bytes() const { return shape.numel() * dtype_bytes(format.dtype); }
+  // f32 NCHW only:
+  float* channel(int n, int c) const { return f32() + (size_t(n) * shape.c + c) * shape.plane(); }
   float& at(int n, int c, int y, int x) const { return channel(n, c)[size_t(y) * shape.w + x]; }
 };
+
+// Host-side element conversions (IEEE binary16 with round-to-nearest-even; bfloat16 likewise).
+float half_to_float(uint16_t h);
+uint16_t float_to_half(float f);
+inline float bf16_to_float(uint16_t b) {
+  const uint32_t u = uint32_t(b) << 16;
+  float f;
+  __builtin_memcpy(&f, &u, 4);
+  return f;
+}
+uint16_t float_to_bf16(float f);
+// A view of any format into f32 NCHW host floats (`src` in host memory).
+void to_f32_nchw(const TensorView& src, float* dst);
 
 struct AlignedFree {
   void operator()(float* p) const;
@@ -48,7 +85,7 @@ class Tensor {
   const float* data() const { return data_.get(); }
   float& operator[](size_t i) { return data_[i]; }
   float operator[](size_t i) const { return data_[i]; }
-  TensorView view() const { return TensorView{data_.get(), shape_}; }
+  TensorView view() const { return TensorView{data_.get(), shape_, Format{}}; }
   // Changes the shape in place; the element count must stay the same.
   void reshape(Shape s);
   void fill(float v);

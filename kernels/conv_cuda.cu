@@ -4,6 +4,7 @@
 
 #include "engine/cuda_backend.h"
 #include "kernels/conv_cuda.h"
+#include "kernels/convert_cuda.h"
 #include "kernels/layers_cuda.h"
 
 namespace scenelab::cuda {
@@ -40,50 +41,6 @@ void launch_im2col(const float* x, int cin, int h, int w, int k, int pad, int y0
   im2col_kernel<<<unsigned((threads + 255) / 256), 256, 0, s>>>(x, cin, h, w, k, pad, y0, rows, wo,
                                                                ld, X);
   SL_CUDA_CHECK(cudaGetLastError(), "conv2d im2col kernel");
-}
-
-__global__ void to_half_kernel(const float* __restrict__ x, __half* __restrict__ y, size_t n) {
-  const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < n) y[i] = __float2half_rn(x[i]);
-}
-
-// NCHW float -> NHWC half, per image a (channels x plane) -> (plane x channels) transpose through
-// a shared-memory tile (both sides coalesced).
-constexpr int kT = 32;
-__global__ void nchw_to_nhwc_half_kernel(const float* __restrict__ x, __half* __restrict__ y,
-                                         int channels, int plane) {
-  __shared__ float tile[kT][kT + 1];
-  const size_t img = size_t(blockIdx.z) * channels * plane;
-  const int p0 = blockIdx.x * kT, c0 = blockIdx.y * kT;
-  for (int r = threadIdx.y; r < kT; r += blockDim.y) {
-    const int c = c0 + r, p = p0 + threadIdx.x;
-    if (c < channels && p < plane) tile[r][threadIdx.x] = x[img + size_t(c) * plane + p];
-  }
-  __syncthreads();
-  for (int r = threadIdx.y; r < kT; r += blockDim.y) {
-    const int p = p0 + r, c = c0 + threadIdx.x;
-    if (c < channels && p < plane) y[img + size_t(p) * channels + c] = __float2half_rn(tile[threadIdx.x][r]);
-  }
-}
-
-// NHWC half -> NCHW float with bias and optional ReLU (the transpose back).
-__global__ void nhwc_half_to_nchw_kernel(const __half* __restrict__ y16, const float* __restrict__ b,
-                                         float* __restrict__ y, int channels, int plane, bool relu) {
-  __shared__ float tile[kT][kT + 1];
-  const size_t img = size_t(blockIdx.z) * channels * plane;
-  const int p0 = blockIdx.x * kT, c0 = blockIdx.y * kT;
-  for (int r = threadIdx.y; r < kT; r += blockDim.y) {
-    const int p = p0 + r, c = c0 + threadIdx.x;
-    if (c < channels && p < plane) tile[r][threadIdx.x] = __half2float(y16[img + size_t(p) * channels + c]);
-  }
-  __syncthreads();
-  for (int r = threadIdx.y; r < kT; r += blockDim.y) {
-    const int c = c0 + r, p = p0 + threadIdx.x;
-    if (c < channels && p < plane) {
-      const float v = tile[threadIdx.x][r] + (b ? b[c] : 0.f);
-      y[img + size_t(c) * plane + p] = relu ? fmaxf(v, 0.f) : v;
-    }
-  }
 }
 
 size_t align64(size_t floats) { return (floats + 63) / 64 * 64; }
@@ -186,48 +143,20 @@ ConvWorkspace conv_workspace(const ConvShape& c, size_t bound_floats, bool fp16)
   const BandPlan one = band_plan(c, bound_floats, fp16);
   const BandPlan two = band_plan(c, bound_floats / 2, fp16);  // gemm2s: two X buffers, one C
   l.scratch = std::max(one.x_floats + one.c_floats, 2 * two.x_floats + two.c_floats);
-  if (fp16) {
-    l.x16 = align64((size_t(c.n) * c.cin * c.h * c.w + 1) / 2);
-    l.y16 = align64((size_t(c.n) * c.cout * c.ho * c.wo + 1) / 2);
-  }
   return l;
 }
 
-void to_half(const float* x, void* x16, size_t n, cudaStream_t s) {
-  if (!n) return;
-  to_half_kernel<<<unsigned((n + 255) / 256), 256, 0, s>>>(x, static_cast<__half*>(x16), n);
-  SL_CUDA_CHECK(cudaGetLastError(), "fp16 conversion kernel");
-}
-
-const void* HalfWeights::get(const float* w, const ConvShape& c, bool krsc, cudaStream_t s) {
-  if (w != of_) {
-    const size_t n = size_t(c.cout) * c.cin * c.k * c.k;
-    buf_.resize(n * sizeof(__half), "conv2d fp16 weights");
-    if (krsc)
-      to_half_nhwc(w, buf_.get(), c.cout, c.cin, size_t(c.k) * c.k, s);
-    else
-      to_half(w, buf_.get(), n, s);
+const void* HalfWeights::get(const float* w, const ConvShape& c, bool krsc, DType t, cudaStream_t s) {
+  if (w != of_ || t != type_ || krsc != krsc_) {
+    buf_.resize(size_t(c.cout) * c.cin * c.k * c.k * dtype_bytes(t), "conv2d half weights");
+    // OIHW float -> the same, or KRSC (O images of I channels x k*k pixels, channels innermost).
+    convert(w, Format{}, buf_.get(), Format{t, krsc ? Layout::NHWC : Layout::NCHW}, c.cout, c.cin,
+            size_t(c.k) * c.k, s);
     of_ = w;
+    type_ = t;
+    krsc_ = krsc;
   }
   return buf_.get();
-}
-
-void to_half_nhwc(const float* x, void* x16, int batch, int channels, size_t plane,
-                  cudaStream_t s) {
-  if (!batch || !channels || !plane) return;
-  const dim3 grid(unsigned((plane + kT - 1) / kT), unsigned((channels + kT - 1) / kT), unsigned(batch));
-  nchw_to_nhwc_half_kernel<<<grid, dim3(kT, 8), 0, s>>>(x, static_cast<__half*>(x16), channels,
-                                                       int(plane));
-  SL_CUDA_CHECK(cudaGetLastError(), "NCHW -> NHWC fp16 kernel");
-}
-
-void half_nhwc_bias_act(const void* y16, const float* b, float* y, int batch, int channels,
-                        size_t plane, bool relu, cudaStream_t s) {
-  if (!batch || !channels || !plane) return;
-  const dim3 grid(unsigned((plane + kT - 1) / kT), unsigned((channels + kT - 1) / kT), unsigned(batch));
-  nhwc_half_to_nchw_kernel<<<grid, dim3(kT, 8), 0, s>>>(static_cast<const __half*>(y16), b, y,
-                                                       channels, int(plane), relu);
-  SL_CUDA_CHECK(cudaGetLastError(), "NHWC fp16 -> NCHW bias/ReLU epilogue");
 }
 
 namespace {
@@ -287,7 +216,7 @@ void conv2d_gemm(const ConvShape& c, const float* x, const void* w, const float*
   }
   const ConvWorkspace l = conv_workspace(c, bound_floats, fp16);
   const BandPlan p = band_plan(c, bound_floats, fp16);
-  float* X = ws + l.x16 + l.y16;
+  float* X = ws;
   float* C = X + p.x_floats;
   for (int n = 0; n < c.n; ++n) {
     const float* xn = x + size_t(n) * c.cin * plane_in;
@@ -315,7 +244,7 @@ void conv2d_gemm2s(const ConvShape& c, const float* x, const void* w, const floa
   // Two im2col band buffers (each planned for half the workspace bound) and one GEMM output
   // buffer: the epilogue of band i runs on the main stream before the GEMM of band i + 1.
   const BandPlan p = band_plan(c, bound_floats / 2, fp16);
-  float* base = ws + l.x16 + l.y16;
+  float* base = ws;
   void* buf[2] = {base, base + p.x_floats};
   float* C = base + 2 * p.x_floats;
   // The side stream starts after everything queued on the main stream (the input).

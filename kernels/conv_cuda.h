@@ -18,6 +18,7 @@
 
 #include <cstddef>
 
+#include "engine/tensor.h"
 #include "kernels/cuda_check.h"
 
 namespace scenelab::cuda {
@@ -26,14 +27,12 @@ struct ConvShape {
   int n, cin, h, w, cout, k, pad, ho, wo;
 };
 
-// The workspace of a convolution layer, in floats, each part 256-byte aligned:
-// [x16][y16][scratch]. The half-precision copies of the input and output exist under fp16 only
-// (for cuDNN's NHWC kernels); scratch holds the bands of gemm / gemm2s (im2col and the
+// The workspace of a convolution layer, in floats: the bands of gemm / gemm2s (im2col and the
 // GEMM's output, leading dimensions rounded up to 8 elements; at most `bound` floats, at least
-// one output row) or cuDNN's own workspace.
+// one output row), or cuDNN's own workspace.
 struct ConvWorkspace {
-  size_t x16 = 0, y16 = 0, scratch = 0;
-  size_t total() const { return x16 + y16 + scratch; }
+  size_t scratch = 0;
+  size_t total() const { return scratch; }
 };
 ConvWorkspace conv_workspace(const ConvShape& c, size_t bound_floats, bool fp16);
 // Bands the GEMM algorithms split the layer into (all images): gemm2s overlaps nothing when
@@ -51,28 +50,20 @@ void conv2d_gemm(const ConvShape& c, const float* x, const void* w, const float*
 void conv2d_gemm2s(const ConvShape& c, const float* x, const void* w, const float* b, float* y,
                    bool relu, float* ws, size_t bound_floats, bool fp16, cublasHandle_t h,
                    cudaStream_t main, cudaStream_t side, const cudaEvent_t* events);
-// A layer's weights in half precision, converted when first seen (that allocates: a layer's
-// first run after a plan is never captured into a CUDA graph) and again only if the weights
-// move (a graph re-planned onto another backend). Layout: that of the float weights, or KRSC
-// (krsc) for cuDNN's NHWC kernels.
+// A layer's weights in half precision (f16 or bf16), converted when first seen (that allocates:
+// a layer's first run after a plan is never captured into a CUDA graph) and again only if the
+// weights move (a graph re-planned onto another backend). Layout: that of the float weights, or
+// KRSC (krsc) for cuDNN's NHWC kernels.
 class HalfWeights {
  public:
-  const void* get(const float* w, const ConvShape& c, bool krsc, cudaStream_t s);
+  const void* get(const float* w, const ConvShape& c, bool krsc, DType t, cudaStream_t s);
 
  private:
   DeviceBuffer buf_;
   const float* of_ = nullptr;
+  DType type_ = DType::F16;
+  bool krsc_ = false;
 };
-
-// Half-precision staging: x16 = half(x), elementwise.
-void to_half(const float* x, void* x16, size_t n, cudaStream_t s);
-// With a layout change for cuDNN's tensor-core kernels: NCHW float -> NHWC half
-// (batch images of channels x plane; also weights: batch = out channels, plane = k*k, giving
-// KRSC), and NHWC half -> NCHW float with bias and ReLU.
-void to_half_nhwc(const float* x, void* x16, int batch, int channels, size_t plane,
-                  cudaStream_t s);
-void half_nhwc_bias_act(const void* y16, const float* b, float* y, int batch, int channels,
-                        size_t plane, bool relu, cudaStream_t s);
 void conv2d_direct(const ConvShape& c, const float* x, const float* w, const float* b, float* y,
                    bool relu, cudaStream_t s);
 

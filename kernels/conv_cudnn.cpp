@@ -14,20 +14,19 @@ namespace scenelab::cuda {
 
 CudnnConv::CudnnConv(cudnnHandle_t h, const ConvShape& c, Precision p) : h_(h), c_(c), p_(p) {
   const char* what = "conv2d cudnn descriptors";
-  // fp16 runs in NHWC (filters KRSC), the layout of cuDNN's half tensor-core kernels; the
-  // layer's NCHW float tensors are converted on the way in and out.
-  const cudnnDataType_t t = p == Precision::FP16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
-  const cudnnTensorFormat_t f = p == Precision::FP16 ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+  // fp16/bf16 run on NHWC tensors (filters KRSC), the layout of cuDNN's tensor-core kernels;
+  // fp32/tf32 on NCHW floats.
+  const cudnnDataType_t t = p == Precision::FP16   ? CUDNN_DATA_HALF
+                            : p == Precision::BF16 ? CUDNN_DATA_BFLOAT16
+                                                   : CUDNN_DATA_FLOAT;
+  const cudnnTensorFormat_t f = nhwc() ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
   SL_CUDNN_CHECK(cudnnCreateTensorDescriptor(x_.out()), what);
   SL_CUDNN_CHECK(cudnnCreateTensorDescriptor(y_.out()), what);
   SL_CUDNN_CHECK(cudnnCreateFilterDescriptor(w_.out()), what);
   SL_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(conv_.out()), what);
-  SL_CUDNN_CHECK(cudnnSetTensor4dDescriptor(x_.get(), f, t, c.n, c.cin, c.h, c.w),
-                 what);
-  SL_CUDNN_CHECK(cudnnSetTensor4dDescriptor(y_.get(), f, t, c.n, c.cout, c.ho, c.wo),
-                 what);
-  SL_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w_.get(), t, f, c.cout, c.cin, c.k, c.k),
-                 what);
+  SL_CUDNN_CHECK(cudnnSetTensor4dDescriptor(x_.get(), f, t, c.n, c.cin, c.h, c.w), what);
+  SL_CUDNN_CHECK(cudnnSetTensor4dDescriptor(y_.get(), f, t, c.n, c.cout, c.ho, c.wo), what);
+  SL_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w_.get(), t, f, c.cout, c.cin, c.k, c.k), what);
   SL_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv_.get(), c.pad, c.pad, 1, 1, 1, 1,
                                                  CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
                  what);
@@ -36,27 +35,21 @@ CudnnConv::CudnnConv(cudnnHandle_t h, const ConvShape& c, Precision p) : h_(h), 
                  what);
 }
 
-CudnnConv::Operands CudnnConv::operands(const float* x, const float* w, float* y, float* ws,
-                                        size_t bound_floats, cudaStream_t s) const {
-  const bool fp16 = p_ == Precision::FP16;
-  const ConvWorkspace l = conv_workspace(c_, bound_floats, fp16);
-  float* x16 = ws;
-  float* y16 = x16 + l.x16;
-  Operands o{x, w, y, y16 + l.y16, l.scratch * sizeof(float)};
-  if (fp16) {
-    to_half_nhwc(x, x16, c_.n, c_.cin, size_t(c_.h) * c_.w, s);
-    o.x = x16;
-    o.w = w16_.get(w, c_, /*krsc=*/true, s);
-    o.y = y16;
-  }
-  return o;
+const void* CudnnConv::weights(const float* w, cudaStream_t s) const {
+  if (!nhwc()) return w;
+  return w16_.get(w, c_, /*krsc=*/true, p_ == Precision::BF16 ? DType::BF16 : DType::F16, s);
 }
 
-void CudnnConv::choose(const float* x, const float* w, float* y, float* ws, size_t bound_floats,
+size_t CudnnConv::scratch_bytes(size_t bound_floats) const {
+  return conv_workspace(c_, bound_floats, nhwc()).scratch * sizeof(float);
+}
+
+void CudnnConv::choose(const void* x, const float* w, void* y, float* ws, size_t bound_floats,
                        cudaStream_t s) {
   static const bool trace = std::getenv("SCENELAB_TRACE_TUNING") != nullptr;
   const auto t_start = std::chrono::steady_clock::now();
-  const Operands o = operands(x, w, y, ws, bound_floats, s);
+  const void* wt = weights(w, s);
+  const size_t scratch = scratch_bytes(bound_floats);
   cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
   int returned = 0;
   // cuDNN's heuristics rank its algorithms without running them (cudnnFind... runs every one,
@@ -83,15 +76,15 @@ void CudnnConv::choose(const float* x, const float* w, float* y, float* ws, size
     size_t bytes = 0;
     if (cudnnGetConvolutionForwardWorkspaceSize(h_, x_.get(), w_.get(), conv_.get(), y_.get(),
                                                 r.algo, &bytes) != CUDNN_STATUS_SUCCESS ||
-        bytes > o.scratch_bytes)
+        bytes > scratch)
       continue;
     ++timed;
     float ms = 1e30f;
     for (int k = 0; k < 3; ++k) {
       SL_CUDA_CHECK(cudaEventRecord(e0.get(), s), "conv2d cudnn timing");
-      const cudnnStatus_t st = cudnnConvolutionForward(h_, &one, x_.get(), o.x, w_.get(), o.w,
-                                                       conv_.get(), r.algo, o.scratch, bytes,
-                                                       &zero, y_.get(), o.y);
+      const cudnnStatus_t st = cudnnConvolutionForward(h_, &one, x_.get(), x, w_.get(), wt,
+                                                       conv_.get(), r.algo, ws, bytes, &zero,
+                                                       y_.get(), y);
       if (st != CUDNN_STATUS_SUCCESS) {  // heuristics can list what does not run: next one
         ms = 1e30f;
         break;
@@ -119,8 +112,8 @@ void CudnnConv::choose(const float* x, const float* w, float* y, float* ws, size
     return;
   }
   throw_error("conv2d cudnn: no cuDNN algorithm runs this ", c_.k, "x", c_.k, " convolution ",
-              c_.cin, "->", c_.cout, " on ", c_.w, "x", c_.h, " within the ",
-              o.scratch_bytes >> 20, " MiB workspace (raise --conv-workspace)");
+              c_.cin, "->", c_.cout, " on ", c_.w, "x", c_.h, " within the ", scratch >> 20,
+              " MiB workspace (raise --conv-workspace)");
 }
 
 bool CudnnConv::preset(int algo, int math, size_t bound_floats) {
@@ -136,7 +129,7 @@ bool CudnnConv::preset(int algo, int math, size_t bound_floats) {
   const auto a = static_cast<cudnnConvolutionFwdAlgo_t>(algo);
   if (cudnnGetConvolutionForwardWorkspaceSize(h_, x_.get(), w_.get(), conv_.get(), y_.get(), a,
                                               &bytes) != CUDNN_STATUS_SUCCESS ||
-      bytes > conv_workspace(c_, bound_floats, p_ == Precision::FP16).scratch * sizeof(float)) {
+      bytes > scratch_bytes(bound_floats)) {
     SL_CUDNN_CHECK(cudnnSetConvolutionMathType(conv_.get(), math_), "conv2d cudnn");
     return false;
   }
@@ -147,21 +140,22 @@ bool CudnnConv::preset(int algo, int math, size_t bound_floats) {
   return true;
 }
 
-void CudnnConv::forward(const float* x, const float* w, const float* b, float* y, bool relu,
-                        float* ws, size_t bound_floats, cudaStream_t s) const {
+void CudnnConv::forward(const void* x, const float* w, const float* b, void* y, bool relu,
+                        float* ws, size_t /*bound_floats*/, cudaStream_t s) const {
   SL_REQUIRE(chosen_, "conv2d cudnn: forward before an algorithm was chosen");
-  const Operands o = operands(x, w, y, ws, bound_floats, s);
   const float one = 1.f, zero = 0.f;
-  SL_CUDNN_CHECK(cudnnConvolutionForward(h_, &one, x_.get(), o.x, w_.get(), o.w, conv_.get(), algo_,
-                                         o.scratch, algo_bytes_, &zero, y_.get(), o.y),
+  SL_CUDNN_CHECK(cudnnConvolutionForward(h_, &one, x_.get(), x, w_.get(), weights(w, s), conv_.get(),
+                                         algo_, ws, algo_bytes_, &zero, y_.get(), y),
                  "conv2d cudnn forward");
-  const size_t plane = size_t(c_.ho) * c_.wo;
-  if (p_ == Precision::FP16) {
-    half_nhwc_bias_act(o.y, b, y, c_.n, c_.cout, plane, relu, s);
+  const Shape out(c_.n, c_.cout, c_.ho, c_.wo);
+  if (nhwc()) {
+    bias_act_nhwc(TensorView{y, out, Format{p_ == Precision::BF16 ? DType::BF16 : DType::F16, Layout::NHWC}},
+                  b, relu, s);
     return;
   }
+  const size_t plane = size_t(c_.ho) * c_.wo;
   for (int n = 0; n < c_.n; ++n) {
-    float* yn = y + size_t(n) * c_.cout * plane;
+    float* yn = static_cast<float*>(y) + size_t(n) * c_.cout * plane;
     bias_act(yn, plane, yn, plane, b, c_.cout, plane, relu, s);
   }
 }

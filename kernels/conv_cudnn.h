@@ -1,8 +1,8 @@
 // The fourth convolution algorithm: cuDNN's forward convolution, its algorithm timed once per
 // layer and input size (the best of cuDNN's heuristic ranking, timed on the layer's own buffers)
-// and then replayed; bias and ReLU in our epilogue. fp32 allows only CUDA-core (FMA) algorithms,
-// tf32 tensor-core algorithms on float data, fp16 half operands (converted in the layer's
-// workspace, see ConvWorkspace) with fp32 accumulation.
+// and then replayed; bias and ReLU in our epilogue. fp32 allows only CUDA-core (FMA) algorithms
+// and tf32 tensor-core algorithms, on f32 NCHW tensors; fp16 and bf16 run on the layer's f16 /
+// bf16 NHWC tensors as they are (weights KRSC, converted once), fp32 accumulation.
 #pragma once
 #if defined(SCENELAB_WITH_CUDA) && defined(SCENELAB_WITH_CUDNN)
 #include <cudnn.h>
@@ -36,8 +36,9 @@ class CudnnConv {
   CudnnConv(cudnnHandle_t h, const ConvShape& c, Precision p);
 
   // Times the best-ranked of cuDNN's algorithms on these buffers and keeps the fastest whose
-  // workspace fits the layer's scratch. Synchronises the host: call it outside CUDA-graph capture.
-  void choose(const float* x, const float* w, float* y, float* ws, size_t bound_floats,
+  // workspace fits the layer's scratch. x, y: the layer's tensors (f32 NCHW, or f16/bf16 NHWC).
+  // Synchronises the host: call it outside CUDA-graph capture.
+  void choose(const void* x, const float* w, void* y, float* ws, size_t bound_floats,
               cudaStream_t s);
   bool chosen() const { return chosen_; }
   // Takes a choice made earlier by choose() (a plan cache's), without timing: false when cuDNN
@@ -46,7 +47,7 @@ class CudnnConv {
   int algo_id() const { return int(algo_); }
   int math_id() const { return int(math_); }
   // Stream-ordered; no allocation, no synchronisation.
-  void forward(const float* x, const float* w, const float* b, float* y, bool relu, float* ws,
+  void forward(const void* x, const float* w, const float* b, void* y, bool relu, float* ws,
                size_t bound_floats, cudaStream_t s) const;
   std::string algo_name() const;
 
@@ -61,19 +62,11 @@ class CudnnConv {
   size_t algo_bytes_ = 0;
   cudnnMathType_t math_ = CUDNN_DEFAULT_MATH;
   bool chosen_ = false;
-  // fp16: the weights in half precision, KRSC (converted once, at choose()).
+  // fp16/bf16: the weights in half precision, KRSC (converted once).
   mutable HalfWeights w16_;
-  // What cuDNN reads and writes: the layer's float tensors, or under fp16 the half NHWC copies
-  // (input converted on the way, output in the workspace) and the scratch after them.
-  struct Operands {
-    const void* x;
-    const void* w;
-    void* y;
-    float* scratch;
-    size_t scratch_bytes;
-  };
-  Operands operands(const float* x, const float* w, float* y, float* ws, size_t bound_floats,
-                    cudaStream_t s) const;
+  bool nhwc() const { return p_ == Precision::FP16 || p_ == Precision::BF16; }
+  const void* weights(const float* w, cudaStream_t s) const;
+  size_t scratch_bytes(size_t bound_floats) const;
 };
 
 }  // namespace scenelab::cuda

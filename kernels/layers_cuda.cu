@@ -1,8 +1,15 @@
-// GPU kernels of the simple layers: each mirrors the CPU loop of its layer file.
+// GPU kernels of the simple layers: each mirrors the CPU loop of its layer file. f32 NCHW
+// kernels, and NHWC kernels for f32, f16 and bf16 (channels innermost: a warp reads neighbouring
+// channels of one pixel), computing in float.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include <algorithm>
 #include <cfloat>
+#include <type_traits>
 
 #include "kernels/cuda_check.h"
+#include "engine/error.h"
 #include "kernels/layers_cuda.h"
 #include "layers/upsample_taps.h"
 
@@ -11,11 +18,6 @@ namespace {
 
 constexpr int kThreads = 256;
 inline unsigned blocks_for(size_t n) { return unsigned((n + kThreads - 1) / kThreads); }
-
-__global__ void relu_kernel(const float* x, float* y, size_t n) {
-  size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < n) y[i] = fmaxf(x[i], 0.f);
-}
 
 // Output element i of `planes` planes of ho x wo -> its plane and pixel.
 struct PlanePixel {
@@ -196,47 +198,283 @@ __global__ void bias_act_kernel(const float* src, size_t ld_src, float* dst, siz
   dst[size_t(c) * ld_dst + i] = relu ? fmaxf(v, 0.f) : v;
 }
 
+
+// ---- NHWC, any element type ----
+__device__ __forceinline__ float ld(const float* p, size_t i) { return p[i]; }
+__device__ __forceinline__ float ld(const __half* p, size_t i) { return __half2float(p[i]); }
+__device__ __forceinline__ float ld(const __nv_bfloat16* p, size_t i) { return __bfloat162float(p[i]); }
+__device__ __forceinline__ void st(float* p, size_t i, float v) { p[i] = v; }
+__device__ __forceinline__ void st(__half* p, size_t i, float v) { p[i] = __float2half_rn(v); }
+__device__ __forceinline__ void st(__nv_bfloat16* p, size_t i, float v) { p[i] = __float2bfloat16_rn(v); }
+
+template <typename T>
+__global__ void relu_any_kernel(const T* x, T* y, size_t n) {
+  size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) st(y, i, fmaxf(ld(x, i), 0.f));
+}
+
+// Output element i of an NHWC tensor (n x ho x wo x c) -> image, row, column, channel.
+struct Nhwc {
+  size_t b;
+  int y, x, c;
+};
+__device__ __forceinline__ Nhwc nhwc_of(size_t i, int ho, int wo, int c) {
+  return {i / (size_t(c) * wo * ho), int((i / (size_t(c) * wo)) % ho), int((i / c) % wo), int(i % c)};
+}
+
+template <typename T>
+__global__ void maxpool_nhwc_kernel(const T* x, T* y, int c, int h, int w, int ho, int wo, int k,
+                                    int s, size_t total) {
+  size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= total) return;
+  const Nhwc o = nhwc_of(i, ho, wo, c);
+  float m = -FLT_MAX * 2;
+  for (int dy = 0; dy < k; ++dy)
+    for (int dx = 0; dx < k; ++dx)
+      m = fmaxf(m, ld(x, ((o.b * h + size_t(o.y * s + dy)) * w + size_t(o.x * s + dx)) * c + o.c));
+  st(y, i, m);
+}
+
+template <typename T>
+__global__ void downscale_nhwc_kernel(const T* x, T* y, int c, int h, int w, int ho, int wo,
+                                      int f, size_t total) {
+  size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= total) return;
+  const Nhwc o = nhwc_of(i, ho, wo, c);
+  float s = 0;
+  for (int dy = 0; dy < f; ++dy)
+    for (int dx = 0; dx < f; ++dx)
+      s += ld(x, ((o.b * h + size_t(o.y * f + dy)) * w + size_t(o.x * f + dx)) * c + o.c);
+  st(y, i, s * (1.f / float(f * f)));
+}
+
+template <typename T>
+__global__ void upsample_nhwc_kernel(const T* x, T* y, int c, int hi, int wi, int ho, int wo,
+                                     bool geometry, bool bilinear, Geometry gi, Geometry go,
+                                     size_t total) {
+  size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= total) return;
+  const Nhwc o = nhwc_of(i, ho, wo, c);
+  const UpsampleTap t = upsample_tap(o.y, hi, ho, geometry, bilinear, gi.offset_y, gi.stride_y,
+                                     go.offset_y, go.stride_y);
+  const UpsampleTap u = upsample_tap(o.x, wi, wo, geometry, bilinear, gi.offset_x, gi.stride_x,
+                                     go.offset_x, go.stride_x);
+  auto at = [&](int yy, int xx) { return ld(x, ((o.b * hi + size_t(yy)) * wi + size_t(xx)) * c + o.c); };
+  const float a0 = at(t.i0, u.i0), a1 = at(t.i0, u.i1), b0 = at(t.i1, u.i0), b1 = at(t.i1, u.i1);
+  const float top = a0 + u.w1 * (a1 - a0), bot = b0 + u.w1 * (b1 - b0);
+  st(y, i, top + t.w1 * (bot - top));
+}
+
+// One thread a pixel: the channels are contiguous.
+template <typename T>
+__global__ void argmax_nhwc_kernel(const T* x, T* y, int c, size_t pixels) {
+  size_t p = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (p >= pixels) return;
+  const T* px = x + p * c;
+  int best = 0;
+  float bv = ld(px, 0);
+  for (int k = 1; k < c; ++k) {
+    const float v = ld(px, k);
+    if (v > bv || (bv != bv && v == v)) bv = v, best = k;
+  }
+  st(y, p, float(best));
+}
+
+template <typename T>
+__global__ void softmax_nhwc_kernel(const T* x, T* y, int c, size_t pixels) {
+  size_t p = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (p >= pixels) return;
+  const T* px = x + p * c;
+  T* py = y + p * c;
+  float m = ld(px, 0);
+  for (int k = 1; k < c; ++k) m = fmaxf(m, ld(px, k));
+  float s = 0;
+  for (int k = 0; k < c; ++k) s += expf(ld(px, k) - m);
+  const float inv = 1.f / s;
+  for (int k = 0; k < c; ++k) st(py, k, expf(ld(px, k) - m) * inv);
+}
+
+// Input channels [0, cx) of every pixel into channels [off, off + cx) of y (cy channels).
+template <typename T>
+__global__ void concat_nhwc_kernel(const T* x, int cx, T* y, int cy, int off, size_t total) {
+  size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= total) return;
+  const size_t p = i / cx;
+  y[p * cy + off + (i % cx)] = x[i];
+}
+
+template <typename T>
+__global__ void bias_act_nhwc_kernel(T* y, const float* b, int c, size_t total, bool relu) {
+  size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= total) return;
+  float v = ld(y, i) + (b ? b[i % c] : 0.f);
+  st(y, i, relu ? fmaxf(v, 0.f) : v);
+}
+
+// From f32 NCHW into NHWC of any type (one thread an output element: writes coalesced).
+template <typename T>
+__global__ void standardize_nhwc_kernel(const float* x, T* y, const float* mean, const float* sd,
+                                        int c, size_t plane, size_t total) {
+  size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= total) return;
+  const int ch = int(i % c);
+  const size_t p = (i / c) % plane, b = i / (size_t(c) * plane);
+  st(y, i, (x[(b * c + ch) * plane + p] - mean[ch]) * (1.f / sd[ch]));
+}
+
+// Runs `launch` with the element type of an f32, f16 or bf16 view.
+template <typename F>
+void with_type(const TensorView& v, F&& launch) {
+  switch (v.format.dtype) {
+    case DType::F32: launch(static_cast<float*>(nullptr)); break;
+    case DType::F16: launch(static_cast<__half*>(nullptr)); break;
+    case DType::BF16: launch(static_cast<__nv_bfloat16*>(nullptr)); break;
+    default: throw_error("no GPU kernel for ", v.format.str(), " tensors");
+  }
+}
+
+bool is_nchw_f32(const TensorView& v) { return v.format == Format{}; }
+
+void require_same_format(const TensorView& x, const TensorView& y, const char* what) {
+  SL_REQUIRE(x.format == y.format && supports(x.format), what, ": input ", x.format.str(),
+             ", output ", y.format.str());
+}
+
 }  // namespace
 
 #define SL_LAUNCH_CHECK(what) SL_CUDA_CHECK(cudaGetLastError(), what)
 
-void relu(const float* x, float* y, size_t n, cudaStream_t s) {
+bool supports(Format f) {
+  return f == Format{} || (f.layout == Layout::NHWC && f.dtype != DType::U8);
+}
+
+void relu(const TensorView& x, const TensorView& y, cudaStream_t s) {
+  require_same_format(x, y, "relu");
+  const size_t n = y.shape.numel();
   if (!n) return;
-  relu_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, y, n);
+  with_type(y, [&](auto* t) {
+    using T = std::remove_pointer_t<decltype(t)>;
+    relu_any_kernel<<<blocks_for(n), kThreads, 0, s>>>(x.as<const T>(), y.as<T>(), n);
+  });
   SL_LAUNCH_CHECK("relu kernel");
 }
 
-void maxpool2d(const float* x, float* y, int planes, int h, int w, int ho, int wo, int k,
-               int stride, cudaStream_t s) {
-  const size_t n = size_t(planes) * ho * wo;
-  maxpool_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, y, planes, h, w, ho, wo, k, stride);
+void maxpool2d(const TensorView& x, const TensorView& y, int k, int stride, cudaStream_t s) {
+  require_same_format(x, y, "maxpool2d");
+  const Shape &a = x.shape, &b = y.shape;
+  const size_t n = b.numel();
+  if (is_nchw_f32(x)) {
+    maxpool_kernel<<<blocks_for(n), kThreads, 0, s>>>(x.f32(), y.f32(), a.n * a.c, a.h, a.w, b.h, b.w, k, stride);
+  } else {
+    with_type(y, [&](auto* t) {
+      using T = std::remove_pointer_t<decltype(t)>;
+      maxpool_nhwc_kernel<<<blocks_for(n), kThreads, 0, s>>>(x.as<const T>(), y.as<T>(), a.c, a.h, a.w,
+                                                             b.h, b.w, k, stride, n);
+    });
+  }
   SL_LAUNCH_CHECK("maxpool2d kernel");
 }
 
-void downscale(const float* x, float* y, int planes, int h, int w, int ho, int wo, int f,
-               cudaStream_t s) {
-  const size_t n = size_t(planes) * ho * wo;
-  downscale_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, y, planes, h, w, ho, wo, f);
+void downscale(const TensorView& x, const TensorView& y, int f, cudaStream_t s) {
+  require_same_format(x, y, "downscale");
+  const Shape &a = x.shape, &b = y.shape;
+  const size_t n = b.numel();
+  if (is_nchw_f32(x)) {
+    downscale_kernel<<<blocks_for(n), kThreads, 0, s>>>(x.f32(), y.f32(), a.n * a.c, a.h, a.w, b.h, b.w, f);
+  } else {
+    with_type(y, [&](auto* t) {
+      using T = std::remove_pointer_t<decltype(t)>;
+      downscale_nhwc_kernel<<<blocks_for(n), kThreads, 0, s>>>(x.as<const T>(), y.as<T>(), a.c, a.h,
+                                                               a.w, b.h, b.w, f, n);
+    });
+  }
   SL_LAUNCH_CHECK("downscale kernel");
 }
 
-void upsample(const float* x, float* y, int planes, int hi, int wi, int ho, int wo,
-              bool geometry, bool bilinear, const Geometry& gin, const Geometry& gout,
-              cudaStream_t s) {
-  const size_t n = size_t(planes) * ho * wo;
-  upsample_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, y, planes, hi, wi, ho, wo, geometry,
-                                                     bilinear, gin, gout);
+void upsample(const TensorView& x, const TensorView& y, bool geometry, bool bilinear,
+              const Geometry& gin, const Geometry& gout, cudaStream_t s) {
+  require_same_format(x, y, "upsample");
+  const Shape &a = x.shape, &b = y.shape;
+  const size_t n = b.numel();
+  if (is_nchw_f32(x)) {
+    upsample_kernel<<<blocks_for(n), kThreads, 0, s>>>(x.f32(), y.f32(), a.n * a.c, a.h, a.w, b.h,
+                                                       b.w, geometry, bilinear, gin, gout);
+  } else {
+    with_type(y, [&](auto* t) {
+      using T = std::remove_pointer_t<decltype(t)>;
+      upsample_nhwc_kernel<<<blocks_for(n), kThreads, 0, s>>>(x.as<const T>(), y.as<T>(), a.c, a.h,
+                                                              a.w, b.h, b.w, geometry, bilinear,
+                                                              gin, gout, n);
+    });
+  }
   SL_LAUNCH_CHECK("upsample kernel");
 }
 
-void argmax(const float* x, float* y, int n, int c, size_t plane, cudaStream_t s) {
-  argmax_kernel<<<blocks_for(size_t(n) * plane), kThreads, 0, s>>>(x, y, n, c, plane);
+void argmax(const TensorView& x, const TensorView& y, cudaStream_t s) {
+  require_same_format(x, y, "argmax");
+  const Shape& a = x.shape;
+  const size_t pixels = size_t(a.n) * a.plane();
+  if (is_nchw_f32(x)) {
+    argmax_kernel<<<blocks_for(pixels), kThreads, 0, s>>>(x.f32(), y.f32(), a.n, a.c, a.plane());
+  } else {
+    with_type(y, [&](auto* t) {
+      using T = std::remove_pointer_t<decltype(t)>;
+      argmax_nhwc_kernel<<<blocks_for(pixels), kThreads, 0, s>>>(x.as<const T>(), y.as<T>(), a.c, pixels);
+    });
+  }
   SL_LAUNCH_CHECK("argmax kernel");
 }
 
-void softmax(const float* x, float* y, int n, int c, size_t plane, cudaStream_t s) {
-  softmax_kernel<<<blocks_for(size_t(n) * plane), kThreads, 0, s>>>(x, y, n, c, plane);
+void softmax(const TensorView& x, const TensorView& y, cudaStream_t s) {
+  require_same_format(x, y, "softmax");
+  const Shape& a = x.shape;
+  const size_t pixels = size_t(a.n) * a.plane();
+  if (is_nchw_f32(x)) {
+    softmax_kernel<<<blocks_for(pixels), kThreads, 0, s>>>(x.f32(), y.f32(), a.n, a.c, a.plane());
+  } else {
+    with_type(y, [&](auto* t) {
+      using T = std::remove_pointer_t<decltype(t)>;
+      softmax_nhwc_kernel<<<blocks_for(pixels), kThreads, 0, s>>>(x.as<const T>(), y.as<T>(), a.c, pixels);
+    });
+  }
   SL_LAUNCH_CHECK("softmax kernel");
+}
+
+void concat(const std::vector<TensorView>& xs, const TensorView& y, cudaStream_t s) {
+  const Shape& b = y.shape;
+  if (is_nchw_f32(y)) {  // whole channel blocks per image
+    char* dst = static_cast<char*>(y.data);
+    for (int n = 0; n < b.n; ++n)
+      for (const auto& x : xs) {
+        require_same_format(x, y, "concat");
+        const size_t bytes = size_t(x.shape.c) * x.shape.plane() * sizeof(float);
+        SL_CUDA_CHECK(cudaMemcpyAsync(dst, x.channel(n, 0), bytes, cudaMemcpyDeviceToDevice, s), "concat");
+        dst += bytes;
+      }
+    return;
+  }
+  int off = 0;
+  for (const auto& x : xs) {
+    require_same_format(x, y, "concat");
+    const size_t n = x.shape.numel();
+    with_type(y, [&](auto* t) {
+      using T = std::remove_pointer_t<decltype(t)>;
+      concat_nhwc_kernel<<<blocks_for(n), kThreads, 0, s>>>(x.as<const T>(), x.shape.c, y.as<T>(), b.c, off, n);
+    });
+    off += x.shape.c;
+  }
+  SL_LAUNCH_CHECK("concat kernel");
+}
+
+void bias_act_nhwc(const TensorView& y, const float* b, bool relu, cudaStream_t s) {
+  SL_REQUIRE(y.format.layout == Layout::NHWC, "bias_act_nhwc on ", y.format.str());
+  const size_t n = y.shape.numel();
+  if (!n || (!b && !relu)) return;
+  with_type(y, [&](auto* t) {
+    using T = std::remove_pointer_t<decltype(t)>;
+    bias_act_nhwc_kernel<<<blocks_for(n), kThreads, 0, s>>>(y.as<T>(), b, y.shape.c, n, relu);
+  });
+  SL_LAUNCH_CHECK("NHWC bias/ReLU epilogue");
 }
 
 void rgb_to_yuv(const float* x, float* y, int n, size_t plane, cudaStream_t s) {
@@ -244,10 +482,20 @@ void rgb_to_yuv(const float* x, float* y, int n, size_t plane, cudaStream_t s) {
   SL_LAUNCH_CHECK("rgb_to_yuv kernel");
 }
 
-void standardize(const float* x, float* y, const float* mean, const float* sd, int n, int c,
-                 size_t plane, cudaStream_t s) {
-  const size_t total = size_t(n) * c * plane;
-  standardize_kernel<<<blocks_for(total), kThreads, 0, s>>>(x, y, mean, sd, c, plane, total);
+void standardize(const float* x, const TensorView& y, const float* mean, const float* sd,
+                 cudaStream_t s) {
+  const Shape& a = y.shape;
+  const size_t total = a.numel();
+  if (is_nchw_f32(y)) {
+    standardize_kernel<<<blocks_for(total), kThreads, 0, s>>>(x, y.f32(), mean, sd, a.c, a.plane(), total);
+  } else {
+    SL_REQUIRE(supports(y.format), "standardize: no kernel writes ", y.format.str());
+    with_type(y, [&](auto* t) {
+      using T = std::remove_pointer_t<decltype(t)>;
+      standardize_nhwc_kernel<<<blocks_for(total), kThreads, 0, s>>>(x, y.as<T>(), mean, sd, a.c,
+                                                                     a.plane(), total);
+    });
+  }
   SL_LAUNCH_CHECK("standardize kernel");
 }
 

@@ -5,24 +5,30 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <vector>
 
 #include "engine/layer.h"
 
 namespace scenelab::cuda {
 
-void relu(const float* x, float* y, size_t n, cudaStream_t s);
-void maxpool2d(const float* x, float* y, int planes, int h, int w, int ho, int wo, int k,
-               int stride, cudaStream_t s);
-void downscale(const float* x, float* y, int planes, int h, int w, int ho, int wo, int f,
-               cudaStream_t s);
-void upsample(const float* x, float* y, int planes, int hi, int wi, int ho, int wo,
-              bool geometry, bool bilinear, const Geometry& gin, const Geometry& gout,
-              cudaStream_t s);
-void argmax(const float* x, float* y, int n, int c, size_t plane, cudaStream_t s);
-void softmax(const float* x, float* y, int n, int c, size_t plane, cudaStream_t s);
+// The formats the simple layers' kernels take (input and output alike): f32 NCHW, and f32,
+// f16 or bf16 NHWC.
+bool supports(Format f);
+
+void relu(const TensorView& x, const TensorView& y, cudaStream_t s);
+void maxpool2d(const TensorView& x, const TensorView& y, int k, int stride, cudaStream_t s);
+void downscale(const TensorView& x, const TensorView& y, int f, cudaStream_t s);
+void upsample(const TensorView& x, const TensorView& y, bool geometry, bool bilinear,
+              const Geometry& gin, const Geometry& gout, cudaStream_t s);
+void argmax(const TensorView& x, const TensorView& y, cudaStream_t s);
+void softmax(const TensorView& x, const TensorView& y, cudaStream_t s);
+void concat(const std::vector<TensorView>& xs, const TensorView& y, cudaStream_t s);
+// y = act(y + b[c]) in place on an NHWC tensor of any dtype (the cuDNN convolutions' epilogue).
+void bias_act_nhwc(const TensorView& y, const float* b, bool relu, cudaStream_t s);
 void rgb_to_yuv(const float* x, float* y, int n, size_t plane, cudaStream_t s);
-void standardize(const float* x, float* y, const float* mean, const float* sd, int n, int c,
-                 size_t plane, cudaStream_t s);
+// x: f32 NCHW; y: f32 NCHW or any NHWC (the network's activation format).
+void standardize(const float* x, const TensorView& y, const float* mean, const float* sd,
+                 cudaStream_t s);
 // kernel: the normalised 1-D Gaussian (size taps, size <= 63); workspace:
 // contrast_norm_workspace_floats(planes, plane) floats.
 inline size_t contrast_norm_workspace_floats(size_t planes, size_t plane) {

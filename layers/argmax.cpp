@@ -2,6 +2,7 @@
 // scores never win (all-NaN gives 0).
 #include "engine/layer.h"
 #include "engine/parallel.h"
+#include "layers/formats.h"
 #ifdef SCENELAB_WITH_CUDA
 #include "engine/cuda_backend.h"
 #include "kernels/layers_cuda.h"
@@ -14,6 +15,9 @@ class Argmax : public Layer {
  public:
   explicit Argmax(const NodeDesc& d) : Layer(d) { d.attrs.check_known({}); }
   const char* type() const override { return "argmax"; }
+  Format format(const std::vector<Format>& in, const Backend& b) const override {
+    return follow_on_gpu(in[0], b);
+  }
   Shape infer_shape(const std::vector<Shape>& in) const override {
     return Shape(in[0].n, 1, in[0].h, in[0].w);
   }
@@ -39,8 +43,7 @@ class Argmax : public Layer {
   }
 #ifdef SCENELAB_WITH_CUDA
   void forward_cuda(const ForwardArgs& a, const CudaContext& ctx) const override {
-    const Shape& x = a.in[0].shape;
-    cuda::argmax(a.in[0].data, a.out.data, x.n, x.c, x.plane(), ctx.stream);
+    cuda::argmax(a.in[0], a.out, ctx.stream);
   }
 #endif
 };

@@ -4,6 +4,7 @@
 #include "engine/error.h"
 #include "engine/layer.h"
 #include "engine/parallel.h"
+#include "layers/formats.h"
 #ifdef SCENELAB_WITH_CUDA
 #include "engine/cuda_backend.h"
 #include "kernels/layers_cuda.h"
@@ -16,6 +17,9 @@ class Concat : public Layer {
  public:
   explicit Concat(const NodeDesc& d) : Layer(d) { d.attrs.check_known({}); }
   const char* type() const override { return "concat"; }
+  Format format(const std::vector<Format>& in, const Backend& b) const override {
+    return follow_on_gpu(in[0], b);
+  }
   int num_inputs() const override { return -1; }
   Shape infer_shape(const std::vector<Shape>& in) const override {
     Shape s = in[0];
@@ -35,21 +39,12 @@ class Concat : public Layer {
       for (const auto& x : a.in)
         for (int c = 0; c < x.shape.c; ++c) src.push_back(x.channel(n, c));
     parallel_for(int64_t(src.size()), a.threads, [&](int64_t p) {
-      std::memcpy(y.data + size_t(p) * plane, src[size_t(p)], plane * sizeof(float));
+      std::memcpy(y.f32() + size_t(p) * plane, src[size_t(p)], plane * sizeof(float));
     });
   }
 #ifdef SCENELAB_WITH_CUDA
   void forward_cuda(const ForwardArgs& a, const CudaContext& ctx) const override {
-    const Shape& y = a.out.shape;
-    float* dst = a.out.data;
-    for (int n = 0; n < y.n; ++n)
-      for (const auto& x : a.in) {
-        const size_t bytes = size_t(x.shape.c) * x.shape.plane() * sizeof(float);
-        SL_CUDA_CHECK(cudaMemcpyAsync(dst, x.channel(n, 0), bytes, cudaMemcpyDeviceToDevice,
-                                      ctx.stream),
-                      str_cat("concat '", name_, "'"));
-        dst += bytes / sizeof(float);
-      }
+    cuda::concat(a.in, a.out, ctx.stream);
   }
 #endif
 };

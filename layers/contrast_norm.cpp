@@ -71,8 +71,8 @@ class ContrastNorm : public Layer {
     float* scratch = cx + W;
     const int64_t planes = int64_t(x.shape.n) * x.shape.c;
     parallel_for(planes, a.threads, [&](int64_t p) {
-      const float* src = x.data + size_t(p) * plane;
-      float* dst = y.data + size_t(p) * plane;
+      const float* src = x.f32() + size_t(p) * plane;
+      float* dst = y.f32() + size_t(p) * plane;
       float* tmp = scratch + size_t(p) * plane * 3;
       float* cen = tmp + plane;
       float* sq = cen + plane;
@@ -95,7 +95,7 @@ class ContrastNorm : public Layer {
 #ifdef SCENELAB_WITH_CUDA
   void forward_cuda(const ForwardArgs& a, const CudaContext& ctx) const override {
     const Shape& s = a.in[0].shape;
-    cuda::contrast_norm(a.in[0].data, a.out.data, s.n * s.c, s.h, s.w, kernel_f_.data(), size_, eps_,
+    cuda::contrast_norm(a.in[0].f32(), a.out.f32(), s.n * s.c, s.h, s.w, kernel_f_.data(), size_, eps_,
                         a.workspace, ctx.stream);
   }
 #endif

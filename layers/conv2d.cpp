@@ -50,6 +50,15 @@ class Conv2d : public Layer {
   const char* type() const override { return "conv2d"; }
   std::string param_group() const override { return group_; }
   bool can_fuse_relu() const override { return true; }
+  // fp16/bf16 with cuDNN (--conv auto or cudnn): half-precision NHWC tensors; else f32 NCHW.
+  Format format(const std::vector<Format>& /*in*/, const Backend& b) const override {
+#ifdef SCENELAB_WITH_CUDA
+    if (const CudaContext* ctx = b.cuda()) return activation_format(*ctx);
+#else
+    (void)b;
+#endif
+    return Format{};
+  }
 
   Shape infer_shape(const std::vector<Shape>& in) const override {
     const Shape& s = in[0];
@@ -77,7 +86,7 @@ class Conv2d : public Layer {
       // One band of gemm or the two half-size bands of gemm2s (or cuDNN's workspace), and the
       // half-precision copies under fp16.
       return cuda::conv_workspace(conv_shape(in[0], o), ctx->conv_workspace_bytes / sizeof(float),
-                                  ctx->precision == Precision::FP16)
+                                  ctx->precision == Precision::FP16 || ctx->precision == Precision::BF16)
           .total();
     }
 #endif
@@ -106,13 +115,13 @@ class Conv2d : public Layer {
     const ChoiceKey key = choice_key(a.in[0].shape, ctx);
     // The GEMM algorithms under fp16 read the weights' half copy (converted once, not per run).
     auto gemm_weights = [&]() -> const void* {
-      return fp16 && k_ > 1 ? w16_.get(w, c, /*krsc=*/false, ctx.stream) : w;
+      return fp16 && k_ > 1 ? w16_.get(w, c, /*krsc=*/false, DType::F16, ctx.stream) : w;
     };
     auto run = [&](ConvAlgo algo) {
       if (algo == ConvAlgo::Direct) {
-        cuda::conv2d_direct(c, a.in[0].data, w, b, a.out.data, a.fused_relu, ctx.stream);
+        cuda::conv2d_direct(c, a.in[0].f32(), w, b, a.out.f32(), a.fused_relu, ctx.stream);
       } else if (algo == ConvAlgo::Gemm2s) {
-        cuda::conv2d_gemm2s(c, a.in[0].data, gemm_weights(), b, a.out.data, a.fused_relu,
+        cuda::conv2d_gemm2s(c, a.in[0].f32(), gemm_weights(), b, a.out.f32(), a.fused_relu,
                             a.workspace, bound, fp16, ctx.cublas, ctx.stream, ctx.side_stream,
                             ctx.events);
       } else if (algo == ConvAlgo::Cudnn) {
@@ -125,10 +134,19 @@ class Conv2d : public Layer {
         throw_error("conv2d '", name_, "': this build has no cuDNN");
 #endif
       } else {
-        cuda::conv2d_gemm(c, a.in[0].data, gemm_weights(), b, a.out.data, a.fused_relu,
+        cuda::conv2d_gemm(c, a.in[0].f32(), gemm_weights(), b, a.out.f32(), a.fused_relu,
                           a.workspace, bound, fp16, ctx.cublas, ctx.stream);
       }
     };
+    // f16/bf16 NHWC tensors (--precision fp16/bf16 with auto or cudnn): cuDNN runs them as they
+    // are, every kernel size, its own algorithms timed once per size.
+    if (a.out.format.layout == Layout::NHWC) {
+      SL_REQUIRE(a.in[0].format == a.out.format, "conv2d '", name_, "': input ", a.in[0].format.str(),
+                 ", output ", a.out.format.str());
+      run(ConvAlgo::Cudnn);
+      last_ = algo_label(ConvAlgo::Cudnn, key, ctx.precision);
+      return;
+    }
     ConvAlgo algo = ctx.conv;
     if (k_ == 1) algo = ConvAlgo::Gemm;  // a 1x1 convolution is a plain GEMM
     if (algo == ConvAlgo::Direct && k_ > 7) algo = ConvAlgo::Gemm;  // the direct kernel's limit
@@ -197,10 +215,12 @@ class Conv2d : public Layer {
   // "gemm" | "gemm2s" | "direct" | "cudnn ALGO MATH".
   std::string tuning(const std::vector<Shape>& in, const Backend& backend) const override {
     const CudaContext* ctx = backend.cuda();
-    if (!ctx || k_ == 1 || (ctx->conv != ConvAlgo::Auto && ctx->conv != ConvAlgo::Cudnn)) return {};
+    if (!ctx || (ctx->conv != ConvAlgo::Auto && ctx->conv != ConvAlgo::Cudnn)) return {};
+    const bool nhwc = activation_format(*ctx).layout == Layout::NHWC;
+    if (k_ == 1 && !nhwc) return {};
     const ChoiceKey key = choice_key(in[0], *ctx);
     ConvAlgo algo = ConvAlgo::Cudnn;
-    if (ctx->conv == ConvAlgo::Auto) {
+    if (ctx->conv == ConvAlgo::Auto && !nhwc) {
       auto it = auto_choice_.find(key);
       if (it == auto_choice_.end()) return {};
       algo = it->second;
@@ -221,7 +241,9 @@ class Conv2d : public Layer {
   bool restore_tuning(const std::vector<Shape>& in, const Backend& backend,
                       const std::string& text) const override {
     const CudaContext* ctx = backend.cuda();
-    if (!ctx || k_ == 1 || (ctx->conv != ConvAlgo::Auto && ctx->conv != ConvAlgo::Cudnn)) return false;
+    if (!ctx || (ctx->conv != ConvAlgo::Auto && ctx->conv != ConvAlgo::Cudnn)) return false;
+    const bool nhwc = activation_format(*ctx).layout == Layout::NHWC;
+    if (k_ == 1 && !nhwc) return false;
     const ChoiceKey key = choice_key(in[0], *ctx);
     ConvAlgo algo;
     if (text == "gemm") algo = ConvAlgo::Gemm;
@@ -229,7 +251,7 @@ class Conv2d : public Layer {
     else if (text == "direct" && k_ <= 7) algo = ConvAlgo::Direct;
     else if (text.rfind("cudnn ", 0) == 0) algo = ConvAlgo::Cudnn;
     else return false;
-    if (ctx->conv == ConvAlgo::Cudnn && algo != ConvAlgo::Cudnn) return false;
+    if ((ctx->conv == ConvAlgo::Cudnn || nhwc) && algo != ConvAlgo::Cudnn) return false;
     if (algo == ConvAlgo::Cudnn) {
 #ifdef SCENELAB_WITH_CUDNN
       int id = -1, math = -1;
@@ -245,7 +267,7 @@ class Conv2d : public Layer {
       return false;
 #endif
     }
-    if (ctx->conv == ConvAlgo::Auto) auto_choice_[key] = algo;
+    if (ctx->conv == ConvAlgo::Auto && !nhwc) auto_choice_[key] = algo;
     return true;
   }
 

@@ -3,6 +3,7 @@
 #include "engine/error.h"
 #include "engine/layer.h"
 #include "engine/parallel.h"
+#include "layers/formats.h"
 #ifdef SCENELAB_WITH_CUDA
 #include "engine/cuda_backend.h"
 #include "kernels/layers_cuda.h"
@@ -19,6 +20,9 @@ class Downscale : public Layer {
     SL_REQUIRE(f_ >= 1, "downscale '", name_, "': factor must be positive");
   }
   const char* type() const override { return "downscale"; }
+  Format format(const std::vector<Format>& in, const Backend& b) const override {
+    return follow_on_gpu(in[0], b);
+  }
   Shape infer_shape(const std::vector<Shape>& in) const override {
     const Shape& s = in[0];
     SL_REQUIRE(s.h >= f_ && s.w >= f_, "downscale '", name_, "' by ", f_,
@@ -32,8 +36,8 @@ class Downscale : public Layer {
     const TensorView &x = a.in[0], &y = a.out;
     const float inv = 1.f / float(f_ * f_);
     parallel_for(int64_t(y.shape.n) * y.shape.c, a.threads, [&](int64_t p) {
-      const float* src = x.data + size_t(p) * x.shape.plane();
-      float* dst = y.data + size_t(p) * y.shape.plane();
+      const float* src = x.f32() + size_t(p) * x.shape.plane();
+      float* dst = y.f32() + size_t(p) * y.shape.plane();
       for (int oy = 0; oy < y.shape.h; ++oy)
         for (int ox = 0; ox < y.shape.w; ++ox) {
           float s = 0;
@@ -48,8 +52,7 @@ class Downscale : public Layer {
 
 #ifdef SCENELAB_WITH_CUDA
   void forward_cuda(const ForwardArgs& a, const CudaContext& ctx) const override {
-    const Shape &x = a.in[0].shape, &y = a.out.shape;
-    cuda::downscale(a.in[0].data, a.out.data, x.n * x.c, x.h, x.w, y.h, y.w, f_, ctx.stream);
+    cuda::downscale(a.in[0], a.out, f_, ctx.stream);
   }
 #endif
 

@@ -6,6 +6,7 @@
 #include "engine/error.h"
 #include "engine/layer.h"
 #include "engine/parallel.h"
+#include "layers/formats.h"
 #ifdef SCENELAB_WITH_CUDA
 #include "engine/cuda_backend.h"
 #include "kernels/layers_cuda.h"
@@ -23,6 +24,9 @@ class MaxPool2d : public Layer {
     SL_REQUIRE(k_ >= 1 && s_ >= 1, "maxpool2d '", name_, "': k and stride must be positive");
   }
   const char* type() const override { return "maxpool2d"; }
+  Format format(const std::vector<Format>& in, const Backend& b) const override {
+    return follow_on_gpu(in[0], b);
+  }
   Shape infer_shape(const std::vector<Shape>& in) const override {
     const Shape& s = in[0];
     SL_REQUIRE(s.h >= k_ && s.w >= k_, "maxpool2d '", name_, "' (", k_, "x", k_,
@@ -35,8 +39,8 @@ class MaxPool2d : public Layer {
   void forward_cpu(const ForwardArgs& a) const override {
     const TensorView &x = a.in[0], &y = a.out;
     parallel_for(int64_t(y.shape.n) * y.shape.c, a.threads, [&](int64_t p) {
-      const float* src = x.data + size_t(p) * x.shape.plane();
-      float* dst = y.data + size_t(p) * y.shape.plane();
+      const float* src = x.f32() + size_t(p) * x.shape.plane();
+      float* dst = y.f32() + size_t(p) * y.shape.plane();
       for (int oy = 0; oy < y.shape.h; ++oy)
         for (int ox = 0; ox < y.shape.w; ++ox) {
           float m = -std::numeric_limits<float>::infinity();
@@ -51,8 +55,7 @@ class MaxPool2d : public Layer {
 
 #ifdef SCENELAB_WITH_CUDA
   void forward_cuda(const ForwardArgs& a, const CudaContext& ctx) const override {
-    const Shape &x = a.in[0].shape, &y = a.out.shape;
-    cuda::maxpool2d(a.in[0].data, a.out.data, x.n * x.c, x.h, x.w, y.h, y.w, k_, s_, ctx.stream);
+    cuda::maxpool2d(a.in[0], a.out, k_, s_, ctx.stream);
   }
 #endif
 

@@ -39,7 +39,7 @@ class RgbToYuv : public Layer {
   }
 #ifdef SCENELAB_WITH_CUDA
   void forward_cuda(const ForwardArgs& a, const CudaContext& ctx) const override {
-    cuda::rgb_to_yuv(a.in[0].data, a.out.data, a.in[0].shape.n, a.in[0].shape.plane(), ctx.stream);
+    cuda::rgb_to_yuv(a.in[0].f32(), a.out.f32(), a.in[0].shape.n, a.in[0].shape.plane(), ctx.stream);
   }
 #endif
 };

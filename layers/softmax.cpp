@@ -4,6 +4,7 @@
 
 #include "engine/layer.h"
 #include "engine/parallel.h"
+#include "layers/formats.h"
 #ifdef SCENELAB_WITH_CUDA
 #include "engine/cuda_backend.h"
 #include "kernels/layers_cuda.h"
@@ -16,6 +17,9 @@ class Softmax : public Layer {
  public:
   explicit Softmax(const NodeDesc& d) : Layer(d) { d.attrs.check_known({}); }
   const char* type() const override { return "softmax"; }
+  Format format(const std::vector<Format>& in, const Backend& b) const override {
+    return follow_on_gpu(in[0], b);
+  }
   Shape infer_shape(const std::vector<Shape>& in) const override { return in[0]; }
   void forward_cpu(const ForwardArgs& a) const override {
     const TensorView &x = a.in[0], &y = a.out;
@@ -37,8 +41,7 @@ class Softmax : public Layer {
   }
 #ifdef SCENELAB_WITH_CUDA
   void forward_cuda(const ForwardArgs& a, const CudaContext& ctx) const override {
-    const Shape& x = a.in[0].shape;
-    cuda::softmax(a.in[0].data, a.out.data, x.n, x.c, x.plane(), ctx.stream);
+    cuda::softmax(a.in[0], a.out, ctx.stream);
   }
 #endif
 };

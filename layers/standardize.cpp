@@ -19,6 +19,16 @@ class Standardize : public Layer {
   }
   const char* type() const override { return "standardize"; }
   std::string param_group() const override { return group_; }
+  // On the GPU it writes the network's activation format (f16/bf16 NHWC under fp16/bf16 with
+  // cuDNN): the last preprocessing step hands the convolutions their format, no conversion.
+  Format output_format(const std::vector<Format>& /*in*/, const Backend& b) const override {
+#ifdef SCENELAB_WITH_CUDA
+    if (const CudaContext* ctx = b.cuda()) return activation_format(*ctx);
+#else
+    (void)b;
+#endif
+    return Format{};
+  }
   Shape infer_shape(const std::vector<Shape>& in) const override { return in[0]; }
   std::vector<ParamSpec> param_specs(const std::vector<Shape>& in) const override {
     return {{"mean", {in[0].c}}, {"std", {in[0].c}}};
@@ -34,8 +44,8 @@ class Standardize : public Layer {
     parallel_for(int64_t(x.shape.n) * x.shape.c, a.threads, [&](int64_t p) {
       const int c = int(p % x.shape.c);
       const float m = mean[c], inv = 1.f / sd[c];
-      const float* s = x.data + size_t(p) * plane;
-      float* d = y.data + size_t(p) * plane;
+      const float* s = x.f32() + size_t(p) * plane;
+      float* d = y.f32() + size_t(p) * plane;
       for (size_t i = 0; i < plane; ++i) d[i] = (s[i] - m) * inv;
     });
   }
@@ -47,8 +57,7 @@ class Standardize : public Layer {
     for (size_t c = 0; c < sd.numel(); ++c)
       SL_REQUIRE(sd[c] > 0, "standardize '", name_, "': std[", c, "] = ", sd[c], " is not positive");
     const Shape& x = a.in[0].shape;
-    cuda::standardize(a.in[0].data, a.out.data, a.params->data("mean"), a.params->data("std"), x.n,
-                      x.c, x.plane(), ctx.stream);
+    cuda::standardize(a.in[0].f32(), a.out, a.params->data("mean"), a.params->data("std"), ctx.stream);
   }
 #endif
 

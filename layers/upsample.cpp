@@ -11,6 +11,7 @@
 #include "engine/error.h"
 #include "engine/layer.h"
 #include "engine/parallel.h"
+#include "layers/formats.h"
 #include "layers/upsample_taps.h"
 #ifdef SCENELAB_WITH_CUDA
 #include "engine/cuda_backend.h"
@@ -34,7 +35,11 @@ class Upsample : public Layer {
     geometry_ = align == "geometry";
   }
   const char* type() const override { return "upsample"; }
+  Format format(const std::vector<Format>& in, const Backend& b) const override {
+    return follow_on_gpu(in[0], b);
+  }
   int num_inputs() const override { return 2; }
+  bool reads_values(int input) const override { return input == 0; }  // input 1: its size only
   Shape infer_shape(const std::vector<Shape>& in) const override {
     SL_REQUIRE(in[0].n == in[1].n, "upsample '", name_, "': batch sizes differ");
     return Shape(in[0].n, in[0].c, in[1].h, in[1].w);
@@ -47,8 +52,8 @@ class Upsample : public Layer {
     auto ty = taps(x.shape.h, y.shape.h, gi.offset_y, gi.stride_y, go.offset_y, go.stride_y);
     auto tx = taps(x.shape.w, y.shape.w, gi.offset_x, gi.stride_x, go.offset_x, go.stride_x);
     parallel_for(int64_t(y.shape.n) * y.shape.c, a.threads, [&](int64_t p) {
-      const float* src = x.data + size_t(p) * x.shape.plane();
-      float* dst = y.data + size_t(p) * y.shape.plane();
+      const float* src = x.f32() + size_t(p) * x.shape.plane();
+      float* dst = y.f32() + size_t(p) * y.shape.plane();
       for (int oy = 0; oy < y.shape.h; ++oy) {
         const UpsampleTap& t = ty[size_t(oy)];
         const float* r0 = src + size_t(t.i0) * x.shape.w;
@@ -66,9 +71,8 @@ class Upsample : public Layer {
 
 #ifdef SCENELAB_WITH_CUDA
   void forward_cuda(const ForwardArgs& a, const CudaContext& ctx) const override {
-    const Shape &x = a.in[0].shape, &y = a.out.shape;
-    cuda::upsample(a.in[0].data, a.out.data, x.n * x.c, x.h, x.w, y.h, y.w, geometry_, bilinear_,
-                   a.in_geometry[0], a.in_geometry[1], ctx.stream);
+    cuda::upsample(a.in[0], a.out, geometry_, bilinear_, a.in_geometry[0], a.in_geometry[1],
+                   ctx.stream);
   }
 #endif
 

@@ -11,7 +11,7 @@ namespace scenelab::test {
 
 Ref to_ref(const TensorView& t) {
   Ref r(t.shape);
-  for (size_t i = 0; i < r.v.size(); ++i) r.v[i] = t.data[i];
+  for (size_t i = 0; i < r.v.size(); ++i) r.v[i] = t.f32()[i];
   return r;
 }
 
@@ -42,7 +42,7 @@ double rel_error(const TensorView& got, const Ref& want) {
   if (got.shape != want.shape) return std::numeric_limits<double>::infinity();
   double num = 0, den = 0;
   for (size_t i = 0; i < want.v.size(); ++i) {
-    double d = std::abs(double(got.data[i]) - want.v[i]);
+    double d = std::abs(double(got.f32()[i]) - want.v[i]);
     if (!(d == d)) return std::numeric_limits<double>::infinity();  // NaN (poison survived)
     num = std::max(num, d);
     den = std::max(den, std::abs(want.v[i]));

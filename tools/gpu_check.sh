@@ -19,6 +19,11 @@ log "build rc=$rc"
 tail -3 "$OUT/build.log"
 [ $rc -eq 0 ] || { tail -40 "$OUT/build.log"; exit 1; }
 
+# The CamVid val images for the accuracy test and the benchmarks: ../shared beside the checkout,
+# else the copy tools/stage_gpu.sh put in .gpu/.
+CAMVID=../shared/data/camvid
+[ -d "$CAMVID/val" ] || CAMVID=.gpu/camvid
+export SCENELAB_CAMVID_DIR=$(readlink -f "$CAMVID")
 ctest --test-dir build-gpu -L gpu --output-on-failure >"$OUT/ctest-gpu.log" 2>&1
 log "gpu tests: $(grep -E 'tests passed|tests failed' "$OUT/ctest-gpu.log")"
 grep -E "Skipped|Failed|\*\*\*" "$OUT/ctest-gpu.log" | head -20
@@ -32,9 +37,7 @@ for tool in $SANITIZE; do
   log "compute-sanitizer $tool rc=$? $(grep -E 'ERROR SUMMARY|PASSED|FAILED' "$OUT/sanitizer-$tool.log" | tr '\n' ' ')"
 done
 
-VAL=../shared/data/camvid/val/images
-[ -d "$VAL" ] || VAL=.gpu/camvid/val/images
-[ -d "$VAL" ] || VAL=shared/data/camvid/val/images
+VAL=$SCENELAB_CAMVID_DIR/val/images
 export PYTHONUNBUFFERED=1
 for b in $BENCH; do
   case $b in
@@ -79,6 +82,15 @@ EOF
         --out /tmp/bout --json /tmp/b.json /tmp/b1010 >/dev/null
       log "save classes fp16 batch $batch streams $streams: $(grep -E '"images_per_s"|"stage_ms_per_image"' /tmp/b.json | tr -d '\n')"
     done; done ;;
+  half)
+    for prec in fp16 bf16 fp32; do
+      build-gpu/tools/bench_gops --device cuda --precision $prec --sizes 320x240,640x480,1920x1080,3840x2160 \
+        --runs 20 2>&1 | tee -a "$OUT/gops.log" | grep -E "^\| (reference|multiscale)" | sed "s/^/$prec /" | tee -a "$OUT/summary.txt"
+    done
+    build-gpu/tools/bench_gops --device cuda --precision fp16 --nets multiscale --sizes 480x360 --batch 8 \
+      --runs 20 2>&1 | grep multiscale | sed "s/^/fp16 batch 8 /" | tee -a "$OUT/summary.txt"
+    build-gpu/tools/bench_gops --device cuda --precision fp16 --nets reference --sizes 1920x1080 --layers \
+      --runs 10 2>&1 | tee -a "$OUT/gops.log" | tail -22 | tee -a "$OUT/summary.txt" ;;
   gops)
     for b in 1 8 16; do
       build-gpu/tools/bench_gops --device cuda --precision fp16 --nets multiscale --sizes 480x360,1920x1080 \

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <tuple>
 
 #include "engine/graph.h"
 #include "engine/networks.h"
@@ -98,6 +99,8 @@ TEST(CudaBackend, ConvolutionEveryAlgorithmAndPrecision) {
       compare(m, shape, opts(conv), 1e-4, text + " fp32 " + conv);
       compare(m, shape, opts(conv, "tf32"), 5e-3, text + " tf32 " + conv);
       compare(m, shape, opts(conv, "fp16"), 2e-2, text + " fp16 " + conv);
+      if (std::string(conv) == "cudnn" || std::string(conv) == "auto")  // bf16 runs on cuDNN
+        compare(m, shape, opts(conv, "bf16"), 2e-2, text + " bf16 " + conv);
     }
   }
 }
@@ -122,6 +125,34 @@ TEST(CudaBackend, EveryOtherLayer) {
       "output yuv lcn pre mp half quarter upb upn upg cat r sm labels\n";
   Model m = random_model_from_text(text, 6);
   compare(m, Shape(2, 3, 37, 53), opts("gemm"), 1e-4, "layers", 1.0);
+  // The NHWC kernels: under fp16/bf16 with cuDNN, standardize writes half-precision NHWC and
+  // every later layer runs on it (argmax may flip where two channels tie in half precision).
+  compare(m, Shape(2, 3, 37, 53), opts("auto", "fp16"), 2e-2, "layers fp16 NHWC", 0.99);
+  compare(m, Shape(2, 3, 37, 53), opts("auto", "bf16"), 2e-2, "layers bf16 NHWC", 0.98);
+}
+
+// Half precision with cuDNN runs NHWC from the preprocessing's last step to the labels with no
+// conversion placed between layers; fp32, and the paper's algorithms under fp16, stay f32 NCHW.
+TEST(CudaBackend, HalfPrecisionRunsNhwcWithoutConversions) {
+  SCENELAB_REQUIRE_GPU();
+  for (const char* net : {"reference", "multiscale"}) {
+    Model m = make_random_model(net, 11, 7);
+    for (const auto& [conv, precision, want] :
+         std::vector<std::tuple<const char*, const char*, Format>>{
+             {"auto", "fp16", Format{DType::F16, Layout::NHWC}},
+             {"cudnn", "bf16", Format{DType::BF16, Layout::NHWC}},
+             {"auto", "fp32", Format{}},
+             {"gemm", "fp16", Format{}}}) {
+      SCOPED_TRACE(std::string(net) + " " + conv + " " + precision);
+      auto gpu = make_backend("cuda", 0, opts(conv, precision));
+      Graph g(m);
+      g.plan(1, 97, 131, *gpu);
+      EXPECT_EQ(g.conversions(), 0u);
+      EXPECT_EQ(g.format_of("yuv"), Format{});  // the preprocessing reads and writes floats
+      for (const char* node : {"pre", "s1c1", "s1p1", "s1c3", "scores", "full", "labels_full"})
+        EXPECT_EQ(g.format_of(node), want) << node << " is " << g.format_of(node).str();
+    }
+  }
 }
 
 TEST(CudaBackend, WholeNetworksAgreeWithCpu) {
@@ -132,6 +163,8 @@ TEST(CudaBackend, WholeNetworksAgreeWithCpu) {
       compare(m, Shape(1, 3, 97, 131), opts(conv), 1e-4, std::string(net) + " fp32 " + conv, 0.999);
       compare(m, Shape(1, 3, 97, 131), opts(conv, "tf32"), 5e-3, std::string(net) + " tf32 " + conv, 0.99);
       compare(m, Shape(1, 3, 97, 131), opts(conv, "fp16"), 2e-2, std::string(net) + " fp16 " + conv, 0.99);
+      if (std::string(conv) == "cudnn" || std::string(conv) == "auto")
+        compare(m, Shape(1, 3, 97, 131), opts(conv, "bf16"), 5e-2, std::string(net) + " bf16 " + conv, 0.98);
     }
   }
 }

@@ -187,9 +187,9 @@ TEST_P(WholeNet, MatchesFloat64InterpreterAndIsRepeatable) {
   EXPECT_LT(rel_error(g.output("scores"), want.at("scores")), 1e-4);
   EXPECT_LT(rel_error(g.output("full"), want.at("full")), 1e-4);
   Tensor first(g.output("scores").shape);
-  std::copy(g.output("scores").data, g.output("scores").data + first.numel(), first.data());
+  std::copy(g.output("scores").f32(), g.output("scores").f32() + first.numel(), first.data());
   g.run(x.view());
-  for (size_t i = 0; i < first.numel(); ++i) ASSERT_EQ(first[i], g.output("scores").data[i]);
+  for (size_t i = 0; i < first.numel(); ++i) ASSERT_EQ(first[i], g.output("scores").f32()[i]);
   // Batch of two equals two single runs.
   Tensor x2(Shape(2, 3, 53, 61));
   Tensor y = random_tensor(Shape(1, 3, 53, 61), 41, 0.f, 1.f);
@@ -197,7 +197,7 @@ TEST_P(WholeNet, MatchesFloat64InterpreterAndIsRepeatable) {
   std::copy(y.data(), y.data() + y.numel(), x2.data() + x.numel());
   g.plan(2, 53, 61, cpu);
   g.run(x2.view());
-  EXPECT_LT(rel_error(TensorView{g.output("scores").data, first.shape()}, to_ref(first.view())),
+  EXPECT_LT(rel_error(TensorView{g.output("scores").data, first.shape(), Format{}}, to_ref(first.view())),
             1e-6);
 }
 

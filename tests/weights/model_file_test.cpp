@@ -81,7 +81,7 @@ TEST(ModelFile, RoundTripGivesSameOutputs) {
     a.run(x.view());
     b.run(x.view());
     TensorView sa = a.output("scores"), sb = b.output("scores");
-    for (size_t i = 0; i < sa.shape.numel(); ++i) ASSERT_EQ(sa.data[i], sb.data[i]);
+    for (size_t i = 0; i < sa.shape.numel(); ++i) ASSERT_EQ(sa.f32()[i], sb.f32()[i]);
   }
 }
 
