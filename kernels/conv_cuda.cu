@@ -181,6 +181,26 @@ void band_gemm(cublasHandle_t h, size_t m, int cout, int K, const void* X, size_
                     what);
 }
 
+}  // namespace
+
+void conv1x1_nhwc(const ConvShape& c, const void* x, const void* w16, const float* b, void* y,
+                  bool relu, DType t, cublasHandle_t h, cudaStream_t s) {
+  SL_REQUIRE(c.k == 1 && c.pad == 0 && (t == DType::F16 || t == DType::BF16),
+             "conv1x1_nhwc: a 1x1 convolution on f16 or bf16 tensors");
+  const float one = 1.f, zero = 0.f;
+  const int pixels = c.n * c.ho * c.wo;
+  const cudaDataType_t dt = t == DType::F16 ? CUDA_R_16F : CUDA_R_16BF;
+  // Column-major: Y^T (cout x pixels, ld cout) = W (cout x cin: W^T's buffer, ld cin, transposed)
+  // times X^T (cin x pixels, ld cin).
+  SL_CUBLAS_CHECK(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, c.cout, pixels, c.cin, &one, w16, dt,
+                               c.cin, x, dt, c.cin, &zero, y, dt, c.cout, CUBLAS_COMPUTE_32F,
+                               CUBLAS_GEMM_DEFAULT),
+                  "conv2d 1x1 NHWC GEMM");
+  bias_act_nhwc(TensorView{y, Shape(c.n, c.cout, c.ho, c.wo), Format{t, Layout::NHWC}}, b, relu, s);
+}
+
+namespace {
+
 void launch_band_im2col(const float* xn, const ConvShape& c, int y0, int r, size_t ld, void* buf,
                         bool fp16, cudaStream_t s) {
   const size_t cols = size_t(r) * c.wo, elem = fp16 ? 2 : 4;

@@ -64,6 +64,11 @@ class HalfWeights {
   DType type_ = DType::F16;
   bool krsc_ = false;
 };
+// A 1x1 convolution on NHWC half-precision tensors (f16 or bf16): one GEMM over every pixel of
+// the batch, Y (pixels x cout) = X (pixels x cin) W^T, fp32 accumulation, half output; then bias
+// and ReLU. w16: the weights (cout x cin) in the tensors' type.
+void conv1x1_nhwc(const ConvShape& c, const void* x, const void* w16, const float* b, void* y,
+                  bool relu, DType t, cublasHandle_t h, cudaStream_t s);
 void conv2d_direct(const ConvShape& c, const float* x, const float* w, const float* b, float* y,
                    bool relu, cudaStream_t s);
 

@@ -143,6 +143,13 @@ class Conv2d : public Layer {
     if (a.out.format.layout == Layout::NHWC) {
       SL_REQUIRE(a.in[0].format == a.out.format, "conv2d '", name_, "': input ", a.in[0].format.str(),
                  ", output ", a.out.format.str());
+      if (k_ == 1) {  // pixel-wise fully connected: one GEMM over the batch's pixels
+        const DType t = a.out.format.dtype;
+        cuda::conv1x1_nhwc(c, a.in[0].data, w16_.get(w, c, /*krsc=*/false, t, ctx.stream), b,
+                           a.out.data, a.fused_relu, t, ctx.cublas, ctx.stream);
+        last_ = "gemm (1x1, NHWC)";
+        return;
+      }
       run(ConvAlgo::Cudnn);
       last_ = algo_label(ConvAlgo::Cudnn, key, ctx.precision);
       return;
@@ -216,9 +223,9 @@ class Conv2d : public Layer {
   std::string tuning(const std::vector<Shape>& in, const Backend& backend) const override {
     const CudaContext* ctx = backend.cuda();
     if (!ctx || (ctx->conv != ConvAlgo::Auto && ctx->conv != ConvAlgo::Cudnn)) return {};
-    const bool nhwc = activation_format(*ctx).layout == Layout::NHWC;
-    if (k_ == 1 && !nhwc) return {};
+    if (k_ == 1) return {};  // a 1x1 convolution is a plain GEMM: nothing timed
     const ChoiceKey key = choice_key(in[0], *ctx);
+    const bool nhwc = activation_format(*ctx).layout == Layout::NHWC;
     ConvAlgo algo = ConvAlgo::Cudnn;
     if (ctx->conv == ConvAlgo::Auto && !nhwc) {
       auto it = auto_choice_.find(key);
@@ -242,8 +249,8 @@ class Conv2d : public Layer {
                       const std::string& text) const override {
     const CudaContext* ctx = backend.cuda();
     if (!ctx || (ctx->conv != ConvAlgo::Auto && ctx->conv != ConvAlgo::Cudnn)) return false;
+    if (k_ == 1) return false;
     const bool nhwc = activation_format(*ctx).layout == Layout::NHWC;
-    if (k_ == 1 && !nhwc) return false;
     const ChoiceKey key = choice_key(in[0], *ctx);
     ConvAlgo algo;
     if (text == "gemm") algo = ConvAlgo::Gemm;
