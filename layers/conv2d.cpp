@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <set>
 #include <memory>
 #include <tuple>
 
@@ -22,6 +23,7 @@
 #include "engine/cuda_backend.h"
 #include "kernels/conv_cuda.h"
 #include "kernels/conv_cudnn.h"
+#include "kernels/conv_cudnn_graph.h"
 #endif
 
 namespace scenelab {
@@ -150,6 +152,32 @@ class Conv2d : public Layer {
         last_ = "gemm (1x1, NHWC)";
         return;
       }
+#ifdef SCENELAB_WITH_CUDNN
+      // cuDNN's graph API (its Hopper kernels, the epilogue fused); the legacy API where no
+      // graph engine runs the shape.
+      if (!graph_failed_.count(key)) {
+        auto& g = graph_[key];
+        const DType t = a.out.format.dtype;
+        const void* wt = w16_.get(w, c, /*krsc=*/true, t, ctx.stream);
+        const size_t scratch = cuda::conv_workspace(c, bound, true).scratch * sizeof(float);
+        if (!g) {
+          g = std::make_unique<cuda::CudnnGraphConv>(ctx.cudnn, c, t, a.fused_relu, bias_);
+          auto saved = preset_.find(key);
+          const bool restored = saved != preset_.end() && g->preset(saved->second, scratch);
+          try {
+            if (!restored) g->choose(a.in[0].data, wt, b, a.out.data, a.workspace, scratch, ctx.stream);
+          } catch (const Error&) {
+            g.reset();
+            graph_failed_.insert(key);
+          }
+        }
+        if (g) {
+          g->forward(a.in[0].data, wt, b, a.out.data, a.workspace, ctx.stream);
+          last_ = g->name();
+          return;
+        }
+      }
+#endif
       run(ConvAlgo::Cudnn);
       last_ = algo_label(ConvAlgo::Cudnn, key, ctx.precision);
       return;
@@ -239,6 +267,10 @@ class Conv2d : public Layer {
       default: break;
     }
 #ifdef SCENELAB_WITH_CUDNN
+    if (nhwc) {
+      auto g = graph_.find(key);
+      if (g != graph_.end() && g->second && g->second->chosen()) return "cudnng " + g->second->choice();
+    }
     auto it = cudnn_.find(key);
     if (it != cudnn_.end() && it->second && it->second->chosen())
       return str_cat("cudnn ", it->second->algo_id(), " ", it->second->math_id());
@@ -252,6 +284,16 @@ class Conv2d : public Layer {
     if (k_ == 1) return false;
     const bool nhwc = activation_format(*ctx).layout == Layout::NHWC;
     const ChoiceKey key = choice_key(in[0], *ctx);
+#ifdef SCENELAB_WITH_CUDNN
+    if (nhwc && text.rfind("cudnng ", 0) == 0) {
+      // Checked when the layer first runs (the engine depends on the fused ReLU too): a choice
+      // that no longer builds is timed anew there.
+      preset_[key] = text.substr(7);
+      graph_.erase(key);
+      graph_failed_.erase(key);
+      return true;
+    }
+#endif
     ConvAlgo algo;
     if (text == "gemm") algo = ConvAlgo::Gemm;
     else if (text == "gemm2s") algo = ConvAlgo::Gemm2s;
@@ -259,6 +301,9 @@ class Conv2d : public Layer {
     else if (text.rfind("cudnn ", 0) == 0) algo = ConvAlgo::Cudnn;
     else return false;
     if ((ctx->conv == ConvAlgo::Cudnn || nhwc) && algo != ConvAlgo::Cudnn) return false;
+#ifdef SCENELAB_WITH_CUDNN
+    if (nhwc) graph_failed_.insert(key);  // the legacy API was what ran this shape
+#endif
     if (algo == ConvAlgo::Cudnn) {
 #ifdef SCENELAB_WITH_CUDNN
       int id = -1, math = -1;
@@ -308,6 +353,9 @@ class Conv2d : public Layer {
   mutable std::map<ChoiceKey, ConvAlgo> auto_choice_;
 #ifdef SCENELAB_WITH_CUDNN
   mutable std::map<ChoiceKey, std::unique_ptr<cuda::CudnnConv>> cudnn_;
+  mutable std::map<ChoiceKey, std::unique_ptr<cuda::CudnnGraphConv>> graph_;
+  mutable std::set<ChoiceKey> graph_failed_;
+  mutable std::map<ChoiceKey, std::string> preset_;  // plan-cache choices not yet built
 #endif
 
  public:
