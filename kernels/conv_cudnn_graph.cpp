@@ -45,7 +45,7 @@ struct CudnnGraphConv::Graph {
 namespace {
 
 constexpr int64_t kX = 1, kW = 2, kB = 3, kY = 4, kConvOut = 5, kAddOut = 6;
-constexpr int kRanked = 8, kTimed = 3;
+constexpr int kRanked = 8, kTimed = 2;
 
 cudnnDataType_t cudnn_type(DType t) { return t == DType::BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF; }
 
@@ -147,7 +147,7 @@ std::unique_ptr<CudnnGraphConv::Graph> CudnnGraphConv::build(bool fused) const {
   return g;
 }
 
-std::vector<std::shared_ptr<CudnnGraphConv::Desc>> CudnnGraphConv::plans(const Graph& g, int max) const {
+std::vector<std::shared_ptr<CudnnGraphConv::Desc>> CudnnGraphConv::configs(const Graph& g, int max) const {
   auto heur = std::make_shared<Desc>(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
   heur->set(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, g.graph);
   const cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
@@ -163,16 +163,19 @@ std::vector<std::shared_ptr<CudnnGraphConv::Desc>> CudnnGraphConv::plans(const G
   SL_CUDNN_CHECK(cudnnBackendGetAttribute(heur->d, CUDNN_ATTR_ENGINEHEUR_RESULTS,
                                           CUDNN_TYPE_BACKEND_DESCRIPTOR, max, &count, raw.data()),
                  "cuDNN graph: the heuristics' results");
-  std::vector<std::shared_ptr<Desc>> out;
-  for (int64_t i = 0; i < std::min<int64_t>(count, max); ++i) {
-    auto plan = std::make_shared<Desc>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
-    plan->set(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, cfgs[size_t(i)]);
-    plan->set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &h_);
-    plan->keep.push_back(g.graph);
-    // A configuration the ranking lists may still not build for this shape: skipped.
-    out.push_back(cudnnBackendFinalize(plan->d) == CUDNN_STATUS_SUCCESS ? plan : nullptr);
-  }
-  return out;
+  cfgs.resize(size_t(std::min<int64_t>(count, max)));
+  for (auto& c : cfgs) c->keep.push_back(heur);
+  return cfgs;
+}
+
+std::shared_ptr<CudnnGraphConv::Desc> CudnnGraphConv::finalize_plan(
+    const Graph& g, const std::shared_ptr<Desc>& config) const {
+  auto plan = std::make_shared<Desc>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+  plan->set(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, config);
+  plan->set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &h_);
+  plan->keep.push_back(g.graph);
+  // A configuration the ranking lists may still not build for this shape.
+  return cudnnBackendFinalize(plan->d) == CUDNN_STATUS_SUCCESS ? plan : nullptr;
 }
 
 int64_t CudnnGraphConv::workspace_of(const Desc& plan) const {
@@ -220,10 +223,10 @@ void CudnnGraphConv::choose(const void* x, const void* w, const float* b, void* 
     } catch (const Error&) {
       continue;  // no engine supports this graph here (e.g. the fused one)
     }
-    const auto candidates = plans(*g, kRanked);
+    const auto cfgs = configs(*g, kRanked);
     int timed = 0;
-    for (size_t i = 0; i < candidates.size() && timed < kTimed; ++i) {
-      const auto& p = candidates[i];
+    for (size_t i = 0; i < cfgs.size() && timed < kTimed; ++i) {
+      const auto p = finalize_plan(*g, cfgs[i]);
       if (!p || workspace_of(*p) > int64_t(scratch_bytes)) continue;
       float ms = 1e30f;
       try {
@@ -268,10 +271,10 @@ bool CudnnGraphConv::preset(const std::string& choice, size_t scratch_bytes) {
     return false;
   try {
     const auto g = build(fused == 1);
-    const auto candidates = plans(*g, index + 1);
-    if (size_t(index) >= candidates.size() || !candidates[size_t(index)]) return false;
-    const auto& p = candidates[size_t(index)];
-    if (workspace_of(*p) > int64_t(scratch_bytes)) return false;
+    const auto cfgs = configs(*g, index + 1);
+    if (size_t(index) >= cfgs.size()) return false;
+    const auto p = finalize_plan(*g, cfgs[size_t(index)]);
+    if (!p || workspace_of(*p) > int64_t(scratch_bytes)) return false;
     plan_ = p;
     fused_ = fused == 1;
     index_ = index;

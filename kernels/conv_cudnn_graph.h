@@ -43,9 +43,11 @@ class CudnnGraphConv {
   struct Desc;  // owner of one backend descriptor
   struct Graph;
   std::unique_ptr<Graph> build(bool fused) const;
-  // The heuristic ranking's configurations of a graph, finalised as plans (up to `max`; entries
-  // that do not finalise are null).
-  std::vector<std::shared_ptr<Desc>> plans(const Graph& g, int max) const;
+  // The heuristic ranking's engine configurations of a graph (up to `max`), and one of them
+  // finalised as a plan (null where it does not build for this shape). Finalising can compile
+  // kernels (runtime fusion): only the configurations timed are finalised.
+  std::vector<std::shared_ptr<Desc>> configs(const Graph& g, int max) const;
+  std::shared_ptr<Desc> finalize_plan(const Graph& g, const std::shared_ptr<Desc>& config) const;
   int64_t workspace_of(const Desc& plan) const;
   void execute(const Desc& plan, bool fused, const void* x, const void* w, const float* b, void* y,
                void* ws, cudaStream_t s);
