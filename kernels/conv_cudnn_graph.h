@@ -2,9 +2,10 @@
 // there include the Hopper tensor-core kernels that the legacy cudnnConvolutionForward does not
 // reach (on an H100, 64 -> 256 7x7 at 1920x1080 fp16: 0.5 ms against 1.5), and runtime fusion of
 // the epilogue: the convolution, the bias and the ReLU as one operation graph. Two graphs are
-// offered, fused (conv + bias + ReLU) and plain (conv, then our NHWC bias/ReLU kernel); the
-// engine configurations cuDNN's heuristics rank first for each are timed on the layer's own
-// buffers, epilogue included, and the fastest kept.
+// offered, plain (conv, then our NHWC bias/ReLU kernel) and, where the plain one takes long
+// enough for fusion to pay its compilation, fused (conv + bias + ReLU); the engine configurations
+// cuDNN's heuristics rank first for each are timed on the layer's own buffers, epilogue included,
+// and the fastest kept.
 #pragma once
 #if defined(SCENELAB_WITH_CUDA) && defined(SCENELAB_WITH_CUDNN)
 #include <cudnn.h>

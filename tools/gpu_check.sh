@@ -27,7 +27,7 @@ export SCENELAB_CAMVID_DIR=$(readlink -f "$CAMVID")
 [ -n "${SKIP_TESTS:-}" ] || ctest --test-dir build-gpu -L gpu --output-on-failure >"$OUT/ctest-gpu.log" 2>&1
 log "gpu tests: $(grep -E 'tests passed|tests failed' "$OUT/ctest-gpu.log")"
 grep -E "Skipped|Failed|\*\*\*" "$OUT/ctest-gpu.log" | head -20
-[ -n "${SKIP_TESTS:-}" ] || ctest --test-dir build-gpu -L cpu -j8 >"$OUT/ctest-cpu.log" 2>&1
+[ -n "${SKIP_TESTS:-}" ] || ctest --test-dir build-gpu -L cpu -j8 --output-on-failure >"$OUT/ctest-cpu.log" 2>&1
 log "cpu tests: $(grep -E 'tests passed|tests failed' "$OUT/ctest-cpu.log")"
 grep -E "\(Failed\)" "$OUT/ctest-cpu.log" | head
 

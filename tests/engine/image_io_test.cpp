@@ -144,20 +144,22 @@ TEST(ImageIo, PngEveryLayoutDecodes) {
   for (size_t i = 0; i < rgb16.size(); i += 2) rgb16[i] = uint8_t(i * 7), rgb16[i + 1] = 0x40;
   write_png_raw((tmpdir() / "rgb16.png").string(), w, h, PNG_COLOR_TYPE_RGB, 16, false, rgb16);
   const Image8 a = load_image((tmpdir() / "rgb16.png").string());
-  for (size_t i = 0; i < a.pixels.size(); ++i) ASSERT_NEAR(int(a.pixels[i]), int(rgb16[2 * i]), 1);
+  ASSERT_EQ(a.pixels.size(), size_t(w) * h * 3);
+  for (size_t i = 0; i < a.pixels.size(); ++i) ASSERT_NEAR(int(a.pixels[i]), int(rgb16[2 * i]), 1) << "16-bit, byte " << i;
   // Grey + alpha, interlaced: grey replicated, alpha dropped.
   std::vector<uint8_t> ga(size_t(w) * h * 2);
   for (size_t i = 0; i < ga.size(); i += 2) ga[i] = uint8_t(i), ga[i + 1] = 17;
   write_png_raw((tmpdir() / "ga.png").string(), w, h, PNG_COLOR_TYPE_GRAY_ALPHA, 8, true, ga);
   const Image8 b = load_image((tmpdir() / "ga.png").string());
+  ASSERT_EQ(b.pixels.size(), size_t(w) * h * 3);
   for (int i = 0; i < w * h; ++i)
-    for (int k = 0; k < 3; ++k) ASSERT_EQ(b.pixels[size_t(3 * i + k)], ga[size_t(2 * i)]);
+    for (int k = 0; k < 3; ++k) ASSERT_EQ(b.pixels[size_t(3 * i + k)], ga[size_t(2 * i)]) << "grey+alpha, pixel " << i;
   // RGBA to grey.
   std::vector<uint8_t> rgba(size_t(w) * h * 4, 200);
   write_png_raw((tmpdir() / "rgba.png").string(), w, h, PNG_COLOR_TYPE_RGB_ALPHA, 8, false, rgba);
   const Image8 c = load_image((tmpdir() / "rgba.png").string(), 1);
   EXPECT_EQ(c.channels, 1);
-  for (uint8_t v : c.pixels) ASSERT_NEAR(int(v), 200, 1);
+  for (uint8_t v : c.pixels) ASSERT_NEAR(int(v), 200, 1) << "RGBA to grey";
 }
 
 TEST(ImageIo, OurPngWriterRoundTripsExactly) {
