@@ -46,7 +46,7 @@ namespace {
 
 constexpr int64_t kX = 1, kW = 2, kB = 3, kY = 4, kConvOut = 5, kAddOut = 6;
 constexpr int kRanked = 8, kTimed = 2;
-constexpr float kFuseWorthMs = 0.25f;
+constexpr float kFuseWorthMs = 0.5f;
 
 cudnnDataType_t cudnn_type(DType t) { return t == DType::BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF; }
 
@@ -218,9 +218,10 @@ void CudnnGraphConv::choose(const void* x, const void* w, const float* b, void* 
   std::string report;
   for (bool fused : {false, true}) {
     if (fused && !bias_ && !relu_) continue;  // nothing to fuse
-    // Fused graphs run on runtime-fusion engines, compiled when finalised (about a second a
-    // shape on an H100): tried only where the plain convolution is slow enough for the fused
-    // epilogue to pay (64 -> 256 at 1920x1080: 0.55 ms plain, 0.27 fused).
+    // Fused graphs run on runtime-fusion engines, compiled when finalised (0.3-1 s a shape on an
+    // H100, again in every process): tried only where the plain convolution takes 0.5 ms or more,
+    // so the fused epilogue pays for its compilation within a few thousand frames (64 -> 256 at
+    // 1920x1080: 0.55 ms plain, 0.27 fused).
     if (fused && best < kFuseWorthMs) continue;
     std::unique_ptr<Graph> g;
     try {

@@ -20,14 +20,17 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// A folder of the running test's own (ctest may run these tests in parallel processes).
 fs::path tmpdir() {
-  static const fs::path d = [] {
-    fs::path p = fs::path(::testing::TempDir()) / "scenelab_image_io";
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  const fs::path p = fs::path(::testing::TempDir()) / (std::string("scenelab_image_io_") + info->name());
+  static std::string made;
+  if (made != p.string()) {
     fs::remove_all(p);
     fs::create_directories(p);
-    return p;
-  }();
-  return d;
+    made = p.string();
+  }
+  return p;
 }
 
 Image8 smooth(int w, int h, int c) {
