@@ -25,6 +25,9 @@ struct Model {
   std::map<std::string, Tensor> params;
   std::vector<std::string> class_names;
   std::vector<std::array<uint8_t, 3>> palette;
+  // Detection head settings per class name (nms::parse_window_spec text), where the model file
+  // has them (optional attribute `detect`); classes without keep the head's defaults.
+  std::map<std::string, std::string> detect;
 };
 
 // The parameters a graph needs, with their shapes (inferred from channel counts), in node order.

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <stdexcept>
 
 #include "nms/sliding_window_box.h"
 
@@ -23,16 +25,90 @@ std::vector<Detection> window_candidates_cpu(const float* prob, int H, int W, in
   std::vector<Detection> out;
   for (const auto& [h, w] : o.sizes) {
     if (h < 1 || w < 1 || h > H || w > W) continue;
-    for (int y = 0; y + h <= H; y += o.stride)
-      for (int x = 0; x + w <= W; x += o.stride) {
-        const int64_t sum = S[size_t(y + h) * (W + 1) + x + w] - S[size_t(y) * (W + 1) + x + w] -
-                            S[size_t(y + h) * (W + 1) + x] + S[size_t(y) * (W + 1) + x];
-        const float score = window_score(sum, h, w);
+    const int stride = o.stride_of(h, w);
+    for (int y = 0; y + h <= H; y += stride)
+      for (int x = 0; x + w <= W; x += stride) {
+        const float score = window_objectness(S.data(), H, W, y, x, h, w, o.ring);
         if (score >= o.threshold)
           out.push_back({window_box(y, x, h, w, g, image_w, image_h), score, cls});
       }
   }
   return out;
+}
+
+std::vector<std::pair<int, int>> WindowHeadOptions::default_sizes() {
+  return sizes_from({3, 4, 6, 8, 11, 16, 22, 32, 45}, {0.4f, 0.7f, 1.f, 1.4f, 2.f});
+}
+
+std::vector<std::pair<int, int>> WindowHeadOptions::sizes_from(const std::vector<int>& heights,
+                                                               const std::vector<float>& aspects) {
+  std::vector<std::pair<int, int>> s;
+  // Larger first: an object filled by many windows of equal score is reported by the largest.
+  std::vector<int> hs = heights;
+  std::sort(hs.rbegin(), hs.rend());
+  for (int h : hs)
+    for (float a : aspects) {
+      const int w = std::max(1, int(std::lround(h * a)));
+      if (std::find(s.begin(), s.end(), std::make_pair(h, w)) == s.end()) s.emplace_back(h, w);
+    }
+  return s;
+}
+
+int WindowHeadOptions::stride_of(int h, int w) const {
+  if (stride_frac <= 0.f) return std::max(1, stride);
+  return std::max(1, int(std::lround(stride_frac * std::min(h, w))));
+}
+
+void parse_window_spec(const std::string& spec, WindowHeadOptions& o) {
+  auto fail = [&](const std::string& why) {
+    throw std::invalid_argument("detection settings '" + spec + "': " + why);
+  };
+  auto number = [&](const std::string& v) {
+    char* end = nullptr;
+    const float f = std::strtof(v.c_str(), &end);
+    if (v.empty() || *end != '\0' || !std::isfinite(f)) fail("'" + v + "' is not a number");
+    return f;
+  };
+  auto list = [&](const std::string& v) {
+    std::vector<float> out;
+    size_t a = 0;
+    while (a <= v.size()) {
+      const size_t b = std::min(v.find(',', a), v.size());
+      out.push_back(number(v.substr(a, b - a)));
+      a = b + 1;
+    }
+    return out;
+  };
+  std::vector<int> heights;
+  std::vector<float> aspects;
+  size_t a = 0;
+  while (a < spec.size()) {
+    while (a < spec.size() && spec[a] == ' ') ++a;
+    if (a >= spec.size()) break;
+    size_t b = spec.find(' ', a);
+    if (b == std::string::npos) b = spec.size();
+    const std::string item = spec.substr(a, b - a);
+    a = b;
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos) fail("'" + item + "' is not key=value");
+    const std::string k = item.substr(0, eq), v = item.substr(eq + 1);
+    if (k == "threshold") o.threshold = number(v);
+    else if (k == "ring") o.ring = number(v);
+    else if (k == "nms") o.nms.threshold = number(v);
+    else if (k == "stride") o.stride_frac = number(v);
+    else if (k == "heights") for (float f : list(v)) heights.push_back(int(f));
+    else if (k == "aspects") aspects = list(v);
+    else fail("unknown key '" + k + "' (threshold, ring, nms, stride, heights, aspects)");
+  }
+  if (!heights.empty() || !aspects.empty()) {
+    if (heights.empty()) heights = {3, 4, 6, 8, 11, 16, 22, 32, 45};
+    if (aspects.empty()) aspects = {0.4f, 0.7f, 1.f, 1.4f, 2.f};
+    for (int h : heights)
+      if (h < 1) fail("heights must be >= 1");
+    for (float r : aspects)
+      if (r <= 0) fail("aspects must be > 0");
+    o.sizes = WindowHeadOptions::sizes_from(heights, aspects);
+  }
 }
 
 std::vector<Detection> detect_windows_cpu(const float* prob, int H, int W, int cls,

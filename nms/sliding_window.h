@@ -1,12 +1,20 @@
-// The sliding-window detection head: windows of several sizes slide with a stride over one
-// class's probability map from the labeller; a window's score is the mean probability inside it
-// (box sums from an integral image); windows scoring at least the threshold become candidates,
-// are fused by greedy NMS, and are mapped to input-image coordinates.
+// The sliding-window detection head: windows of several sizes and aspect ratios slide over one
+// class's probability map from the labeller; a window's score is an objectness that peaks on the
+// object's extent: the mean probability inside the window minus the largest mean of the four
+// strips of the ring around it (ring = the window grown by `ring` of its size on each side,
+// clipped to the map). A window wholly inside an object, or at one of its edges, scores low (some
+// side of its ring is object too); one covering the object and some background scores lower than
+// the tight one. Windows scoring at least the threshold become
+// candidates, fused by greedy NMS with Oro et al.'s over-candidate criterion (intersection over
+// the candidate's area: a box nested in a kept one, or holding it, goes), and are mapped to
+// input-image coordinates. ring = 0 gives the plain mean (the first head).
 //
 // The integral image holds probabilities in fixed point (round(p * 2^20), 64-bit integers), so
 // window sums are exact and the CPU and GPU paths give bit-identical scores and detections.
 // Candidate order is (size, y, x), the order of the window grid, on both paths.
 #pragma once
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "nms/nms.h"
@@ -19,17 +27,29 @@ struct MapGeometry {
 };
 
 struct WindowHeadOptions {
-  // Window sizes (height, width) in map pixels, larger first: equal scores keep the earlier
-  // candidate, so an object filled by many windows is reported by the largest that fits it.
-  // Square, wide (cars) and tall (people) shapes.
-  std::vector<std::pair<int, int>> sizes{{24, 24}, {12, 24}, {24, 12}, {12, 12},
-                                         {6, 12},  {12, 6},  {6, 6}};
-  int stride = 2;          // in map pixels
-  float threshold = 0.6f;  // minimum mean probability
-  // Fusion: a candidate mostly inside a kept (higher-scoring) window is dropped
-  // (intersection over the candidate's area, as Oro et al.).
+  // Window sizes (height, width) in map pixels. Equal scores keep the earlier candidate.
+  std::vector<std::pair<int, int>> sizes = default_sizes();
+  int stride = 1;            // in map pixels, when stride_frac is 0
+  float stride_frac = 0.15f;  // stride of a size: max(1, round(stride_frac * min(h, w)))
+  float ring = 0.25f;        // ring width as a fraction of the window's height and width
+  float threshold = 0.3f;    // minimum objectness
+  // Fusion: a candidate whose intersection with a kept (higher-scoring) window covers more than
+  // the threshold of its own area is dropped (Oro et al.'s over-candidate criterion).
   Options nms{0.3f, Criterion::OverCandidate, false, -1e30f, 100, false};
+
+  // Heights from 3 to 45 map pixels (a geometric series), each at aspect ratios (width/height)
+  // 0.4 (people), 0.7, 1, 1.4, 2 (cars).
+  static std::vector<std::pair<int, int>> default_sizes();
+  // A size set from heights and aspect ratios.
+  static std::vector<std::pair<int, int>> sizes_from(const std::vector<int>& heights,
+                                                     const std::vector<float>& aspects);
+  int stride_of(int h, int w) const;
 };
+
+// Per-class settings as text, as model files carry them (weights/FORMAT.md):
+//   "threshold=0.35 ring=0.25 nms=0.5 heights=4,6,8 aspects=0.7,1,1.4 stride=0.25"
+// Keys left out keep their values in `o`; unknown keys or bad numbers throw.
+void parse_window_spec(const std::string& spec, WindowHeadOptions& o);
 
 // Window sums in fixed point: exact, order independent.
 constexpr double kProbScale = 1048576.0;  // 2^20

@@ -10,20 +10,20 @@
 namespace scenelab::nms {
 namespace {
 
-constexpr int kMaxSizes = 16;
+constexpr int kMaxSizes = 64;
 struct SizeTable {
   int n;
-  int h[kMaxSizes], w[kMaxSizes], nx[kMaxSizes], begin[kMaxSizes + 1];
+  int h[kMaxSizes], w[kMaxSizes], nx[kMaxSizes], stride[kMaxSizes], begin[kMaxSizes + 1];
 };
 
 int count_windows(int H, int W, const WindowHeadOptions& o, SizeTable* t) {
   SL_REQUIRE(int(o.sizes.size()) <= kMaxSizes, "window head: at most ", kMaxSizes, " sizes");
-  SL_REQUIRE(o.stride >= 1, "window head: stride must be >= 1");
   int total = 0, k = 0;
   for (const auto& [h, w] : o.sizes) {
     if (h < 1 || w < 1 || h > H || w > W) continue;
-    const int ny = (H - h) / o.stride + 1, nx = (W - w) / o.stride + 1;
-    if (t) t->h[k] = h, t->w[k] = w, t->nx[k] = nx, t->begin[k] = total;
+    const int st = o.stride_of(h, w);
+    const int ny = (H - h) / st + 1, nx = (W - w) / st + 1;
+    if (t) t->h[k] = h, t->w[k] = w, t->nx[k] = nx, t->stride[k] = st, t->begin[k] = total;
     total += ny * nx;
     ++k;
   }
@@ -53,40 +53,36 @@ __global__ void col_prefix_kernel(int H, int W, int64_t* S) {
   for (int y = 1; y <= H; ++y) S[size_t(y) * (W + 1) + x] += S[size_t(y - 1) * (W + 1) + x];
 }
 
-__device__ void decode(const SizeTable& t, int stride, int idx, int* h, int* w, int* y, int* x) {
+__device__ void decode(const SizeTable& t, int idx, int* h, int* w, int* y, int* x) {
   int s = 0;
   while (idx >= t.begin[s + 1]) ++s;
   const int r = idx - t.begin[s];
   *h = t.h[s];
   *w = t.w[s];
-  *y = (r / t.nx[s]) * stride;
-  *x = (r % t.nx[s]) * stride;
+  *y = (r / t.nx[s]) * t.stride[s];
+  *x = (r % t.nx[s]) * t.stride[s];
 }
 
-__global__ void window_kernel(const int64_t* S, int W, SizeTable t, int stride, float threshold,
-                              int total, uint8_t* flags, int* idx) {
+__global__ void window_kernel(const int64_t* S, int H, int W, SizeTable t, float ring,
+                              float threshold, int total, uint8_t* flags, int* idx) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= total) return;
   int h, w, y, x;
-  decode(t, stride, i, &h, &w, &y, &x);
-  const int64_t sum = S[size_t(y + h) * (W + 1) + x + w] - S[size_t(y) * (W + 1) + x + w] -
-                      S[size_t(y + h) * (W + 1) + x] + S[size_t(y) * (W + 1) + x];
-  flags[i] = window_score(sum, h, w) >= threshold;
+  decode(t, i, &h, &w, &y, &x);
+  flags[i] = window_objectness(S, H, W, y, x, h, w, ring) >= threshold;
   idx[i] = i;
 }
 
-__global__ void candidate_kernel(const int64_t* S, int W, SizeTable t, int stride,
+__global__ void candidate_kernel(const int64_t* S, int H, int W, SizeTable t, float ring,
                                  const int* cand_idx, const int* count, MapGeometry g,
                                  int image_w, int image_h, float4* boxes, float* scores) {
   const int k = blockIdx.x * blockDim.x + threadIdx.x;
   if (k >= *count) return;
   int h, w, y, x;
-  decode(t, stride, cand_idx[k], &h, &w, &y, &x);
-  const int64_t sum = S[size_t(y + h) * (W + 1) + x + w] - S[size_t(y) * (W + 1) + x + w] -
-                      S[size_t(y + h) * (W + 1) + x] + S[size_t(y) * (W + 1) + x];
+  decode(t, cand_idx[k], &h, &w, &y, &x);
   const Box b = window_box(y, x, h, w, g, image_w, image_h);
   boxes[k] = make_float4(b.x1, b.y1, b.x2, b.y2);
-  scores[k] = window_score(sum, h, w);
+  scores[k] = window_objectness(S, H, W, y, x, h, w, ring);
 }
 
 }  // namespace
@@ -131,7 +127,7 @@ std::vector<Detection> GpuWindowHead::detect(const float* prob, int H, int W, in
   fixed_kernel<<<(plane + 255) / 256, 256, 0, s>>>(prob, plane, fixed_.get<int64_t>());
   row_prefix_kernel<<<(H + 127) / 128, 128, 0, s>>>(fixed_.get<int64_t>(), H, W, S);
   col_prefix_kernel<<<(W + 127) / 128, 128, 0, s>>>(H, W, S);
-  window_kernel<<<(total + 255) / 256, 256, 0, s>>>(S, W, t, o.stride, o.threshold, total,
+  window_kernel<<<(total + 255) / 256, 256, 0, s>>>(S, H, W, t, o.ring, o.threshold, total,
                                                     flags_.get<uint8_t>(), idx_all_.get<int>());
   SL_CUDA_CHECK(cudaGetLastError(), "window head kernels");
   size_t bytes = cub_bytes_;
@@ -144,7 +140,7 @@ std::vector<Detection> GpuWindowHead::detect(const float* prob, int H, int W, in
                 "window head candidate count");
   SL_CUDA_CHECK(cudaStreamSynchronize(s), "window head candidate count");
   if (count == 0) return {};
-  candidate_kernel<<<(count + 255) / 256, 256, 0, s>>>(S, W, t, o.stride, cand_idx_.get<int>(),
+  candidate_kernel<<<(count + 255) / 256, 256, 0, s>>>(S, H, W, t, o.ring, cand_idx_.get<int>(),
                                                        count_.get<int>(), g, image_w, image_h,
                                                        cand_boxes_.get<float4>(),
                                                        cand_scores_.get<float>());

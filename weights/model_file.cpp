@@ -2,9 +2,11 @@
 
 #include <hdf5.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <sstream>
 #include <vector>
 
 #include "engine/error.h"
@@ -227,6 +229,21 @@ Model read_model(const std::string& path) {
            "read dataset 'meta/palette'");
   for (int c = 0; c < classes; ++c)
     m.palette.push_back({buf[size_t(c) * 3], buf[size_t(c) * 3 + 1], buf[size_t(c) * 3 + 2]});
+  // Optional detection settings, one "CLASS: key=value ..." a line.
+  if (H5Aexists(file.get(), "detect") > 0) {
+    std::istringstream lines(read_string_attr(file.get(), "detect", path));
+    std::string line;
+    while (std::getline(lines, line)) {
+      if (line.find_first_not_of(" \t") == std::string::npos) continue;
+      const size_t colon = line.find(':');
+      SL_REQUIRE(colon != std::string::npos, path, ": attribute 'detect': line '", line,
+                 "' is not 'CLASS: key=value ...'");
+      const std::string name = line.substr(0, colon);
+      SL_REQUIRE(std::find(m.class_names.begin(), m.class_names.end(), name) != m.class_names.end(),
+                 path, ": attribute 'detect' names class '", name, "', which the model has not");
+      m.detect[name] = line.substr(colon + 1);
+    }
+  }
   return m;
 }
 
@@ -264,6 +281,11 @@ void write_model(const std::string& path, const Model& m) {
   for (const auto& p : m.palette) pal.insert(pal.end(), p.begin(), p.end());
   write_dataset(file.get(), "meta/palette", H5T_STD_U8LE, H5T_NATIVE_UINT8,
                 {hsize_t(m.palette.size()), 3}, pal.data(), path);
+  if (!m.detect.empty()) {
+    std::string text;
+    for (const auto& [name, spec] : m.detect) text += name + ": " + spec + "\n";
+    write_string_attr(file.get(), "detect", text, path);
+  }
   h5_check(H5Fflush(file.get(), H5F_SCOPE_GLOBAL), path, "flush");
 }
 

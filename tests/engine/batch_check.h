@@ -59,7 +59,7 @@ inline double batch_vs_single(const Model& m, const Backend& b, int n, int h, in
     const Tensor got = batch.fetch(o);
     const size_t per = got.numel() / size_t(n);
     for (int i = 0; i < n; ++i) {
-      single.run(TensorView{x.data() + size_t(i) * 3 * h * w, Shape(1, 3, h, w)});
+      single.run(TensorView{x.data() + size_t(i) * 3 * h * w, Shape(1, 3, h, w), Format{}});
       const Tensor want = single.fetch(o);
       double num = 0, den = 0;
       for (size_t k = 0; k < per; ++k) {

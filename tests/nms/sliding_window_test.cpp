@@ -1,9 +1,13 @@
-// The sliding-window head on the CPU: window scores against a float64 brute-force mean (bound
-// 1e-6, the fixed-point step is 2^-20), box geometry, and a blob found where it is.
+// The sliding-window head on the CPU: window objectness against a float64 brute force (bound
+// 1e-6, the fixed-point step is 2^-20) with and without the ring, box geometry, and hand-made
+// probability maps: one blob, two blobs apart, two touching blobs (one object, as the ground
+// truth's connected components count it), a blob at the border, an empty map.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <random>
+#include <stdexcept>
 
 #include "nms/sliding_window.h"
 
@@ -11,47 +15,82 @@ using namespace scenelab::nms;
 
 namespace {
 
-std::vector<float> blob_map(int H, int W, uint32_t seed, int y0, int x0, int bh, int bw) {
+struct Rect {
+  int y0, x0, h, w;
+};
+
+std::vector<float> blobs_map(int H, int W, uint32_t seed, const std::vector<Rect>& blobs) {
   std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(0.f, 0.3f);
+  std::uniform_real_distribution<float> u(0.f, 0.3f), v(0.85f, 1.f);
   std::vector<float> p(size_t(H) * W);
   for (int y = 0; y < H; ++y)
-    for (int x = 0; x < W; ++x)
-      p[size_t(y) * W + x] = (y >= y0 && y < y0 + bh && x >= x0 && x < x0 + bw) ? 0.95f : u(rng);
+    for (int x = 0; x < W; ++x) {
+      bool in = false;
+      for (const auto& b : blobs) in = in || (y >= b.y0 && y < b.y0 + b.h && x >= b.x0 && x < b.x0 + b.w);
+      p[size_t(y) * W + x] = in ? v(rng) : u(rng);
+    }
   return p;
+}
+
+// The input-image box of map rows [y0, y0+h), columns [x0, x0+w) under geometry g.
+Box map_box(const Rect& r, const MapGeometry& g) {
+  return {float(g.offset_x + g.stride_x * (r.x0 - 0.5)), float(g.offset_y + g.stride_y * (r.y0 - 0.5)),
+          float(g.offset_x + g.stride_x * (r.x0 + r.w - 0.5)),
+          float(g.offset_y + g.stride_y * (r.y0 + r.h - 0.5))};
 }
 
 }  // namespace
 
-TEST(SlidingWindow, ScoresMatchBruteForceMean) {
+TEST(SlidingWindow, ObjectnessMatchesBruteForce) {
   const int H = 37, W = 53;
-  auto p = blob_map(H, W, 1, 10, 20, 9, 14);
-  WindowHeadOptions o;
-  o.sizes = {{3, 3}, {5, 9}, {8, 8}};
-  o.stride = 1;
-  o.threshold = 0.f;  // every window is a candidate
-  MapGeometry g;      // identity
-  auto cand = window_candidates_cpu(p.data(), H, W, 0, o, g, W, H);
-  size_t k = 0;
-  for (const auto& [h, w] : o.sizes)
-    for (int y = 0; y + h <= H; ++y)
-      for (int x = 0; x + w <= W; ++x, ++k) {
-        ASSERT_LT(k, cand.size());
-        double s = 0;
-        for (int yy = y; yy < y + h; ++yy)
-          for (int xx = x; xx < x + w; ++xx) s += p[size_t(yy) * W + xx];
-        ASSERT_NEAR(cand[k].score, s / (h * w), 1e-6) << "window " << h << "x" << w << " at " << y << "," << x;
-        ASSERT_FLOAT_EQ(cand[k].box.x1, std::max(0.f, x - 0.5f));
-        ASSERT_FLOAT_EQ(cand[k].box.y2, std::min(float(H), y + h - 0.5f));
-      }
-  EXPECT_EQ(k, cand.size());
+  auto p = blobs_map(H, W, 1, {{10, 20, 9, 14}});
+  for (float ring : {0.f, 0.25f, 0.5f}) {
+    WindowHeadOptions o;
+    o.sizes = {{3, 3}, {5, 9}, {8, 8}, {9, 14}};
+    o.stride_frac = 0;
+    o.stride = 1;
+    o.ring = ring;
+    o.threshold = -2.f;  // every window is a candidate
+    MapGeometry g;       // identity
+    auto cand = window_candidates_cpu(p.data(), H, W, 0, o, g, W, H);
+    auto sum = [&](int y0, int x0, int y1, int x1) {
+      double s = 0;
+      for (int yy = y0; yy < y1; ++yy)
+        for (int xx = x0; xx < x1; ++xx) s += p[size_t(yy) * W + xx];
+      return s;
+    };
+    size_t k = 0;
+    for (const auto& [h, w] : o.sizes)
+      for (int y = 0; y + h <= H; ++y)
+        for (int x = 0; x + w <= W; ++x, ++k) {
+          ASSERT_LT(k, cand.size());
+          const double in = sum(y, x, y + h, x + w);
+          double want = in / (h * w);
+          if (ring > 0) {  // minus the largest mean of the ring's four strips
+            const int ry = std::max(1, int(ring * h + 0.5f)), rx = std::max(1, int(ring * w + 0.5f));
+            const int y0 = std::max(0, y - ry), x0 = std::max(0, x - rx);
+            const int y1 = std::min(H, y + h + ry), x1 = std::min(W, x + w + rx);
+            double side = 0;
+            for (const auto& [a0, b0, a1, b1] : std::vector<std::array<int, 4>>{
+                     {y0, x0, y, x1}, {y + h, x0, y1, x1}, {y, x0, y + h, x}, {y, x + w, y + h, x1}})
+              if (a1 > a0 && b1 > b0) side = std::max(side, sum(a0, b0, a1, b1) / (double(a1 - a0) * (b1 - b0)));
+            want -= side;
+          }
+          ASSERT_NEAR(cand[k].score, want, 1e-6) << "ring " << ring << " window " << h << "x" << w << " at " << y << "," << x;
+          ASSERT_FLOAT_EQ(cand[k].box.x1, std::max(0.f, x - 0.5f));
+          ASSERT_FLOAT_EQ(cand[k].box.y2, std::min(float(H), y + h - 0.5f));
+        }
+    EXPECT_EQ(k, cand.size());
+  }
 }
 
 TEST(SlidingWindow, GeometryMapsToInputPixels) {
   std::vector<float> p(20 * 30, 1.f);
   WindowHeadOptions o;
   o.sizes = {{4, 5}};
+  o.stride_frac = 0;
   o.stride = 100;  // only the window at (0, 0)
+  o.ring = 0;
   MapGeometry g{4, 4, 1.5, 1.5};
   auto cand = window_candidates_cpu(p.data(), 20, 30, 3, o, g, 1000, 1000);
   ASSERT_EQ(cand.size(), 1u);
@@ -62,18 +101,46 @@ TEST(SlidingWindow, GeometryMapsToInputPixels) {
   EXPECT_FLOAT_EQ(cand[0].score, 1.f);
 }
 
-TEST(SlidingWindow, FindsTheBlobAndFusesItsWindows) {
+TEST(SlidingWindow, HandMadeMapsGiveTheExpectedBoxes) {
   const int H = 60, W = 80;
-  auto p = blob_map(H, W, 2, 20, 30, 12, 24);
-  WindowHeadOptions o;
-  MapGeometry g{4, 4, 1.5, 1.5};
-  auto det = detect_windows_cpu(p.data(), H, W, 8, o, g, 320, 240);
-  ASSERT_GE(det.size(), 1u);
-  Box truth{1.5f + 4 * 29.5f, 1.5f + 4 * 19.5f, 1.5f + 4 * 53.5f, 1.5f + 4 * 31.5f};
-  EXPECT_GT(overlap(det[0].box, truth, Criterion::IoU), 0.5f);
-  for (size_t a = 0; a < det.size(); ++a)
-    for (size_t b = a + 1; b < det.size(); ++b)
-      EXPECT_LE(overlap(det[b].box, det[a].box, o.nms.criterion), o.nms.threshold);
+  const MapGeometry g{4, 4, 1.5, 1.5};
+  const WindowHeadOptions o;  // the defaults
+  auto expect_boxes = [&](const std::vector<float>& p, const std::vector<Rect>& want, const char* what) {
+    SCOPED_TRACE(what);
+    const auto det = detect_windows_cpu(p.data(), H, W, 8, o, g, W * 4, H * 4);
+    ASSERT_EQ(det.size(), want.size());
+    std::vector<bool> used(want.size(), false);
+    for (const auto& d : det) {
+      float best = 0;
+      size_t bi = 0;
+      for (size_t i = 0; i < want.size(); ++i) {
+        const float iou = overlap(d.box, map_box(want[i], g), Criterion::IoU);
+        if (!used[i] && iou > best) best = iou, bi = i;
+      }
+      EXPECT_GT(best, 0.7f) << "a box matches no blob well";
+      used[bi] = true;
+      EXPECT_EQ(d.cls, 8);
+    }
+  };
+  expect_boxes(blobs_map(H, W, 2, {{20, 30, 12, 24}}), {{20, 30, 12, 24}}, "one blob");
+  expect_boxes(blobs_map(H, W, 3, {{10, 8, 14, 10}, {30, 50, 9, 20}}), {{10, 8, 14, 10}, {30, 50, 9, 20}},
+               "two blobs apart");
+  expect_boxes(blobs_map(H, W, 4, {{20, 20, 12, 12}, {20, 32, 12, 12}}), {{20, 20, 12, 24}},
+               "two touching blobs: one region");
+  expect_boxes(blobs_map(H, W, 5, {{0, 60, 10, 20}}), {{0, 60, 10, 20}}, "a blob at the border");
   std::vector<float> flat(size_t(H) * W, 0.1f);
-  EXPECT_TRUE(detect_windows_cpu(flat.data(), H, W, 8, o, g, 320, 240).empty());
+  expect_boxes(flat, {}, "empty");
+}
+
+TEST(SlidingWindow, SettingsFromText) {
+  WindowHeadOptions o;
+  parse_window_spec("threshold=0.4 ring=0.3 nms=0.6 heights=4,8 aspects=0.5,2 stride=0.5", o);
+  EXPECT_FLOAT_EQ(o.threshold, 0.4f);
+  EXPECT_FLOAT_EQ(o.ring, 0.3f);
+  EXPECT_FLOAT_EQ(o.nms.threshold, 0.6f);
+  EXPECT_FLOAT_EQ(o.stride_frac, 0.5f);
+  EXPECT_EQ(o.sizes, (std::vector<std::pair<int, int>>{{8, 4}, {8, 16}, {4, 2}, {4, 8}}));
+  EXPECT_THROW(parse_window_spec("threshold=abc", o), std::invalid_argument);
+  EXPECT_THROW(parse_window_spec("colour=red", o), std::invalid_argument);
+  EXPECT_THROW(parse_window_spec("heights=0", o), std::invalid_argument);
 }
