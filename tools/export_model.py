@@ -3,6 +3,7 @@
 
   export_model.py --network multiscale --classes 11 --state weights.pt --out model.h5 \
       [--names sky,building,...] [--palette palette.txt] [--name NAME]
+      [--detect "Car: threshold=0.4 aspects=0.7,1,1.4,2; Pedestrian: threshold=0.5"]
 
 The state_dict's keys are the engine's dataset names with '/' or '.' between group and
 parameter (conv1.weight, conv1.bias, ..., pre.mean, pre.std); see weights/FORMAT.md. A key the
@@ -27,6 +28,7 @@ def main():
     ap.add_argument("--names", help="comma separated class names")
     ap.add_argument("--palette", help="text file, one 'R G B' line per class")
     ap.add_argument("--name", default=None)
+    ap.add_argument("--detect", default="", help="per-class detection settings: 'CLASS: k=v ...; ...'")
     a = ap.parse_args()
     net = st.TorchNet(st.network_text(a.network, a.classes))
     state = torch.load(a.state, map_location="cpu")
@@ -49,7 +51,16 @@ def main():
     else:
         rng = np.random.RandomState(0)
         pal = rng.randint(40, 256, size=(a.classes, 3))
-    st.save_model(a.out, net, names, pal, a.name or f"{a.network}-{a.classes}")
+    detect = {}
+    for item in filter(None, (x.strip() for x in a.detect.split(";"))):
+        cls, _, spec = item.partition(":")
+        if not spec:
+            sys.exit(f"export_model: --detect item '{item}' is not 'CLASS: key=value ...'")
+        detect[cls.strip()] = spec.strip()
+    try:
+        st.save_model(a.out, net, names, pal, a.name or f"{a.network}-{a.classes}", detect)
+    except ValueError as e:
+        sys.exit(f"export_model: {e}")
 
 
 if __name__ == "__main__":

@@ -58,7 +58,8 @@ const char* kUsage =
     "  --json FILE          machine-readable report ('-' for stdout)\n"
     "  --detect CLASS[,..]  sliding-window detection of these classes (names or indices):\n"
     "                       boxes go into the JSON report and onto the overlay\n"
-    "  --det-threshold F    minimum mean class probability of a window (default 0.6)\n"
+    "  --det-threshold F    minimum objectness of a window (default: the model's per-class\n"
+    "                       setting, else 0.4)\n"
     "  --quiet              no per-image lines\n";
 
 std::atomic<Pipeline*> g_pipeline{nullptr};
@@ -204,7 +205,7 @@ int main(int argc, char** argv) {
   bool quiet = false, skip_existing = false;
   Save save_opts;
   std::vector<int> detect_classes;
-  nms::WindowHeadOptions head;
+  std::vector<nms::WindowHeadOptions> heads;  // per detected class
   PipelineOptions po;
   ImageLimits limits;
   std::vector<std::string> inputs;
@@ -231,7 +232,19 @@ int main(int argc, char** argv) {
     model_path = cli.has("model") ? cli.get("model") : find_default_model();
     model = read_model(model_path);
     if (cli.has("detect")) detect_classes = parse_classes(cli.get("detect"), model.class_names);
-    head.threshold = float(std::atof(cli.get("det-threshold", "0.6").c_str()));
+    // Each class's head: the defaults, the model's settings for it, then --det-threshold.
+    for (int c : detect_classes) {
+      nms::WindowHeadOptions o;
+      auto it = model.detect.find(model.class_names[size_t(c)]);
+      if (it != model.detect.end()) nms::parse_window_spec(it->second, o);
+      if (cli.has("det-threshold")) {
+        char* end = nullptr;
+        const std::string v = cli.get("det-threshold");
+        o.threshold = std::strtof(v.c_str(), &end);
+        SL_REQUIRE(!v.empty() && *end == '\0', "--det-threshold expects a number, got '", v, "'");
+      }
+      heads.push_back(o);
+    }
     po.device = cli.get("device", "auto");
     po.cuda = cuda_options(cli);
     po.threads = cli.get_int("threads", 0);
@@ -333,7 +346,7 @@ int main(int argc, char** argv) {
     const auto probs = class_probabilities(scores.view(), detect_classes);
     for (size_t k = 0; k < detect_classes.size(); ++k)
       for (const auto& d : nms::detect_windows_cpu(
-               probs[k].data(), scores.shape().h, scores.shape().w, detect_classes[k], head,
+               probs[k].data(), scores.shape().h, scores.shape().w, detect_classes[k], heads[k],
                nms::MapGeometry{g.stride_y, g.stride_x, g.offset_y, g.offset_x}, f.image.width,
                f.image.height))
         r.detections.push_back({detect_classes[k], d.box, d.score});

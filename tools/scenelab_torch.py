@@ -292,8 +292,9 @@ def load_model(path):
     return net, names, palette, name
 
 
-def save_model(path, net, class_names, palette, name):
-    """Exports a TorchNet's parameters (its state) in the engine's HDF5 model format."""
+def save_model(path, net, class_names, palette, name, detect=None):
+    """Exports a TorchNet's parameters (its state) in the engine's HDF5 model format. detect: an
+    optional {class name: 'key=value ...'} of detection head settings (weights/FORMAT.md)."""
     palette = np.asarray(palette, dtype=np.uint8)
     assert palette.shape == (len(class_names), 3), "palette must be (classes, 3)"
     with h5py.File(path, "w") as f:
@@ -307,3 +308,8 @@ def save_model(path, net, class_names, palette, name):
             f.create_dataset("params/" + key, data=a)
         f.create_dataset("meta/class_names", data=np.array(class_names, dtype=h5py.string_dtype()))
         f.create_dataset("meta/palette", data=palette)
+        if detect:
+            unknown = [c for c in detect if c not in class_names]
+            if unknown:
+                raise ValueError(f"detection settings for unknown classes {unknown}")
+            f.attrs["detect"] = "".join(f"{c}: {spec}\n" for c, spec in detect.items())

@@ -241,7 +241,8 @@ Model read_model(const std::string& path) {
       const std::string name = line.substr(0, colon);
       SL_REQUIRE(std::find(m.class_names.begin(), m.class_names.end(), name) != m.class_names.end(),
                  path, ": attribute 'detect' names class '", name, "', which the model has not");
-      m.detect[name] = line.substr(colon + 1);
+      const size_t a = line.find_first_not_of(' ', colon + 1);
+      m.detect[name] = a == std::string::npos ? "" : line.substr(a);
     }
   }
   return m;
