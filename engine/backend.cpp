@@ -60,30 +60,11 @@ void CpuBackend::u8_to_float(const uint8_t* src, float* dst, int n, int c, int h
 void CpuBackend::convert(const TensorView& src, const TensorView& dst) const {
   SL_REQUIRE(src.shape == dst.shape, "convert: shapes ", src.shape.str(), " and ", dst.shape.str());
   const Shape& s = src.shape;
-  const size_t plane = s.plane();
-  auto index = [&](const Format& f, int n, int c, size_t p) {
-    return f.layout == Layout::NCHW ? (size_t(n) * s.c + c) * plane + p : (size_t(n) * plane + p) * s.c + c;
-  };
-  auto get = [&](size_t i) -> float {
-    switch (src.format.dtype) {
-      case DType::F32: return src.as<const float>()[i];
-      case DType::F16: return half_to_float(src.as<const uint16_t>()[i]);
-      case DType::BF16: return bf16_to_float(src.as<const uint16_t>()[i]);
-      case DType::U8: return float(src.as<const uint8_t>()[i]);
-    }
-    return 0.f;
-  };
-  auto put = [&](size_t i, float v) {
-    switch (dst.format.dtype) {
-      case DType::F32: dst.as<float>()[i] = v; break;
-      case DType::F16: dst.as<uint16_t>()[i] = float_to_half(v); break;
-      case DType::BF16: dst.as<uint16_t>()[i] = float_to_bf16(v); break;
-      case DType::U8: dst.as<uint8_t>()[i] = v >= 0.f ? uint8_t(std::fmin(v + 0.5f, 255.f)) : uint8_t(0); break;
-    }
-  };
   parallel_for(int64_t(s.n) * s.c, threads_, [&](int64_t nc) {
     const int n = int(nc / s.c), c = int(nc % s.c);
-    for (size_t p = 0; p < plane; ++p) put(index(dst.format, n, c, p), get(index(src.format, n, c, p)));
+    for (size_t p = 0; p < s.plane(); ++p)
+      store_element(dst, element_index(s, dst.format.layout, n, c, p),
+                    load_element(src, element_index(s, src.format.layout, n, c, p)));
   });
 }
 

@@ -207,6 +207,17 @@ std::string decode_png(const uint8_t* data, size_t size, int want, Image8* out,
   return {};
 }
 
+// What either PNG writer needs of its input.
+void check_png_input(const Image8& img, const PngOptions& opt) {
+  SL_REQUIRE(img.width > 0 && img.height > 0 &&
+                 img.pixels.size() == size_t(img.width) * img.height * img.channels,
+             "encode_png: image buffer does not match its size ", img.width, "x", img.height, "x",
+             img.channels);
+  SL_REQUIRE(img.channels >= 1 && img.channels <= 4, "encode_png: ", img.channels, " channels");
+  SL_REQUIRE(opt.palette.empty() || (img.channels == 1 && opt.palette.size() <= 256),
+             "encode_png: a palette needs a 1-channel index image and at most 256 colours");
+}
+
 }  // namespace
 
 Image8 decode_image(const uint8_t* data, size_t size, const std::string& name, int want,
@@ -275,13 +286,7 @@ Image8 load_label_image(const std::string& path, const ImageLimits& lim) {
 }
 
 std::vector<uint8_t> encode_png_libpng(const Image8& img, const PngOptions& opt) {
-  SL_REQUIRE(img.width > 0 && img.height > 0 &&
-                 img.pixels.size() == size_t(img.width) * img.height * img.channels,
-             "encode_png: image buffer does not match its size ", img.width, "x", img.height, "x",
-             img.channels);
-  SL_REQUIRE(img.channels >= 1 && img.channels <= 4, "encode_png: ", img.channels, " channels");
-  SL_REQUIRE(opt.palette.empty() || (img.channels == 1 && opt.palette.size() <= 256),
-             "encode_png: a palette needs a 1-channel index image and at most 256 colours");
+  check_png_input(img, opt);
   std::vector<uint8_t> out;
   out.reserve(img.pixels.size() / 2 + 1024);
   std::vector<png_bytep> rows(size_t(img.height));
@@ -356,13 +361,7 @@ struct Compressor {
 // the deflate stream by libdeflate: 2.4x faster than zlib at level 1 for the same size on a
 // 480x360 photo (docs/BENCHMARKS.md).
 std::vector<uint8_t> encode_png(const Image8& img, const PngOptions& opt) {
-  SL_REQUIRE(img.width > 0 && img.height > 0 &&
-                 img.pixels.size() == size_t(img.width) * img.height * img.channels,
-             "encode_png: image buffer does not match its size ", img.width, "x", img.height, "x",
-             img.channels);
-  SL_REQUIRE(img.channels >= 1 && img.channels <= 4, "encode_png: ", img.channels, " channels");
-  SL_REQUIRE(opt.palette.empty() || (img.channels == 1 && opt.palette.size() <= 256),
-             "encode_png: a palette needs a 1-channel index image and at most 256 colours");
+  check_png_input(img, opt);
   SL_REQUIRE(opt.level >= 0 && opt.level <= 12, "encode_png: level ", opt.level, " not in 0..12");
   thread_local Compressor comp;
   thread_local std::vector<uint8_t> filtered;

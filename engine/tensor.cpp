@@ -1,6 +1,7 @@
 #include "engine/tensor.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -85,27 +86,6 @@ uint16_t float_to_bf16(float f) {
   return uint16_t((u + 0x7FFF + ((u >> 16) & 1)) >> 16);
 }
 
-void to_f32_nchw(const TensorView& src, float* dst) {
-  const Shape& s = src.shape;
-  const size_t plane = s.plane();
-  auto get = [&](size_t i) -> float {
-    switch (src.format.dtype) {
-      case DType::F32: return src.as<const float>()[i];
-      case DType::F16: return half_to_float(src.as<const uint16_t>()[i]);
-      case DType::BF16: return bf16_to_float(src.as<const uint16_t>()[i]);
-      case DType::U8: return float(src.as<const uint8_t>()[i]);
-    }
-    return 0.f;
-  };
-  for (int n = 0; n < s.n; ++n)
-    for (int c = 0; c < s.c; ++c)
-      for (size_t p = 0; p < plane; ++p) {
-        const size_t o = (size_t(n) * s.c + c) * plane + p;
-        const size_t i = src.format.layout == Layout::NCHW ? o : (size_t(n) * plane + p) * s.c + c;
-        dst[o] = get(i);
-      }
-}
-
 void AlignedFree::operator()(float* p) const { std::free(p); }
 
 std::unique_ptr<float[], AlignedFree> aligned_floats(size_t count) {
@@ -138,5 +118,32 @@ void Tensor::reshape(Shape s) {
 }
 
 void Tensor::fill(float v) { std::fill(data_.get(), data_.get() + numel(), v); }
+
+float load_element(const TensorView& v, size_t i) {
+  switch (v.format.dtype) {
+    case DType::F32: return v.as<const float>()[i];
+    case DType::F16: return half_to_float(v.as<const uint16_t>()[i]);
+    case DType::BF16: return bf16_to_float(v.as<const uint16_t>()[i]);
+    case DType::U8: return float(v.as<const uint8_t>()[i]);
+  }
+  return 0.f;
+}
+
+void store_element(const TensorView& v, size_t i, float x) {
+  switch (v.format.dtype) {
+    case DType::F32: v.as<float>()[i] = x; break;
+    case DType::F16: v.as<uint16_t>()[i] = float_to_half(x); break;
+    case DType::BF16: v.as<uint16_t>()[i] = float_to_bf16(x); break;
+    case DType::U8: v.as<uint8_t>()[i] = x >= 0.f ? uint8_t(std::fmin(x + 0.5f, 255.f)) : uint8_t(0); break;
+  }
+}
+
+void to_f32_nchw(const TensorView& src, float* dst) {
+  const Shape& s = src.shape;
+  for (int n = 0; n < s.n; ++n)
+    for (int c = 0; c < s.c; ++c)
+      for (size_t p = 0; p < s.plane(); ++p)
+        dst[element_index(s, Layout::NCHW, n, c, p)] = load_element(src, element_index(s, src.format.layout, n, c, p));
+}
 
 }  // namespace scenelab

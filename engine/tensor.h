@@ -62,6 +62,14 @@ inline float bf16_to_float(uint16_t b) {
   return f;
 }
 uint16_t float_to_bf16(float f);
+// Element i (in memory order) of a host view of any type, as float; and stored from a float
+// (into u8: rounded to nearest, clamped to 0..255, NaN -> 0).
+float load_element(const TensorView& v, size_t i);
+void store_element(const TensorView& v, size_t i, float x);
+// Memory index of element (n, c, pixel p) of a view with this shape and layout.
+inline size_t element_index(const Shape& s, Layout l, int n, int c, size_t p) {
+  return l == Layout::NCHW ? (size_t(n) * s.c + c) * s.plane() + p : (size_t(n) * s.plane() + p) * s.c + c;
+}
 // A view of any format into f32 NCHW host floats (`src` in host memory).
 void to_f32_nchw(const TensorView& src, float* dst);
 

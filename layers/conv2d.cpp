@@ -19,6 +19,7 @@
 #include "engine/error.h"
 #include "engine/layer.h"
 #include "engine/parallel.h"
+#include "layers/formats.h"
 #ifdef SCENELAB_WITH_CUDA
 #include "engine/cuda_backend.h"
 #include "kernels/conv_cuda.h"
@@ -54,12 +55,7 @@ class Conv2d : public Layer {
   bool can_fuse_relu() const override { return true; }
   // fp16/bf16 with cuDNN (--conv auto or cudnn): half-precision NHWC tensors; else f32 NCHW.
   Format format(const std::vector<Format>& /*in*/, const Backend& b) const override {
-#ifdef SCENELAB_WITH_CUDA
-    if (const CudaContext* ctx = b.cuda()) return activation_format(*ctx);
-#else
-    (void)b;
-#endif
-    return Format{};
+    return activation_format_of(b);
   }
 
   Shape infer_shape(const std::vector<Shape>& in) const override {

@@ -6,10 +6,23 @@
 #include "engine/backend.h"
 #include "engine/tensor.h"
 #ifdef SCENELAB_WITH_CUDA
+#include "engine/cuda_backend.h"
 #include "kernels/layers_cuda.h"
 #endif
 
 namespace scenelab {
+
+// The format of the network's activations on this backend: half-precision NHWC on the GPU under
+// fp16/bf16 with cuDNN (engine/cuda_backend.h), f32 NCHW otherwise. Convolutions compute in it;
+// the last preprocessing step writes it.
+inline Format activation_format_of(const Backend& b) {
+#ifdef SCENELAB_WITH_CUDA
+  if (const CudaContext* ctx = b.cuda()) return activation_format(*ctx);
+#else
+  (void)b;
+#endif
+  return Format{};
+}
 
 inline Format follow_on_gpu(const Format& in, const Backend& b) {
 #ifdef SCENELAB_WITH_CUDA

@@ -3,6 +3,7 @@
 #include "engine/error.h"
 #include "engine/layer.h"
 #include "engine/parallel.h"
+#include "layers/formats.h"
 #ifdef SCENELAB_WITH_CUDA
 #include "engine/cuda_backend.h"
 #include "kernels/layers_cuda.h"
@@ -22,12 +23,7 @@ class Standardize : public Layer {
   // On the GPU it writes the network's activation format (f16/bf16 NHWC under fp16/bf16 with
   // cuDNN): the last preprocessing step hands the convolutions their format, no conversion.
   Format output_format(const std::vector<Format>& /*in*/, const Backend& b) const override {
-#ifdef SCENELAB_WITH_CUDA
-    if (const CudaContext* ctx = b.cuda()) return activation_format(*ctx);
-#else
-    (void)b;
-#endif
-    return Format{};
+    return activation_format_of(b);
   }
   Shape infer_shape(const std::vector<Shape>& in) const override { return in[0]; }
   std::vector<ParamSpec> param_specs(const std::vector<Shape>& in) const override {
@@ -56,7 +52,6 @@ class Standardize : public Layer {
     const Tensor& sd = a.params->get("std");
     for (size_t c = 0; c < sd.numel(); ++c)
       SL_REQUIRE(sd[c] > 0, "standardize '", name_, "': std[", c, "] = ", sd[c], " is not positive");
-    const Shape& x = a.in[0].shape;
     cuda::standardize(a.in[0].f32(), a.out, a.params->data("mean"), a.params->data("std"), ctx.stream);
   }
 #endif

@@ -9,6 +9,7 @@
 
 #include "engine/backend.h"
 #include "engine/error.h"
+#include "engine/pipeline.h"
 
 namespace scenelab {
 
@@ -74,6 +75,22 @@ inline CudaOptions cuda_options(const Cli& cli) {
     co.conv_workspace_bytes = size_t(mb) << 20;
   }
   return co;
+}
+
+// The pipeline options every labelling tool takes: --device, --conv, --precision,
+// --conv-workspace, --threads, --io-threads, --batch, --streams, --queue-depth, --plan-cache.
+inline PipelineOptions pipeline_options(const Cli& cli) {
+  PipelineOptions po;
+  po.device = cli.get("device", "auto");
+  po.cuda = cuda_options(cli);
+  po.threads = cli.get_int("threads", 0);
+  po.pool_threads = cli.get_int("io-threads", 0);
+  po.batch = cli.get_int("batch", 0);
+  po.streams = cli.get_int("streams", 2);
+  po.queue_depth = cli.get_int("queue-depth", 0);
+  const std::string pc = cli.get("plan-cache", PlanCache::default_dir());
+  po.plan_cache = pc == "off" ? "" : pc;
+  return po;
 }
 
 // A string as JSON string content (quotes, backslashes, control characters escaped).

@@ -95,7 +95,7 @@ int main(int argc, char** argv) {
     Cli cli(argc, argv,
             {"data", "model", "classes", "method", "min-area", "void", "prefix", "spec", "sweep",
              "device", "precision", "conv", "conv-workspace", "threads", "io-threads", "limit",
-             "json", "batch"},
+             "json", "batch", "streams", "queue-depth", "plan-cache"},
             {"help"});
     if (cli.has("help") || !cli.has("data")) {
       std::fputs(kUsage, cli.has("help") ? stdout : stderr);
@@ -148,12 +148,7 @@ int main(int argc, char** argv) {
         nms::parse_window_spec(g, o);
         settings[k].push_back(o);
       }
-    po.device = cli.get("device", "auto");
-    po.cuda = cuda_options(cli);
-    po.threads = cli.get_int("threads", 0);
-    po.pool_threads = cli.get_int("io-threads", 0);
-    po.batch = cli.get_int("batch", 0);
-    po.plan_cache = PlanCache::default_dir();
+    po = pipeline_options(cli);
     if (method == "head") po.float_outputs = {"scores"};
     const fs::path data = cli.get("data");
     SL_REQUIRE(fs::is_directory(data / "images") && fs::is_directory(data / "labels"), data.string(),

@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
   PipelineOptions po;
   try {
     Cli cli(argc, argv, {"data", "model", "void", "device", "threads", "limit", "json", "conv",
-                         "precision", "conv-workspace", "batch", "streams", "io-threads", "plan-cache"},
+                         "precision", "conv-workspace", "batch", "streams", "io-threads", "plan-cache", "queue-depth"},
             {"help"});
     if (cli.has("help") || !cli.has("data")) {
       std::fputs("usage: eval_labels --data DIR [--model FILE.h5] [--void 11] [--device cpu|cuda|cuda:N|auto]\n"
@@ -79,14 +79,7 @@ int main(int argc, char** argv) {
     json_path = cli.get("json");
     model_path = cli.has("model") ? cli.get("model") : find_default_model();
     model = read_model(model_path);
-    po.device = cli.get("device", "auto");
-    po.cuda = cuda_options(cli);
-    po.threads = cli.get_int("threads", 0);
-    po.pool_threads = cli.get_int("io-threads", 0);
-    po.batch = cli.get_int("batch", 0);
-    po.streams = cli.get_int("streams", 2);
-    const std::string pc = cli.get("plan-cache", PlanCache::default_dir());
-    po.plan_cache = pc == "off" ? "" : pc;
+    po = pipeline_options(cli);
     const fs::path data = cli.get("data");
     SL_REQUIRE(fs::is_directory(data / "images") && fs::is_directory(data / "labels"), data.string(),
                ": expected folders images/ and labels/");

@@ -245,15 +245,7 @@ int main(int argc, char** argv) {
       }
       heads.push_back(o);
     }
-    po.device = cli.get("device", "auto");
-    po.cuda = cuda_options(cli);
-    po.threads = cli.get_int("threads", 0);
-    po.pool_threads = cli.get_int("io-threads", 0);
-    po.batch = cli.get_int("batch", 0);
-    po.streams = cli.get_int("streams", 2);
-    po.queue_depth = cli.get_int("queue-depth", 0);
-    const std::string pc = cli.get("plan-cache", PlanCache::default_dir());
-    po.plan_cache = pc == "off" ? "" : pc;
+    po = pipeline_options(cli);
     if (!detect_classes.empty()) po.float_outputs = {"scores"};
     inputs = expand_inputs(cli.positional(), /*videos=*/true);
     SL_REQUIRE(!inputs.empty(), "no image files found in the given paths");

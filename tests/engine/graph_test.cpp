@@ -11,20 +11,14 @@
 #include "engine/networks.h"
 #include "tests/reference.h"
 #include "weights/default_model.h"
+#include "tests/test_util.h"
 
 using namespace scenelab;
 using namespace scenelab::test;
 
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 // float64 interpreter of a graph, for the whole-network comparison.
 std::map<std::string, Ref> interpret(const Model& m, const Tensor& input) {

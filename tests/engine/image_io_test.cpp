@@ -14,6 +14,7 @@
 
 #include "engine/error.h"
 #include "engine/image_io.h"
+#include "tests/test_util.h"
 
 using namespace scenelab;
 namespace fs = std::filesystem;
@@ -50,14 +51,7 @@ double mean_abs_diff(const Image8& a, const Image8& b) {
   return s / double(std::max<size_t>(1, a.pixels.size()));
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using scenelab::test::error_of;
 
 // A JPEG through libjpeg: colour space RGB, grey or (Adobe-inverted) CMYK; progressive or not.
 void write_jpeg(const std::string& path, const Image8& img, J_COLOR_SPACE in_space, bool progressive) {

@@ -13,18 +13,14 @@
 #include "engine/labeler.h"
 #include "engine/pipeline.h"
 #include "weights/default_model.h"
+#include "tests/test_util.h"
 
 using namespace scenelab;
 namespace fs = std::filesystem;
 
 namespace {
 
-Image8 random_image(int w, int h, uint32_t seed) {
-  std::mt19937 rng(seed);
-  Image8 img{w, h, 3, std::vector<uint8_t>(size_t(w) * h * 3)};
-  for (auto& p : img.pixels) p = uint8_t(rng() & 255);
-  return img;
-}
+Image8 random_image(int w, int h, uint32_t seed) { return test::noise_image(w, h, seed); }
 
 struct Inputs {
   std::vector<std::string> files;

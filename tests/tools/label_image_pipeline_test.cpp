@@ -19,30 +19,16 @@
 #include "engine/video.h"
 #include "weights/default_model.h"
 #include "weights/model_file.h"
+#include "tests/test_util.h"
 
 using namespace scenelab;
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string slurp(const std::string& p) {
-  std::ifstream f(p);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-int run(const std::string& cmd) {
-  int rc = std::system(cmd.c_str());
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
-Image8 noise(int w, int h, uint32_t seed) {
-  std::mt19937 rng(seed);
-  Image8 img{w, h, 3, std::vector<uint8_t>(size_t(w) * h * 3)};
-  for (auto& p : img.pixels) p = uint8_t(rng() & 255);
-  return img;
-}
+using test::slurp;
+int run(const std::string& cmd) { return test::run_command(cmd); }
+Image8 noise(int w, int h, uint32_t seed) { return test::noise_image(w, h, seed); }
 
 struct Dir {
   fs::path root;

@@ -11,23 +11,15 @@
 #include "engine/image_io.h"
 #include "weights/default_model.h"
 #include "weights/model_file.h"
+#include "tests/test_util.h"
 
 using namespace scenelab;
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string slurp(const std::string& p) {
-  std::ifstream f(p);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-int run(const std::string& cmd) {
-  int rc = std::system(cmd.c_str());
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
+using test::slurp;
+int run(const std::string& cmd) { return test::run_command(cmd); }
 
 Image8 gradient(int w, int h) {
   Image8 img{w, h, 3, std::vector<uint8_t>(size_t(w) * h * 3)};

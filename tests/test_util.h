@@ -1,0 +1,46 @@
+// Small helpers shared by the tests: a file's text, a shell command's exit status, the message of
+// an Error a call throws, an image of random pixels.
+#pragma once
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <sstream>
+#include <string>
+
+#include "engine/error.h"
+#include "engine/image_io.h"
+
+namespace scenelab::test {
+
+inline std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+inline int run_command(const std::string& cmd) {
+  const int rc = std::system(cmd.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+inline Image8 noise_image(int w, int h, uint32_t seed) {
+  std::mt19937 rng(seed);
+  Image8 img{w, h, 3, std::vector<uint8_t>(size_t(w) * h * 3)};
+  for (auto& p : img.pixels) p = uint8_t(rng() & 255);
+  return img;
+}
+
+}  // namespace scenelab::test
