@@ -186,7 +186,7 @@ int model_num_classes(const GraphDesc& g) {
   return node_channels(g, "scores");
 }
 
-Model read_model(const std::string& path) {
+Model read_model(const std::string& path, const ModelLimits& limits) {
   silence_hdf5();
   H5Id file = open_h5_read(path, "model file");
   Model m;
@@ -196,18 +196,37 @@ Model read_model(const std::string& path) {
              " is newer than this build supports (", kModelFormatVersion,
              "); upgrade scenelab");
   m.name = H5Aexists(file.get(), "name") > 0 ? read_string_attr(file.get(), "name", path) : path;
+  if (H5Aexists(file.get(), "graph") > 0) {
+    H5Id attr(h5_check(H5Aopen(file.get(), "graph", H5P_DEFAULT), path, "open attribute graph"), H5Aclose);
+    const hsize_t stored = H5Aget_storage_size(attr.get());
+    SL_REQUIRE(stored <= limits.max_graph_bytes, path, ": attribute 'graph' of ", stored,
+               " bytes is larger than the limit of ", limits.max_graph_bytes, " bytes");
+  }
   std::string text = read_string_attr(file.get(), "graph", path);
+  SL_REQUIRE(text.size() <= limits.max_graph_bytes, path, ": attribute 'graph' of ", text.size(),
+             " bytes is larger than the limit of ", limits.max_graph_bytes, " bytes");
   try {
     m.graph = GraphDesc::parse(text);
   } catch (const Error& e) {
     throw_error(path, ": attribute 'graph': ", e.what());
   }
+  SL_REQUIRE(m.graph.nodes.size() <= limits.max_nodes, path, ": the graph has ", m.graph.nodes.size(),
+             " nodes, more than the limit of ", limits.max_nodes);
   std::vector<ParamRequirement> reqs;
   try {
     reqs = required_params(m.graph);
   } catch (const Error& e) {
     throw_error(path, ": attribute 'graph': ", e.what());
   }
+  // The parameters' total size from the graph's shapes, before any is read.
+  long double param_bytes = 0;
+  for (const auto& r : reqs) {
+    long double n = 4;
+    for (int d : r.dims) n *= (long double)(d);
+    param_bytes += n;
+  }
+  SL_REQUIRE(param_bytes <= (long double)(limits.max_param_bytes), path, ": the graph asks for ",
+             double(param_bytes), " bytes of parameters, more than the limit of ", limits.max_param_bytes);
   for (const auto& r : reqs)
     m.params.emplace(r.dataset, read_param(file.get(), "params/" + r.dataset, r.dims, path));
   int classes = 0;

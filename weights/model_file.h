@@ -2,6 +2,8 @@
 // scenelab::Error naming the file, the dataset and what was expected vs found; it never crashes
 // on a malformed file.
 #pragma once
+#include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "engine/model.h"
@@ -10,7 +12,15 @@ namespace scenelab {
 
 constexpr int kModelFormatVersion = 1;
 
-Model read_model(const std::string& path);
+// What a model file may ask for, checked before anything is allocated for it: an attacker's or a
+// corrupt file fails fast with an error naming the file and the limit.
+struct ModelLimits {
+  size_t max_graph_bytes = size_t(16) << 20;     // the graph's text
+  size_t max_nodes = 100000;                     // layers in the graph
+  uint64_t max_param_bytes = uint64_t(4) << 30;  // all parameter tensors together
+};
+
+Model read_model(const std::string& path, const ModelLimits& limits = ModelLimits{});
 void write_model(const std::string& path, const Model& model);
 
 // Number of classes the model's graph produces (channels of node `scores`).

@@ -170,6 +170,34 @@ TEST(ModelFile, UnknownLayerTypeAndBadGraph) {
   expect_contains(read_error(p), {p, "attribute 'graph'", "unknown layer type 'flux_pool'"});
   set_graph("input image channels=3\nx = relu(nothing)\n");
   expect_contains(read_error(p), {p, "'nothing', which is not defined"});
+  // A graph declaring a 10^12-element parameter fails on the limit before anything is read.
+  set_graph("input image channels=3\nc = conv2d(image) out=1000000 k=7\nr = relu(c)\n"
+            "scores = conv2d(r) out=1000000 k=1\noutput scores\n");
+  expect_contains(read_error(p), {p, "bytes of parameters, more than the limit"});
+}
+
+TEST(ModelFile, LimitsAreCheckedBeforeAllocation) {
+  Model m = make_random_model("reference", 8, 1);
+  std::string p = tmp_path("limits");
+  write_model(p, m);
+  auto error_with = [&](const ModelLimits& l) {
+    try {
+      read_model(p, l);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  ModelLimits l;
+  l.max_nodes = 5;
+  expect_contains(error_with(l), {p, "nodes, more than the limit of 5"});
+  l = ModelLimits{};
+  l.max_graph_bytes = 100;
+  expect_contains(error_with(l), {p, "attribute 'graph'", "larger than the limit of 100 bytes"});
+  l = ModelLimits{};
+  l.max_param_bytes = 1000;
+  expect_contains(error_with(l), {p, "bytes of parameters, more than the limit of 1000"});
+  EXPECT_EQ(error_with(ModelLimits{}), "");
 }
 
 TEST(ModelFile, FutureVersionAndNotAModel) {
