@@ -266,23 +266,26 @@ Image8 load_image(const std::string& path, int want, const ImageLimits& lim) {
 
 Image8 load_label_image(const std::string& path, const ImageLimits& lim) {
   const std::vector<uint8_t> bytes = read_file(path);
-  const uint8_t* d = bytes.data();
-  if (is_png(d, bytes.size()) && bytes.size() >= 33) {
+  return decode_label_image(bytes.data(), bytes.size(), path, lim);
+}
+
+Image8 decode_label_image(const uint8_t* d, size_t size, const std::string& path, const ImageLimits& lim) {
+  if (is_png(d, size) && size >= 33) {
     const int depth = d[24], type = d[25];
     SL_REQUIRE(type == PNG_COLOR_TYPE_GRAY, path, ": label image has colour type ", type,
                ", expected 8-bit single-channel (grey)");
     SL_REQUIRE(depth == 8, path, ": label image is ", depth, "-bit, expected 8-bit single-channel");
-  } else if (!is_jpeg(d, bytes.size())) {
+  } else if (!is_jpeg(d, size)) {
     int w = 0, h = 0, c = 0;
-    if (bytes.size() <= size_t(INT32_MAX) && stbi_info_from_memory(d, int(bytes.size()), &w, &h, &c)) {
+    if (size <= size_t(INT32_MAX) && stbi_info_from_memory(d, int(size), &w, &h, &c)) {
       SL_REQUIRE(c == 1, path, ": label image has ", c, " channels, expected 8-bit single-channel");
-      SL_REQUIRE(!stbi_is_16_bit_from_memory(d, int(bytes.size())), path,
+      SL_REQUIRE(!stbi_is_16_bit_from_memory(d, int(size)), path,
                  ": label image is 16-bit, expected 8-bit single-channel");
     }
   } else {
     throw_error(path, ": label image is a JPEG; labels must be lossless (8-bit PNG)");
   }
-  return decode_image(d, bytes.size(), path, 1, lim);
+  return decode_image(d, size, path, 1, lim);
 }
 
 std::vector<uint8_t> encode_png_libpng(const Image8& img, const PngOptions& opt) {

@@ -33,6 +33,8 @@ Image8 decode_image(const uint8_t* data, size_t size, const std::string& name, i
                     const ImageLimits& limits = ImageLimits{});
 // An 8-bit single-channel label image (class index per pixel); other formats are an error.
 Image8 load_label_image(const std::string& path, const ImageLimits& limits = ImageLimits{});
+Image8 decode_label_image(const uint8_t* data, size_t size, const std::string& name,
+                          const ImageLimits& limits = ImageLimits{});
 
 struct PngOptions {
   int level = 1;  // zlib level: 1 is the fast one (docs/BENCHMARKS.md measures the choice)

@@ -1,0 +1,61 @@
+#!/bin/bash
+# Builds the libFuzzer harnesses (tests/fuzz) with clang, AddressSanitizer and UBSan, and runs
+# each for SECONDS (default 60) on a copy of its seed corpus (tests/fuzz/corpus/NAME, plus a small
+# model file made here), in parallel up to the cores. Findings (crash-*, leak-*, timeout-*) are
+# left in build-fuzz/findings/NAME; execution counts are printed.
+#   tools/fuzz.sh [SECONDS] [HARNESS...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+secs=${1:-60}
+shift || true
+harnesses=${*:-"fuzz_image fuzz_model fuzz_graph fuzz_nms fuzz_plan_cache"}
+command -v clang++ >/dev/null || { echo "fuzz.sh: needs clang (apt-get install clang libomp-dev)"; exit 2; }
+cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSCENELAB_ENABLE_CUDA=OFF -DSCENELAB_ENABLE_FFMPEG=OFF \
+  -DSCENELAB_SANITIZE=ON -DSCENELAB_FUZZ=ON -DSCENELAB_BUILD_TESTS=OFF -DSCENELAB_NATIVE=OFF >/dev/null
+cmake --build build-fuzz -j"$(nproc)" --target $harnesses make_model >/dev/null
+work=build-fuzz/work
+mkdir -p "$work" build-fuzz/findings
+for h in $harnesses; do
+  name=${h#fuzz_}
+  mkdir -p "$work/$name" "build-fuzz/findings/$name"
+  cp -n tests/fuzz/corpus/"$name"/* "$work/$name/" 2>/dev/null || true
+done
+# A small model file as the loader's seed: the reference net is too large, so a tiny graph.
+if [[ " $harnesses " == *" fuzz_model "* ]] && [ ! -f "$work/model/tiny.h5" ]; then
+  /usr/bin/python3 - "$work/model/tiny.h5" <<'PY'
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "w") as f:
+    f.attrs["format_version"] = np.int32(1)
+    f.attrs["name"] = "tiny"
+    f.attrs["graph"] = ("input image channels=3\nc = conv2d(image) out=2 k=3\nr = relu(c)\n"
+                        "scores = conv2d(r) out=2 k=1\nlabels_full = argmax(scores)\noutput scores labels_full\n")
+    f["params/c/weight"] = np.full((2, 3, 3, 3), 0.1, np.float32)
+    f["params/c/bias"] = np.zeros(2, np.float32)
+    f["params/scores/weight"] = np.full((2, 2, 1, 1), 0.5, np.float32)
+    f["params/scores/bias"] = np.zeros(2, np.float32)
+    f.create_dataset("meta/class_names", data=np.array(["a", "b"], dtype=h5py.string_dtype()))
+    f["meta/palette"] = np.array([[0, 0, 0], [255, 255, 255]], np.uint8)
+PY
+fi
+export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+status=0
+for h in $harnesses; do
+  name=${h#fuzz_}
+  ( cd "build-fuzz/findings/$name" &&
+    ../../tests/fuzz/$h -max_total_time="$secs" -rss_limit_mb=4096 -timeout=20 -max_len=65536 \
+      ../../work/"$name" >../"$name".log 2>&1 ) &
+  # at most one harness a core
+  while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do sleep 1; done
+done
+wait || true
+for h in $harnesses; do
+  name=${h#fuzz_}
+  log=build-fuzz/findings/$name.log
+  runs=$(grep -oE "stat::number_of_executed_units: [0-9]+|#[0-9]+.*DONE" "$log" | tail -1)
+  found=$(ls build-fuzz/findings/"$name" | grep -cE "^(crash|leak|timeout|oom)-" || true)
+  echo "$h: ${runs:-?} findings ${found}"
+  grep -m3 -E "ERROR: |runtime error" "$log" || true
+  [ "$found" = 0 ] || status=1
+done
+exit $status
