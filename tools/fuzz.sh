@@ -52,9 +52,9 @@ wait || true
 for h in $harnesses; do
   name=${h#fuzz_}
   log=build-fuzz/findings/$name.log
-  runs=$(grep -oE "stat::number_of_executed_units: [0-9]+|#[0-9]+.*DONE" "$log" | tail -1)
-  found=$(ls build-fuzz/findings/"$name" | grep -cE "^(crash|leak|timeout|oom)-" || true)
-  echo "$h: ${runs:-?} findings ${found}"
+  runs=$(grep -oE "Done [0-9]+ runs in [0-9]+ second" "$log" | tail -1 || true)
+  found=$(ls build-fuzz/findings/"$name" | grep -cE "^(crash|leak|timeout|oom|slow-unit)-" || true)
+  echo "$h: ${runs:-no summary (stopped on a finding)}; findings: ${found}"
   grep -m3 -E "ERROR: |runtime error" "$log" || true
   [ "$found" = 0 ] || status=1
 done
