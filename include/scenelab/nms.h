@@ -1,0 +1,77 @@
+// Non-maximum suppression on the CPU (public API: scenelab/nms.h): the reference rules every GPU
+// variant is tested against.
+// Stands alone (no engine dependency).
+//
+// Conventions (documented once, used everywhere):
+// - Boxes are continuous coordinates (x1, y1) top-left, (x2, y2) bottom-right; area (x2-x1)(y2-y1).
+//   Options::pixel_inclusive adds the papers' "+1" (integer pixel boxes: width x2-x1+1).
+//   Inverted boxes (x2 < x1 or y2 < y1) have zero area. A zero-area box overlaps nothing (0/0 := 0),
+//   so it never suppresses and is never suppressed.
+// - Overlap criteria: IoU = |a n b| / |a u b|; OverCandidate = |a n b| / |a| where a is the box
+//   being tested for suppression (Oro et al. 2016: A(di n dj) / A(di)).
+// - A box is suppressed when its overlap with a higher-ranked box is > threshold (as
+//   torchvision.ops.nms).
+// - Rank: higher score first; equal scores rank the lower input index first (deterministic).
+// - Scores: NaN detections are dropped (never kept, never suppress); +Inf ranks first, -Inf last.
+#pragma once
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+namespace scenelab::nms {
+
+struct Box {
+  float x1, y1, x2, y2;
+};
+
+struct Detection {
+  Box box;
+  float score;
+  int cls = 0;
+};
+
+enum class Criterion { IoU, OverCandidate };
+
+struct Options {
+  float threshold = 0.5f;
+  Criterion criterion = Criterion::IoU;
+  bool pixel_inclusive = false;
+  float score_threshold = -std::numeric_limits<float>::infinity();  // drop scores below
+  int max_outputs = -1;                                             // keep at most (-1: all)
+  bool per_class = false;  // only boxes of the same class suppress each other
+};
+
+float area(const Box& b, bool pixel_inclusive = false);
+// Overlap of `candidate` with `other` by the criterion (the candidate is the one tested).
+float overlap(const Box& candidate, const Box& other, Criterion c, bool pixel_inclusive = false);
+
+// Input indices in rank order, after dropping NaN scores and scores below score_threshold.
+std::vector<int> rank_order(const std::vector<Detection>& d, const Options& o);
+
+// Exact greedy NMS: indices kept, in rank order.
+std::vector<int> greedy_nms(const std::vector<Detection>& d, const Options& o);
+
+// "Fast NMS" (the rule of Oro et al.'s map/reduce): a box dies if ANY higher-ranked box overlaps
+// it beyond the threshold, even one that is itself suppressed. Keeps a subset of greedy's boxes.
+std::vector<int> fast_nms(const std::vector<Detection>& d, const Options& o);
+
+// Cluster-NMS (Zheng et al. 2020): the Fast-NMS step iterated, each time only through the boxes
+// still kept, until stable; equals greedy NMS. `iterations` receives the count.
+std::vector<int> cluster_nms(const std::vector<Detection>& d, const Options& o,
+                             int* iterations = nullptr);
+
+// Soft-NMS (Bodla et al. 2017): instead of removing, decays overlapping scores: linear
+// s *= (1 - overlap) when overlap > threshold; gaussian s *= exp(-overlap^2 / sigma). Returns the
+// detections with decayed scores, in selection order, dropping those below score_threshold.
+enum class SoftKind { Linear, Gaussian };
+std::vector<Detection> soft_nms(const std::vector<Detection>& d, const Options& o, SoftKind kind,
+                                float sigma = 0.5f);
+
+// 1-D segments (temporal windows, e.g. speech): greedy NMS with the 1-D IoU/criterion.
+struct Segment {
+  float t1, t2, score;
+  int cls = 0;
+};
+std::vector<int> greedy_nms_1d(const std::vector<Segment>& s, const Options& o);
+
+}  // namespace scenelab::nms

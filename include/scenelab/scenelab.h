@@ -1,0 +1,80 @@
+// scenelab's public C++ API: a scene-labelling model on the CPU or a GPU, its class scores and
+// label maps, the detection head, and non-maximum suppression (scenelab/nms.h). Installed with
+// `cmake --install`; a consumer writes `find_package(scenelab)` and links `scenelab::scenelab`
+// (examples/consumer). Errors are std::runtime_error whose message names the file or the input
+// and what is wrong. The engine's own headers are not part of the API.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "scenelab/nms.h"
+
+#define SCENELAB_VERSION_MAJOR 0
+#define SCENELAB_VERSION_MINOR 2
+#define SCENELAB_VERSION_PATCH 0
+
+namespace scenelab::api {
+
+// Interleaved 8-bit pixels, row-major: channels 3 (RGB) or 1.
+struct Image {
+  int width = 0, height = 0, channels = 0;
+  std::vector<uint8_t> pixels;
+};
+
+// A class index per pixel, row-major.
+struct Labels {
+  int width = 0, height = 0;
+  std::vector<uint8_t> classes;
+};
+
+// Class scores at the network's feature resolution (classes x height x width, planar), and where
+// map pixel (y, x) lies on the input image: (offset_y + stride_y * y, offset_x + stride_x * x).
+struct Scores {
+  int classes = 0, height = 0, width = 0;
+  std::vector<float> values;
+  double stride_y = 1, stride_x = 1, offset_y = 0, offset_x = 0;
+};
+
+struct ModelOptions {
+  std::string path;              // model file; empty: the shipped model
+  std::string device = "auto";   // cpu | cuda | cuda:N | auto
+  std::string precision = "fp32";  // fp32 | tf32 | fp16 | bf16 (GPU)
+  int threads = 0;               // CPU threads (0: all)
+};
+
+class Labeler {
+ public:
+  explicit Labeler(const ModelOptions& options = ModelOptions{});
+  ~Labeler();
+  Labeler(Labeler&&) noexcept;
+  Labeler& operator=(Labeler&&) noexcept;
+  Labeler(const Labeler&) = delete;
+  Labeler& operator=(const Labeler&) = delete;
+
+  // Labels at the image's resolution. Images of one size in a batch run through one plan at
+  // once; the results equal labelling them one by one.
+  Labels label(const Image& rgb);
+  std::vector<Labels> label(const std::vector<Image>& rgb);
+  Scores scores(const Image& rgb);
+  // The sliding-window detection head on one class's probabilities (the model's settings for the
+  // class where its file has them); boxes in input pixels, fused by NMS.
+  std::vector<nms::Detection> detect(const Image& rgb, const std::string& class_name);
+
+  const std::vector<std::string>& classes() const;
+  const std::vector<std::array<uint8_t, 3>>& palette() const;
+  Image colorize(const Labels& labels) const;
+  std::string device() const;  // e.g. "cuda (NVIDIA H100 80GB HBM3, fp16)"
+  std::string model_path() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+Image load_image(const std::string& path);
+void save_png(const std::string& path, const Image& image);
+
+}  // namespace scenelab::api

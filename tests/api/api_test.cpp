@@ -1,0 +1,173 @@
+// The public library (libscenelab.so, include/scenelab/) seen as a user sees it: linked on its own,
+// no engine headers. Its labels, colours and detections equal label_image's on the same image;
+// batches equal one-by-one; bad input fails by name.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <unistd.h>
+
+#include <scenelab/scenelab.h>
+
+namespace fs = std::filesystem;
+namespace api = scenelab::api;
+
+namespace {
+
+const std::string kSample = SCENELAB_BUILD_DIR "/samples/street.png";
+
+api::Labeler& cpu_labeler() {
+  static api::Labeler labeler([] {
+    api::ModelOptions o;
+    o.device = "cpu";
+    return o;
+  }());
+  return labeler;
+}
+
+api::Image random_image(int w, int h, unsigned seed) {
+  std::mt19937 rng(seed);
+  api::Image img{w, h, 3, std::vector<uint8_t>(size_t(w) * h * 3)};
+  for (auto& p : img.pixels) p = uint8_t(rng() & 255);
+  return img;
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream f(p);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+size_t count_of(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST(Api, VersionMacrosAreSet) {
+  EXPECT_EQ(SCENELAB_VERSION_MAJOR, 0);
+  EXPECT_GE(SCENELAB_VERSION_MINOR, 2);
+}
+
+TEST(Api, EqualsLabelImageOnTheSample) {
+  const fs::path out = fs::temp_directory_path() / ("scenelab_api_" + std::to_string(::getpid()));
+  fs::remove_all(out);
+  const std::string cmd = std::string(LABEL_IMAGE_BIN) + " " + kSample + " --device cpu --out " +
+                          out.string() + " --save classes,labels --detect Car --json " +
+                          (out / "r.json").string() + " --quiet --plan-cache off";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+
+  api::Labeler& labeler = cpu_labeler();
+  const api::Image image = api::load_image(kSample);
+  ASSERT_EQ(image.channels, 3);
+  const api::Labels labels = labeler.label(image);
+  ASSERT_EQ(labels.width, image.width);
+  ASSERT_EQ(labels.height, image.height);
+
+  const api::Image classes = api::load_image((out / "street_classes.png").string());
+  ASSERT_EQ(classes.width, labels.width);
+  ASSERT_EQ(classes.height, labels.height);
+  size_t differ = 0;
+  for (size_t i = 0; i < labels.classes.size(); ++i) differ += classes.pixels[i * 3] != labels.classes[i];
+  EXPECT_EQ(differ, 0u);
+
+  const api::Image colour = labeler.colorize(labels);
+  const api::Image written = api::load_image((out / "street_labels.png").string());
+  EXPECT_EQ(colour.pixels, written.pixels);
+
+  // The detection head: as many cars as label_image's report lists, inside the image.
+  const auto cars = labeler.detect(image, "Car");
+  const std::string report = read_text(out / "r.json");
+  EXPECT_EQ(cars.size(), count_of(report, "\"class\": \"Car\""));
+  for (const auto& d : cars) {
+    EXPECT_GE(d.box.x1, -0.5f);
+    EXPECT_LE(d.box.x2, float(image.width) + 0.5f);
+    EXPECT_GT(d.score, 0.f);
+  }
+  fs::remove_all(out);
+}
+
+TEST(Api, BatchEqualsOneByOne) {
+  api::Labeler& labeler = cpu_labeler();
+  // Two sizes interleaved, odd dimensions: grouped by size inside, returned in the given order.
+  const std::vector<api::Image> images = {random_image(45, 37, 1), random_image(61, 29, 2),
+                                          random_image(45, 37, 3), random_image(45, 37, 4),
+                                          random_image(61, 29, 5)};
+  const auto batch = labeler.label(images);
+  ASSERT_EQ(batch.size(), images.size());
+  for (size_t i = 0; i < images.size(); ++i) {
+    const api::Labels one = labeler.label(images[i]);
+    EXPECT_EQ(batch[i].width, images[i].width);
+    EXPECT_EQ(batch[i].height, images[i].height);
+    EXPECT_EQ(batch[i].classes, one.classes) << "image " << i;
+  }
+}
+
+TEST(Api, ScoresAreTheLabelsBeforeUpsampling) {
+  api::Labeler& labeler = cpu_labeler();
+  const api::Image image = random_image(67, 53, 9);
+  const api::Scores s = labeler.scores(image);
+  ASSERT_EQ(size_t(s.classes), labeler.classes().size());
+  ASSERT_GT(s.height, 0);
+  ASSERT_GT(s.width, 0);
+  ASSERT_EQ(s.values.size(), size_t(s.classes) * s.height * s.width);
+  for (float v : s.values) ASSERT_TRUE(std::isfinite(v));
+  EXPECT_GT(s.stride_x, 0);
+  EXPECT_GT(s.stride_y, 0);
+  // The map covers the image: its last pixel's centre lies within it.
+  EXPECT_LT(s.offset_x + s.stride_x * (s.width - 1), image.width + s.stride_x);
+  EXPECT_EQ(labeler.palette().size(), labeler.classes().size());
+}
+
+TEST(Api, BadInputFailsByName) {
+  api::Labeler& labeler = cpu_labeler();
+  api::Image wrong = random_image(8, 8, 3);
+  wrong.pixels.resize(10);
+  try {
+    labeler.label(wrong);
+    FAIL() << "accepted 10 bytes as an 8x8 image";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("8x8"), std::string::npos) << e.what();
+  }
+  try {
+    labeler.detect(random_image(32, 32, 4), "Zeppelin");
+    FAIL() << "detected an unknown class";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("Zeppelin"), std::string::npos) << e.what();
+  }
+  try {
+    api::load_image("/nonexistent/street.jpg");
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/street.jpg"), std::string::npos) << e.what();
+  }
+  try {
+    api::ModelOptions o;
+    o.path = "/nonexistent/model.h5";
+    api::Labeler bad(o);
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/model.h5"), std::string::npos) << e.what();
+  }
+  // The labeler still works after the errors.
+  EXPECT_EQ(labeler.label(random_image(29, 23, 5)).classes.size(), 667u);
+}
+
+TEST(Api, MovedLabelerKeepsWorking) {
+  api::ModelOptions o;
+  o.device = "cpu";
+  api::Labeler a(o);
+  const api::Image img = random_image(33, 21, 6);
+  const auto before = a.label(img).classes;
+  api::Labeler b(std::move(a));
+  EXPECT_EQ(b.label(img).classes, before);
+}
