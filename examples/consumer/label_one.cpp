@@ -1,15 +1,17 @@
-// Labels one image with the shipped model through the installed library, writes the colour
-// labels, prints each class's share of the pixels and the cars the detection head finds.
-//   label_one IMAGE OUT.png [cpu|cuda|auto]
+// Labels one image with the shipped model through the installed library, writes the class
+// indices (OUT_classes.png, as label_image writes them) and the colour labels (OUT_labels.png),
+// prints each class's share of the pixels and the cars the detection head finds.
+//   label_one IMAGE OUT [cpu|cuda|auto]
 #include <cstdio>
 #include <exception>
+#include <string>
 #include <vector>
 
 #include <scenelab/scenelab.h>
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: %s IMAGE OUT.png [cpu|cuda|auto]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s IMAGE OUT [cpu|cuda|auto]\n", argv[0]);
     return 2;
   }
   try {
@@ -18,7 +20,10 @@ int main(int argc, char** argv) {
     scenelab::api::Labeler labeler(options);
     const scenelab::api::Image image = scenelab::api::load_image(argv[1]);
     const scenelab::api::Labels labels = labeler.label(image);
-    scenelab::api::save_png(argv[2], labeler.colorize(labels));
+    const std::string out = argv[2];
+    scenelab::api::save_png(out + "_classes.png",
+                            scenelab::api::Image{labels.width, labels.height, 1, labels.classes});
+    scenelab::api::save_png(out + "_labels.png", labeler.colorize(labels));
 
     std::vector<size_t> count(labeler.classes().size(), 0);
     for (uint8_t c : labels.classes) ++count[c];
