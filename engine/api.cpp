@@ -1,13 +1,19 @@
-// The public API (include/scenelab/scenelab.h) over the engine: a Labeler for single images, a
-// graph planned at the batch size for batches of one size, the detection head.
+// The public API (include/scenelab/scenelab.h) over the engine: a graph planned at the batch size
+// for labels (from the caller's memory into the caller's memory), the engine's Labeler for scores
+// and the detection head, and the streaming pipeline for files.
 #include "scenelab/scenelab.h"
 
 #include <algorithm>
+#include <chrono>
+#include <mutex>
 
 #include "engine/error.h"
 #include "engine/graph.h"
 #include "engine/image_io.h"
+#include "engine/file_io.h"
 #include "engine/labeler.h"
+#include "engine/pipeline.h"
+#include "engine/plan_cache.h"
 #include "nms/sliding_window.h"
 #include "weights/model_file.h"
 #include "weights/model_locator.h"
@@ -16,10 +22,14 @@ namespace scenelab::api {
 
 struct Labeler::Impl {
   std::string path;
+  ModelOptions options;
   Model model;
   std::unique_ptr<scenelab::Labeler> single;
   std::unique_ptr<Backend> batch_backend;
   std::unique_ptr<Graph> batch;
+  std::unique_ptr<Pipeline> pipeline;  // label_files, made on first use
+  std::pair<int, int> pipeline_key{-1, -1};  // its batch and io_threads
+  std::string pipeline_cache;
 };
 
 namespace {
@@ -37,6 +47,7 @@ Image8 to_internal(const Image& img, const char* what) {
 
 Labeler::Labeler(const ModelOptions& o) : impl_(std::make_unique<Impl>()) {
   impl_->path = o.path.empty() ? find_default_model() : o.path;
+  impl_->options = o;
   impl_->model = read_model(impl_->path);
   CudaOptions co;
   co.precision = o.precision;
@@ -50,13 +61,32 @@ Labeler::Labeler(Labeler&&) noexcept = default;
 Labeler& Labeler::operator=(Labeler&&) noexcept = default;
 
 Labels Labeler::label(const Image& rgb) {
-  const LabelMap m = impl_->single->label(to_internal(rgb, "Labeler::label"));
-  return Labels{m.width, m.height, m.labels};
+  to_internal(rgb, "Labeler::label");
+  Labels out{rgb.width, rgb.height, std::vector<uint8_t>(size_t(rgb.width) * rgb.height)};
+  label(rgb.pixels.data(), 1, rgb.height, rgb.width, out.classes.data());
+  return out;
+}
+
+void Labeler::label(const uint8_t* rgb, int n, int h, int w, uint8_t* labels) {
+  SL_REQUIRE(n > 0 && h > 0 && w > 0, "Labeler::label: ", n, " images of ", w, "x", h,
+             ": expected at least one image of at least 1x1");
+  SL_REQUIRE(rgb != nullptr && labels != nullptr, "Labeler::label: null pixels or labels");
+  Graph& g = *impl_->batch;
+  if (!g.planned() || g.input_shape() != Shape(n, 3, h, w)) {
+    PlanIO io;
+    io.u8_input = true;
+    io.u8_outputs = {"labels_full"};
+    g.plan(n, h, w, *impl_->batch_backend, io);
+  }
+  g.run_u8(rgb);
+  g.fetch_u8_async("labels_full", labels);
+  g.synchronize();
 }
 
 std::vector<Labels> Labeler::label(const std::vector<Image>& images) {
   std::vector<Labels> out(images.size());
   std::vector<bool> done(images.size(), false);
+  std::vector<uint8_t> pixels, labels;
   for (size_t i = 0; i < images.size(); ++i) {
     if (done[i]) continue;
     // Every image of this one's size, run as one batch.
@@ -65,40 +95,74 @@ std::vector<Labels> Labeler::label(const std::vector<Image>& images) {
       if (!done[j] && images[j].width == images[i].width && images[j].height == images[i].height)
         group.push_back(j);
     const int n = int(group.size()), h = images[i].height, w = images[i].width;
-    if (n == 1) {
-      out[i] = label(images[i]);
-      done[i] = true;
-      continue;
-    }
-    std::vector<uint8_t> pixels;
-    pixels.reserve(size_t(n) * h * w * 3);
+    const size_t frame = size_t(h) * w;
+    pixels.clear();
     for (size_t j : group) {
-      const Image8 img = to_internal(images[j], "Labeler::label");
-      pixels.insert(pixels.end(), img.pixels.begin(), img.pixels.end());
+      to_internal(images[j], "Labeler::label");
+      pixels.insert(pixels.end(), images[j].pixels.begin(), images[j].pixels.end());
     }
-    Graph& g = *impl_->batch;
-    if (!g.planned() || g.input_shape() != Shape(n, 3, h, w)) {
-      PlanIO io;
-      io.u8_input = true;
-      io.u8_outputs = {"labels_full"};
-      g.plan(n, h, w, *impl_->batch_backend, io);
-    }
-    std::vector<uint8_t> labels(size_t(n) * h * w);
-    g.run_u8(pixels.data());
-    g.fetch_u8_async("labels_full", labels.data());
-    g.synchronize();
+    labels.resize(size_t(n) * frame);
+    label(pixels.data(), n, h, w, labels.data());
     for (int k = 0; k < n; ++k) {
       const size_t j = group[size_t(k)];
-      out[j] = Labels{w, h, std::vector<uint8_t>(labels.begin() + ptrdiff_t(size_t(k) * h * w),
-                                                 labels.begin() + ptrdiff_t(size_t(k + 1) * h * w))};
+      const auto first = labels.begin() + ptrdiff_t(size_t(k) * frame);
+      out[j] = Labels{w, h, std::vector<uint8_t>(first, first + ptrdiff_t(frame))};
       done[j] = true;
     }
   }
   return out;
 }
 
+FileSummary Labeler::label_files(const std::vector<FileJob>& jobs, const FileOptions& fo) {
+  Impl& m = *impl_;
+  const std::string cache = fo.plan_cache == "default" ? PlanCache::default_dir() : fo.plan_cache;
+  if (!m.pipeline || m.pipeline_key != std::pair{fo.batch, fo.io_threads} || m.pipeline_cache != cache) {
+    PipelineOptions po;
+    po.device = m.options.device;
+    po.cuda.precision = m.options.precision;
+    po.threads = m.options.threads;
+    po.pool_threads = fo.io_threads;
+    po.batch = fo.batch;
+    po.plan_cache = cache;
+    m.pipeline.reset();
+    m.pipeline = std::make_unique<Pipeline>(m.model, po);
+    m.pipeline_key = {fo.batch, fo.io_threads};
+    m.pipeline_cache = cache;
+  }
+  std::vector<std::string> inputs;
+  inputs.reserve(jobs.size());
+  for (const auto& j : jobs) inputs.push_back(j.input);
+  FileSource source(inputs);
+  const int classes = int(m.model.class_names.size());
+  FileSummary sum;
+  sum.device = m.pipeline->describe();
+  sum.histogram.assign(size_t(classes), 0);
+  std::mutex mu;
+  PngOptions indexed;
+  indexed.palette = m.model.palette;
+  auto finish = [&](Frame& f) {
+    if (!f.error.empty()) return;
+    const std::vector<size_t> hist = histogram(f.labels, classes);
+    const std::string& base = jobs[f.index].output_base;
+    const Image8 index{f.labels.width, f.labels.height, 1, std::move(f.labels.labels)};
+    if (fo.save_classes) write_file_atomic(base + "_classes.png", encode_png(index));
+    if (fo.save_labels) write_file_atomic(base + "_labels.png", encode_png(index, indexed));
+    f.image = Image8();
+    std::lock_guard<std::mutex> lock(mu);
+    for (int c = 0; c < classes; ++c) sum.histogram[size_t(c)] += hist[size_t(c)];
+  };
+  auto report = [&](Frame& f) {
+    if (f.error.empty()) ++sum.images;
+    else sum.failures.push_back(FileFailure{jobs[f.index].input, f.error});
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  m.pipeline->run(source, finish, report);
+  sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return sum;
+}
+
 Scores Labeler::scores(const Image& rgb) {
-  label(rgb);
+  impl_->single->label(to_internal(rgb, "Labeler::scores"));
   Graph& g = impl_->single->graph();
   const Tensor s = g.fetch("scores");
   const Geometry geo = g.geometry_of("scores");
@@ -119,7 +183,7 @@ std::vector<nms::Detection> Labeler::detect(const Image& rgb, const std::string&
   const int cls = int(it - names.begin());
   nms::WindowHeadOptions o;
   if (auto d = impl_->model.detect.find(name); d != impl_->model.detect.end()) nms::parse_window_spec(d->second, o);
-  label(rgb);
+  impl_->single->label(to_internal(rgb, "Labeler::detect"));
   int h = 0, w = 0;
   Geometry g;
   const auto probs = impl_->single->class_probabilities({cls}, &h, &w, &g);

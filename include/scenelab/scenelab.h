@@ -38,6 +38,33 @@ struct Scores {
   double stride_y = 1, stride_x = 1, offset_y = 0, offset_x = 0;
 };
 
+// label_files: one input image and where its outputs go: output_base + "_classes.png" (the class
+// index per pixel, 8-bit grey) and output_base + "_labels.png" (the classes in their colours, an
+// indexed-colour PNG), as label_image writes them. Files are written whole or not at all.
+struct FileJob {
+  std::string input, output_base;
+};
+
+struct FileOptions {
+  bool save_classes = true, save_labels = true;
+  int batch = 0;         // images of one size per pass (0: chosen for the device and size)
+  int io_threads = 0;    // decoding and encoding threads (0: all)
+  std::string plan_cache = "default";  // folder of timed planning choices; "default": the user's
+                                       // cache folder; "": memory only
+};
+
+struct FileFailure {
+  std::string input, error;
+};
+
+struct FileSummary {
+  size_t images = 0;                  // labelled and written
+  std::vector<FileFailure> failures;  // in input order; the other files are not affected
+  std::vector<uint64_t> histogram;    // pixels of each class over the labelled images
+  double seconds = 0;                 // wall time of the run
+  std::string device;
+};
+
 struct ModelOptions {
   std::string path;              // model file; empty: the shipped model
   std::string device = "auto";   // cpu | cuda | cuda:N | auto
@@ -58,6 +85,12 @@ class Labeler {
   // once; the results equal labelling them one by one.
   Labels label(const Image& rgb);
   std::vector<Labels> label(const std::vector<Image>& rgb);
+  // The same without copies: n images of height x width, interleaved RGB bytes one after the
+  // other (n x height x width x 3), labelled into `labels` (n x height x width bytes).
+  void label(const uint8_t* rgb, int n, int height, int width, uint8_t* labels);
+  // The streaming pipeline over image files (decoding, batching, labelling and writing overlap);
+  // a file that fails is listed and the others go on.
+  FileSummary label_files(const std::vector<FileJob>& jobs, const FileOptions& options = FileOptions{});
   Scores scores(const Image& rgb);
   // The sliding-window detection head on one class's probabilities (the model's settings for the
   // class where its file has them); boxes in input pixels, fused by NMS.

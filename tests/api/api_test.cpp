@@ -39,7 +39,7 @@ api::Image random_image(int w, int h, unsigned seed) {
 }
 
 std::string read_text(const fs::path& p) {
-  std::ifstream f(p);
+  std::ifstream f(p, std::ios::binary);
   std::stringstream s;
   s << f.rdbuf();
   return s.str();
@@ -170,4 +170,41 @@ TEST(Api, MovedLabelerKeepsWorking) {
   const auto before = a.label(img).classes;
   api::Labeler b(std::move(a));
   EXPECT_EQ(b.label(img).classes, before);
+}
+
+TEST(Api, LabelFilesWritesWhatLabelImageWritesAndListsFailures) {
+  const fs::path dir = fs::temp_directory_path() / ("scenelab_api_files_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "ref");
+  const std::string cmd = std::string(LABEL_IMAGE_BIN) + " " + kSample + " --device cpu --out " +
+                          (dir / "ref").string() + " --save classes,labels --quiet --plan-cache off";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  { std::ofstream(dir / "broken.jpg") << "not a jpeg"; }
+
+  std::vector<api::FileJob> jobs = {{kSample, (dir / "a").string()},
+                                    {(dir / "missing.png").string(), (dir / "m").string()},
+                                    {(dir / "broken.jpg").string(), (dir / "b").string()},
+                                    {kSample, (dir / "c").string()}};
+  api::FileOptions fo;
+  fo.plan_cache = "";
+  const api::FileSummary sum = cpu_labeler().label_files(jobs, fo);
+  EXPECT_EQ(sum.images, 2u);
+  ASSERT_EQ(sum.failures.size(), 2u);
+  EXPECT_EQ(sum.failures[0].input, jobs[1].input);
+  EXPECT_NE(sum.failures[0].error.find("missing.png"), std::string::npos) << sum.failures[0].error;
+  EXPECT_EQ(sum.failures[1].input, jobs[2].input);
+  EXPECT_NE(sum.failures[1].error.find("broken.jpg"), std::string::npos) << sum.failures[1].error;
+  uint64_t pixels = 0;
+  for (uint64_t c : sum.histogram) pixels += c;
+  const api::Image sample = api::load_image(kSample);
+  EXPECT_EQ(pixels, 2u * uint64_t(sample.width) * uint64_t(sample.height));
+  for (const char* base : {"a", "c"}) {
+    for (const char* kind : {"_classes.png", "_labels.png"}) {
+      EXPECT_EQ(read_text(dir / (std::string(base) + kind)), read_text(dir / "ref" / (std::string("street") + kind)))
+          << base << kind;
+    }
+  }
+  EXPECT_FALSE(fs::exists(dir / "m_classes.png"));
+  EXPECT_FALSE(fs::exists(dir / "b_labels.png"));
+  fs::remove_all(dir);
 }
