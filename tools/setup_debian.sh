@@ -1,17 +1,28 @@
 #!/bin/sh
 # Installs scenelab's build and test dependencies from Debian/Ubuntu packages (only the missing
-# ones). The CUDA toolkit is optional and not installed here: without it everything runs on the CPU.
+# ones), and the Python module's build tools from PyPI, pinned, into .venv at the repository root
+# (a virtual environment that also sees Debian's Python packages: numpy, torch, Dask, pytest).
+# The CUDA toolkit is optional and not installed here: without it everything runs on the CPU.
 set -eu
+root=$(cd "$(dirname "$0")/.." && pwd)
 pkgs="build-essential cmake pkg-config libeigen3-dev libhdf5-dev libstb-dev libgtest-dev
       libjpeg-dev libpng-dev libdeflate-dev libavformat-dev libavcodec-dev libswscale-dev
-      python3 python3-numpy python3-h5py python3-torch"
+      python3 python3-dev python3-venv python3-numpy python3-h5py python3-torch python3-pytest
+      python3-distributed"
 missing=""
 for p in $pkgs; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
 done
-[ -z "$missing" ] && exit 0
-SUDO=""
-[ "$(id -u)" -eq 0 ] || SUDO="sudo"
-echo "installing:$missing"
-$SUDO apt-get update -q
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends $missing
+if [ -n "$missing" ]; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  echo "installing:$missing"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends $missing
+fi
+# The Python module's binding library (CMake finds it in .venv) and wheel builder.
+venv="$root/.venv"
+if ! "$venv/bin/python3" -c "import nanobind, scikit_build_core" >/dev/null 2>&1; then
+  /usr/bin/python3 -m venv --system-site-packages "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check nanobind==2.9.2 scikit-build-core==0.11.6
+fi

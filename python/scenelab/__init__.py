@@ -1,0 +1,197 @@
+"""scenelab: ConvNet scene labelling on the CPU and CUDA GPUs, sliding-window detection and NMS.
+
+    import scenelab
+    m = scenelab.Model()                      # the shipped CamVid model; device "auto"
+    labels = m.label(rgb)                     # (H, W, 3) uint8 -> (H, W) uint8 class indices
+    labels = m.label(batch)                   # (N, H, W, 3) or a list of images
+    colours = m.colorize(labels)              # (H, W, 3) in the model's palette
+    boxes, scores = m.detect(rgb, "Car")      # the sliding-window head, fused by NMS
+    keep = scenelab.nms(boxes, scores, iou=0.5, method="greedy")
+
+Arrays are numpy arrays, or anything numpy can read (torch CPU tensors included). Errors are
+raised as exceptions carrying the engine's message (the file and what is wrong).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from . import _scenelab
+from ._scenelab import load_image as _load_image, save_png as _save_png
+
+__version__ = _scenelab.version
+__all__ = ["Model", "nms", "load_image", "save_png", "default_model_path", "__version__"]
+
+
+def default_model_path() -> str | None:
+    """The model shipped inside this package (wheels), else None (the engine finds its own)."""
+    here = Path(__file__).resolve().parent / "weights" / "camvid-multiscale.h5"
+    return str(here) if here.is_file() else None
+
+
+def _is_torch(x) -> bool:
+    return type(x).__module__.startswith("torch")
+
+
+def _pixels(x, what: str) -> np.ndarray:
+    """A C-contiguous uint8 numpy view of x (copied only if it is not one already)."""
+    if _is_torch(x):
+        if x.device.type != "cpu":
+            raise NotImplementedError(
+                f"{what}: tensors on {x.device} are not supported yet; pass x.cpu()")
+        x = x.detach().numpy()
+    a = np.asarray(x)
+    if a.dtype != np.uint8:
+        raise TypeError(f"{what}: expected uint8 pixels, got {a.dtype}")
+    return np.ascontiguousarray(a)
+
+
+class Model:
+    """A scene-labelling model on a device, planned once per image size.
+
+    path: an HDF5 model file (None: the shipped model). device: "cpu", "cuda", "cuda:N" or
+    "auto" (a GPU when there is one). precision: "fp32", "tf32", "fp16" or "bf16" (GPU).
+    threads: CPU threads (0: all). Calls from several threads run one at a time.
+    """
+
+    def __init__(self, path: str | os.PathLike | None = None, device: str = "auto",
+                 precision: str = "fp32", threads: int = 0):
+        if path is None:
+            path = default_model_path() or ""
+        self._m = _scenelab.NativeModel(os.fspath(path), device, precision, int(threads))
+        self.classes: list[str] = list(self._m.classes)
+        self.palette: np.ndarray = self._m.palette
+
+    @property
+    def device(self) -> str:
+        return self._m.device
+
+    @property
+    def path(self) -> str:
+        return self._m.path
+
+    def __repr__(self) -> str:
+        return f"scenelab.Model({self.path!r}, device={self.device!r})"
+
+    def label(self, images):
+        """Class indices per pixel.
+
+        (H, W, 3) uint8 -> (H, W) uint8; (N, H, W, 3) -> (N, H, W); a list of (H, W, 3) arrays
+        (sizes may differ) -> a list, images of one size run as one batch.
+        """
+        if isinstance(images, (list, tuple)):
+            return self._label_list(images)
+        return self._m.label(_pixels(images, "label"))
+
+    def _label_list(self, images: Sequence) -> list:
+        arrays = [_pixels(a, "label") for a in images]
+        for i, a in enumerate(arrays):
+            if a.ndim != 3:
+                raise ValueError(f"label: list item {i} has shape {a.shape}; expected (H, W, 3)")
+        out: list = [None] * len(arrays)
+        groups: dict[tuple, list[int]] = {}
+        for i, a in enumerate(arrays):
+            groups.setdefault(a.shape, []).append(i)
+        for idx in groups.values():
+            labels = self._m.label(np.stack([arrays[i] for i in idx]))
+            for k, i in enumerate(idx):
+                out[i] = labels[k]
+        return out
+
+    def scores(self, image, with_geometry: bool = False):
+        """Class scores (C, h, w) float32 at the network's output resolution. with_geometry:
+        also a dict {stride: (sy, sx), offset: (oy, ox)}: map pixel (y, x) lies at
+        (oy + sy * y, ox + sx * x) on the image."""
+        s, geometry = self._m.scores(_pixels(image, "scores"))
+        return (s, geometry) if with_geometry else s
+
+    def detect(self, image, cls: str):
+        """The sliding-window head on class `cls`: boxes (N, 4) float32 x1, y1, x2, y2 in image
+        pixels and scores (N,), after NMS, best first."""
+        return self._m.detect(_pixels(image, "detect"), cls)
+
+    def colorize(self, labels) -> np.ndarray:
+        """(..., H, W) class indices -> (..., H, W, 3) colours of the model's palette."""
+        labels = np.asarray(labels)
+        if labels.dtype != np.uint8:
+            raise TypeError(f"colorize: expected uint8 labels, got {labels.dtype}")
+        if labels.size and int(labels.max()) >= len(self.palette):
+            raise ValueError(f"colorize: label {int(labels.max())} but the model has "
+                             f"{len(self.palette)} classes")
+        return self.palette[labels]
+
+    def label_files(self, inputs: Iterable[str | os.PathLike], out_dir: str | os.PathLike | None = None,
+                    *, output_bases: Sequence[str] | None = None, save=("classes", "labels"),
+                    batch: int = 0, io_threads: int = 0, plan_cache: str | None = "default") -> dict:
+        """Labels image files through the streaming pipeline and writes, for each,
+        BASE_classes.png (class indices) and BASE_labels.png (colours), as label_image does.
+        BASE is out_dir/STEM (STEM_2, STEM_3... for repeated stems) unless output_bases gives
+        them. Returns {images, failures: [(file, error)], histogram, seconds, device}; a file
+        that fails does not stop the others."""
+        inputs = [os.fspath(p) for p in inputs]
+        if output_bases is None:
+            if out_dir is None:
+                raise ValueError("label_files: give out_dir or output_bases")
+            output_bases = output_bases_for(inputs, out_dir)
+        unknown = set(save) - {"classes", "labels"}
+        if unknown:
+            raise ValueError(f"label_files: save takes 'classes' and 'labels', got {sorted(unknown)}")
+        return self._m.label_files(inputs, [os.fspath(b) for b in output_bases], "classes" in save,
+                                   "labels" in save, int(batch), int(io_threads),
+                                   "" if plan_cache is None else plan_cache)
+
+
+def output_bases_for(inputs: Sequence[str], out_dir: str | os.PathLike) -> list[str]:
+    """out_dir/STEM for each input, STEM_2, STEM_3... for repeated stems (label_image's names)."""
+    used: set[str] = set()
+    bases = []
+    for f in inputs:
+        stem = Path(f).stem
+        name, k = stem, 2
+        while name in used:
+            name, k = f"{stem}_{k}", k + 1
+        used.add(name)
+        bases.append(os.path.join(os.fspath(out_dir), name))
+    return bases
+
+
+def nms(boxes, scores, iou: float = 0.5, method: str = "greedy", *, classes=None,
+        criterion: str = "iou", score_threshold: float | None = None, max_outputs: int = -1,
+        pixel_inclusive: bool = False):
+    """Non-maximum suppression: the indices kept, in rank order (as torchvision.ops.nms).
+
+    boxes (N, 4) x1, y1, x2, y2; scores (N,). method: "greedy" (exact), "oro" (Oro et al.'s
+    map/reduce, = Fast NMS: a box dies if any higher-ranked box overlaps it, suppressed or not)
+    or "cluster" (Cluster-NMS, equal to greedy). classes (N,): only boxes of one class suppress
+    each other. criterion: "iou" or "over_candidate" (intersection over the tested box's area).
+    A box is suppressed when its overlap is > iou. NaN scores are dropped. Torch CPU tensors in,
+    a torch int64 tensor out."""
+    torch_in = _is_torch(boxes)
+    def arr(x, dtype, what):
+        if _is_torch(x):
+            if x.device.type != "cpu":
+                raise NotImplementedError(f"nms: {what} on {x.device} are not supported yet; pass .cpu()")
+            x = x.detach().numpy()
+        return np.ascontiguousarray(np.asarray(x, dtype=dtype))
+    keep = _scenelab.nms(arr(boxes, np.float32, "boxes"), arr(scores, np.float32, "scores"),
+                         float(iou), method, criterion,
+                         None if classes is None else arr(classes, np.int64, "classes"),
+                         float("-inf") if score_threshold is None else float(score_threshold),
+                         int(max_outputs), bool(pixel_inclusive))
+    if torch_in:
+        import torch
+        return torch.from_numpy(keep)
+    return keep
+
+
+def load_image(path: str | os.PathLike) -> np.ndarray:
+    """An image file (JPEG, PNG, BMP...) as (H, W, 3) uint8 RGB."""
+    return _load_image(os.fspath(path))
+
+
+def save_png(path: str | os.PathLike, pixels) -> None:
+    """Writes (H, W) grey or (H, W, 3) RGB uint8 pixels as a PNG (whole or not at all)."""
+    _save_png(os.fspath(path), _pixels(pixels, "save_png"))

@@ -1,0 +1,211 @@
+"""Labelling image archives on a Dask cluster.
+
+    python3 -m scenelab.cluster FILES|DIRS|GLOBS... --out DIR [--scheduler tcp://HOST:8786]
+
+Without --scheduler a local cluster is started: one worker per GPU (worker i labels on cuda:i),
+or without GPUs one per CPU socket. With --scheduler the cluster's workers are used as they are:
+start one worker per GPU, each seeing its GPU as device 0, e.g. on every machine
+
+    dask scheduler                                         # on one machine: tcp://HOST:8786
+    CUDA_VISIBLE_DEVICES=0 dask worker tcp://HOST:8786 --nthreads 1 --nworkers 1
+    CUDA_VISIBLE_DEVICES=1 dask worker tcp://HOST:8786 --nthreads 1 --nworkers 1
+
+(SCENELAB_DEVICE in a worker's environment overrides --device for that worker). The files and
+the output folder must be reachable under the same paths from every worker (a shared file system).
+
+Each worker loads the model once and runs scenelab's streaming pipeline over its chunks of files,
+writing BASE_classes.png and BASE_labels.png itself, with the names label_image gives (decided
+here, for the whole list, before any work is sent). Files are written whole under their final
+names, so a chunk run again after its worker was lost rewrites the same files: nothing is
+labelled twice in the output. The summary (images, failures by file, class histogram, images/s)
+is gathered here and printed; --json also writes it.
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Sequence
+
+IMAGE_EXTS = {".png", ".jpg", ".jpeg", ".bmp", ".tga", ".gif", ".ppm", ".pgm", ".pnm"}
+
+# The model each worker process holds, by (path, device, precision, threads).
+_MODELS: dict = {}
+
+
+def _natural_key(s: str):
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", s)]
+
+
+def expand_inputs(args: Sequence[str]) -> list[str]:
+    """Files, the images of folders (natural order) and globs, as label_image expands them."""
+    files: list[str] = []
+    for a in args:
+        if os.path.isdir(a):
+            found = [str(p) for p in Path(a).iterdir() if p.is_file() and p.suffix.lower() in IMAGE_EXTS]
+            files += sorted(found, key=_natural_key)
+        elif any(c in a for c in "*?[") and not os.path.exists(a):
+            files += sorted(glob.glob(a), key=_natural_key) or [a]
+        else:
+            files.append(a)
+    return files
+
+
+def gpu_count() -> int:
+    """GPUs this machine has (nvidia-smi, else the driver's /proc entries), 0 without."""
+    if shutil.which("nvidia-smi"):
+        try:
+            out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30)
+            if out.returncode == 0:
+                return sum(1 for line in out.stdout.splitlines() if line.startswith("GPU "))
+        except (OSError, subprocess.SubprocessError):
+            pass
+    d = Path("/proc/driver/nvidia/gpus")
+    return len(list(d.iterdir())) if d.is_dir() else 0
+
+
+def cpu_sockets() -> int:
+    try:
+        ids = {line.split(":")[1].strip() for line in open("/proc/cpuinfo") if line.startswith("physical id")}
+        return max(1, len(ids))
+    except OSError:
+        return 1
+
+
+def _label_chunk(chunk: list[tuple[str, str]], settings: dict) -> dict:
+    """Runs on a worker: labels a chunk of (input, output base) with the worker's model."""
+    import scenelab
+    from distributed import get_worker
+
+    device = os.environ.get("SCENELAB_DEVICE") or settings["device"]
+    if settings.get("device_per_worker"):
+        device = f"cuda:{get_worker().name}"
+    key = (settings["model"], device, settings["precision"], settings["threads"])
+    model = _MODELS.get(key)
+    if model is None:
+        model = _MODELS[key] = scenelab.Model(settings["model"], device=device,
+                                              precision=settings["precision"], threads=settings["threads"])
+    result = model.label_files([i for i, _ in chunk], output_bases=[b for _, b in chunk],
+                               save=settings["save"], batch=settings["batch"],
+                               io_threads=settings["io_threads"])
+    result["worker"] = get_worker().address
+    result["classes"] = model.classes
+    result["inputs"] = len(chunk)
+    return result
+
+
+def run(files: Sequence[str], out_dir: str, client, *, model: str | None = None, device: str = "auto",
+        precision: str = "fp32", save=("classes", "labels"), chunk: int = 0, batch: int = 0,
+        threads: int = 0, io_threads: int = 0, device_per_worker: bool = False,
+        on_result: Callable[[dict], None] | None = None) -> dict:
+    """Labels `files` on the Dask cluster of `client`, writing into out_dir; returns the summary.
+
+    chunk: files per task (0: about four tasks per worker, at most 64 files each).
+    device_per_worker: worker named i labels on cuda:i (local clusters).
+    on_result: called here with each chunk's result as it arrives."""
+    from distributed import as_completed
+    import scenelab
+
+    os.makedirs(out_dir, exist_ok=True)
+    files = list(files)
+    bases = scenelab.output_bases_for(files, out_dir)
+    jobs = list(zip(files, bases))
+    workers = max(1, len(client.scheduler_info().get("workers", {})))
+    if chunk <= 0:
+        chunk = max(1, min(64, math.ceil(len(jobs) / (4 * workers))))
+    chunks = [jobs[i:i + chunk] for i in range(0, len(jobs), chunk)]
+    settings = dict(model=os.path.abspath(model) if model else (scenelab.default_model_path() or ""),
+                    device=device, precision=precision, save=tuple(save), batch=batch, threads=threads,
+                    io_threads=io_threads, device_per_worker=device_per_worker)
+    start = time.perf_counter()
+    futures = client.map(_label_chunk, chunks, settings=settings, pure=False)
+    images, failures, histogram, used, classes = 0, [], None, set(), []
+    for fut in as_completed(futures):
+        r = fut.result()
+        images += r["images"]
+        failures += [tuple(f) for f in r["failures"]]
+        h = r["histogram"]
+        histogram = list(h) if histogram is None else [a + b for a, b in zip(histogram, h)]
+        used.add(r["worker"])
+        classes = r["classes"]
+        if on_result:
+            on_result(r)
+    seconds = time.perf_counter() - start
+    order = {f: i for i, f in enumerate(files)}
+    failures.sort(key=lambda f: order.get(f[0], 0))
+    return dict(images=images, failed=len(failures), failures=[dict(file=f, error=e) for f, e in failures],
+                histogram=dict(zip(classes, histogram or [])), seconds=seconds, images_per_s=images / seconds if seconds > 0 else 0.0,
+                chunks=len(chunks), workers=len(used))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python3 -m scenelab.cluster", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("inputs", nargs="+", help="image files, folders of images, or globs")
+    p.add_argument("--out", required=True, help="output folder (reachable by every worker)")
+    p.add_argument("--scheduler", help="a running Dask scheduler, e.g. tcp://HOST:8786 "
+                   "(default: a local cluster, one worker per GPU or CPU socket)")
+    p.add_argument("--workers", type=int, default=0, help="local cluster: workers (default: GPUs, else sockets)")
+    p.add_argument("--model", help="model file (default: the shipped model)")
+    p.add_argument("--device", default="auto", help="cpu | cuda | auto (default auto)")
+    p.add_argument("--precision", default="fp32", help="fp32 | tf32 | fp16 | bf16 (GPU)")
+    p.add_argument("--save", default="classes,labels", help="outputs: classes,labels (default both)")
+    p.add_argument("--chunk", type=int, default=0, help="files per task (default: automatic)")
+    p.add_argument("--batch", type=int, default=0, help="images of one size per pass (default: automatic)")
+    p.add_argument("--json", help="write the summary here ('-' for stdout)")
+    a = p.parse_args(argv)
+
+    from distributed import Client, LocalCluster
+
+    files = expand_inputs(a.inputs)
+    if not files:
+        print("scenelab.cluster: no image files found in the given paths", file=sys.stderr)
+        return 2
+    save = [s for s in a.save.split(",") if s]
+    cluster = None
+    per_worker = False
+    threads = 0
+    if a.scheduler:
+        client = Client(a.scheduler)
+    else:
+        gpus = gpu_count() if a.device != "cpu" else 0
+        n = a.workers or (gpus if gpus else cpu_sockets())
+        per_worker = gpus > 0 and a.device in ("auto", "cuda") and n <= gpus
+        if not gpus:
+            threads = max(1, (os.cpu_count() or 1) // n)
+        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                               dashboard_address=None)
+        client = Client(cluster)
+    try:
+        s = run(files, a.out, client, model=a.model, device=a.device, precision=a.precision, save=save,
+                chunk=a.chunk, batch=a.batch, threads=threads, device_per_worker=per_worker)
+    except Exception as e:  # noqa: BLE001 - the message is the report
+        print(f"scenelab.cluster: {e}", file=sys.stderr)
+        return 2
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+    for f in s["failures"]:
+        print(f"scenelab.cluster: FAILED {f['error']}", file=sys.stderr)
+    print(f"{s['images']} images labelled, {s['failed']} failed, {s['seconds']:.1f} s, "
+          f"{s['images_per_s']:.1f} images/s on {s['workers']} workers ({s['chunks']} tasks)")
+    if a.json:
+        text = json.dumps(s, indent=2)
+        if a.json == "-":
+            print(text)
+        else:
+            Path(a.json).write_text(text + "\n")
+    return 1 if s["failed"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,95 @@
+"""scenelab.cluster on a local Dask cluster of 2 CPU workers: the outputs equal label_image's, a
+bad file is reported by name, and a worker killed mid-run has its files labelled by the other."""
+import os
+import shutil
+import signal
+import subprocess
+import sys
+
+import pytest
+
+distributed = pytest.importorskip("distributed")
+import scenelab  # noqa: E402
+from scenelab import cluster  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory, sample, build_dir):
+    """12 small images (crops of different sizes of the sample) and a broken one."""
+    import numpy as np
+    d = tmp_path_factory.mktemp("inputs")
+    img = scenelab.load_image(sample)
+    rng = np.random.default_rng(1)
+    for i in range(12):
+        h, w = (96, 128) if i % 3 else (80, 112)
+        y, x = rng.integers(0, img.shape[0] - h), rng.integers(0, img.shape[1] - w)
+        scenelab.save_png(d / f"frame_{i:02d}.png", np.ascontiguousarray(img[y:y + h, x:x + w]))
+    (d / "frame_99.png").write_bytes(b"\x89PNG\r\n\x1a\n broken")
+    return d
+
+
+@pytest.fixture(scope="module")
+def reference(inputs, label_image, tmp_path_factory):
+    out = tmp_path_factory.mktemp("ref")
+    subprocess.run([str(label_image), str(inputs), "--device", "cpu", "--out", str(out), "--quiet",
+                    "--save", "classes,labels", "--plan-cache", "off"], capture_output=True)
+    assert len(list(out.glob("*_classes.png"))) == 12
+    return out
+
+
+@pytest.fixture(scope="module")
+def client():
+    from distributed import Client, LocalCluster
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc:
+        with Client(lc) as c:
+            yield c
+
+
+def same_outputs(out, reference):
+    names = sorted(p.name for p in reference.iterdir())
+    assert sorted(p.name for p in out.iterdir()) == names
+    for n in names:
+        assert (out / n).read_bytes() == (reference / n).read_bytes(), n
+
+
+def test_equals_label_image_and_names_failures(client, inputs, reference, tmp_path):
+    files = cluster.expand_inputs([str(inputs)])
+    assert len(files) == 13
+    s = cluster.run(files, str(tmp_path / "out"), client, device="cpu", threads=1, chunk=3)
+    assert s["images"] == 12 and s["failed"] == 1
+    assert s["failures"][0]["file"].endswith("frame_99.png")
+    assert "frame_99.png" in s["failures"][0]["error"]
+    assert sum(s["histogram"].values()) == 8 * 96 * 128 + 4 * 80 * 112
+    assert s["workers"] == 2
+    same_outputs(tmp_path / "out", reference)
+
+
+def test_a_killed_worker_is_replaced_and_nothing_is_lost(client, inputs, reference, tmp_path):
+    pids = client.run(os.getpid)
+    killed = []
+
+    def kill_one(result):
+        if killed:
+            return
+        victim = next(a for a in pids if a != result["worker"]) if len(pids) > 1 else result["worker"]
+        os.kill(pids[victim], signal.SIGKILL)
+        killed.append(victim)
+
+    files = cluster.expand_inputs([str(inputs)])
+    s = cluster.run(files, str(tmp_path / "out"), client, device="cpu", threads=1, chunk=1, on_result=kill_one)
+    assert killed
+    assert s["images"] == 12 and s["failed"] == 1 and s["chunks"] == 13
+    same_outputs(tmp_path / "out", reference)
+    assert not [p for p in (tmp_path / "out").iterdir() if p.name.startswith(".")]  # no partial files
+
+
+def test_command_line(inputs, reference, tmp_path):
+    shutil.copytree(inputs, tmp_path / "in")
+    (tmp_path / "in" / "frame_99.png").unlink()
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    r = subprocess.run([sys.executable, "-m", "scenelab.cluster", str(tmp_path / "in"), "--out",
+                        str(tmp_path / "out"), "--device", "cpu", "--workers", "2", "--json",
+                        str(tmp_path / "s.json")], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "12 images labelled, 0 failed" in r.stdout
+    same_outputs(tmp_path / "out", reference)

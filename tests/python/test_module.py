@@ -1,0 +1,219 @@
+"""The Python module against label_image, against itself (batches, lists, views, torch tensors)
+and against a plain NMS written here; errors carry the engine's message; the GIL is released."""
+import json
+import subprocess
+import threading
+
+import numpy as np
+import pytest
+
+import scenelab
+
+
+def run_label_image(label_image, inputs, out, *extra):
+    cmd = [str(label_image), *map(str, inputs), "--device", "cpu", "--out", str(out), "--quiet",
+           "--plan-cache", "off", *extra]
+    subprocess.run(cmd, check=True)
+
+
+def test_package_ships_stubs_and_version():
+    from pathlib import Path
+    here = Path(scenelab.__file__).parent
+    assert (here / "_scenelab.pyi").is_file()
+    assert (here / "py.typed").is_file()
+    assert "class NativeModel" in (here / "_scenelab.pyi").read_text()
+    assert scenelab.__version__.count(".") == 2
+
+
+def test_label_equals_label_image(cpu_model, sample, label_image, tmp_path):
+    run_label_image(label_image, [sample], tmp_path, "--save", "classes,labels", "--detect", "Car",
+                    "--json", tmp_path / "r.json")
+    img = scenelab.load_image(sample)
+    assert img.dtype == np.uint8 and img.ndim == 3 and img.shape[2] == 3
+    labels = cpu_model.label(img)
+    assert labels.shape == img.shape[:2] and labels.dtype == np.uint8
+    ref = scenelab.load_image(tmp_path / "street_classes.png")[:, :, 0]
+    np.testing.assert_array_equal(labels, ref)
+    colours = scenelab.load_image(tmp_path / "street_labels.png")
+    np.testing.assert_array_equal(cpu_model.colorize(labels), colours)
+    # The detection head: the boxes label_image reports, in its order.
+    report = json.loads((tmp_path / "r.json").read_text())
+    dets = [d for d in report["images"][0]["detections"] if d["class"] == "Car"]
+    boxes, scores = cpu_model.detect(img, "Car")
+    assert boxes.shape == (len(dets), 4) and scores.shape == (len(dets),)
+    for d, b, s in zip(dets, boxes, scores):
+        np.testing.assert_allclose(b, d["box"], rtol=0, atol=1e-3)
+        assert abs(s - d["score"]) < 1e-5
+
+
+def random_image(rng, h, w):
+    return rng.integers(0, 256, size=(h, w, 3), dtype=np.uint8)
+
+
+def test_batch_list_and_views_equal_one_by_one(cpu_model):
+    rng = np.random.default_rng(7)
+    a, b, c = random_image(rng, 37, 45), random_image(rng, 29, 61), random_image(rng, 37, 45)
+    one = [cpu_model.label(x) for x in (a, b, c)]
+    batch = cpu_model.label(np.stack([a, c]))
+    assert batch.shape == (2, 37, 45)
+    np.testing.assert_array_equal(batch[0], one[0])
+    np.testing.assert_array_equal(batch[1], one[2])
+    listed = cpu_model.label([a, b, c])
+    for x, y in zip(listed, one):
+        np.testing.assert_array_equal(x, y)
+    # A view that is not contiguous (BGR -> RGB) labels as its contiguous copy does.
+    bgr = np.ascontiguousarray(a[:, :, ::-1])
+    np.testing.assert_array_equal(cpu_model.label(bgr[:, :, ::-1]), one[0])
+
+
+def test_contiguous_input_is_not_copied():
+    a = np.zeros((5, 7, 3), np.uint8)
+    assert scenelab._pixels(a, "t") is a
+
+
+def test_torch_cpu_tensor_in(cpu_model):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+    a = random_image(rng, 33, 41)
+    np.testing.assert_array_equal(cpu_model.label(torch.from_numpy(a)), cpu_model.label(a))
+
+
+def test_scores_shape_and_geometry(cpu_model):
+    rng = np.random.default_rng(5)
+    s, geo = cpu_model.scores(random_image(rng, 53, 67), with_geometry=True)
+    assert s.dtype == np.float32 and s.shape[0] == len(cpu_model.classes)
+    assert np.isfinite(s).all()
+    sy, sx = geo["stride"]
+    oy, ox = geo["offset"]
+    assert sy > 0 and sx > 0
+    assert oy + sy * (s.shape[1] - 1) < 53 + sy and ox + sx * (s.shape[2] - 1) < 67 + sx
+
+
+def test_label_files_and_failures(cpu_model, sample, label_image, tmp_path):
+    run_label_image(label_image, [sample], tmp_path / "ref", "--save", "classes,labels")
+    (tmp_path / "broken.jpg").write_bytes(b"not a jpeg")
+    out = tmp_path / "out"
+    out.mkdir()
+    r = cpu_model.label_files([sample, tmp_path / "broken.jpg", sample], out, plan_cache=None)
+    assert r["images"] == 2
+    assert [f for f, _ in r["failures"]] == [str(tmp_path / "broken.jpg")]
+    assert "broken.jpg" in r["failures"][0][1]
+    assert sum(r["histogram"]) == 2 * 480 * 360
+    for name in ("street", "street_2"):  # label_image's names for a repeated stem
+        for kind in ("_classes.png", "_labels.png"):
+            assert (out / (name + kind)).read_bytes() == (tmp_path / "ref" / ("street" + kind)).read_bytes()
+
+
+def test_errors_carry_the_message(cpu_model, tmp_path):
+    img = np.zeros((20, 30, 3), np.uint8)
+    with pytest.raises(TypeError, match="uint8"):
+        cpu_model.label(img.astype(np.float32))
+    with pytest.raises(ValueError, match=r"\(20, 30, 2\)"):
+        cpu_model.label(np.zeros((20, 30, 2), np.uint8))
+    with pytest.raises(RuntimeError, match="Zeppelin"):
+        cpu_model.detect(img, "Zeppelin")
+    with pytest.raises(RuntimeError, match="nonexistent.h5"):
+        scenelab.Model(tmp_path / "nonexistent.h5", device="cpu")
+    bad = tmp_path / "bad.h5"
+    bad.write_bytes(b"\x89HDF\r\n\x1a\n" + b"\0" * 100)
+    with pytest.raises(RuntimeError, match="bad.h5"):
+        scenelab.Model(bad, device="cpu")
+    with pytest.raises(RuntimeError, match="missing.png"):
+        scenelab.load_image(tmp_path / "missing.png")
+    with pytest.raises(RuntimeError, match="too small"):
+        cpu_model.label(np.zeros((3, 3, 3), np.uint8))
+    # The model still works after the errors.
+    assert cpu_model.label(np.zeros((29, 23, 3), np.uint8)).shape == (29, 23)
+
+
+def test_gil_is_released_during_inference(cpu_model):
+    img = np.zeros((360, 480, 3), np.uint8)
+    cpu_model.label(img)  # planned
+    done = threading.Event()
+    ticks = 0
+
+    def work():
+        for _ in range(3):
+            cpu_model.label(img)
+        done.set()
+
+    t = threading.Thread(target=work)
+    t.start()
+    while not done.is_set():
+        ticks += 1
+    t.join()
+    # Held, this thread would wait for each whole pass; released, it spins through them.
+    assert ticks > 10000
+
+
+def greedy_reference(boxes, scores, iou, classes=None):
+    order = sorted((i for i in range(len(scores)) if not np.isnan(scores[i])), key=lambda i: (-scores[i], i))
+    keep = []
+    def overlap(a, b):
+        ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+        iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+        inter = ix * iy
+        area = lambda r: max(0.0, r[2] - r[0]) * max(0.0, r[3] - r[1])
+        union = area(a) + area(b) - inter
+        return inter / union if union > 0 else 0.0
+    for i in order:
+        if all((classes is not None and classes[i] != classes[k]) or overlap(boxes[i].astype(np.float64), boxes[k].astype(np.float64)) <= iou for k in keep):
+            keep.append(i)
+    return keep
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_nms_equals_plain_greedy(seed):
+    rng = np.random.default_rng(seed)
+    n = 157
+    xy = rng.uniform(0, 100, size=(n, 2))
+    wh = rng.uniform(2, 30, size=(n, 2))
+    boxes = np.concatenate([xy, xy + wh], axis=1).astype(np.float32)
+    scores = rng.uniform(0, 1, size=n).astype(np.float32)
+    scores[5] = np.nan
+    classes = rng.integers(0, 3, size=n)
+    ref = greedy_reference(boxes, scores, 0.4)
+    assert scenelab.nms(boxes, scores, iou=0.4).tolist() == ref
+    assert scenelab.nms(boxes, scores, iou=0.4, method="cluster").tolist() == ref
+    oro = scenelab.nms(boxes, scores, iou=0.4, method="oro").tolist()
+    assert set(oro) <= set(ref) and oro == [i for i in ref if i in set(oro)]
+    per_class = scenelab.nms(boxes, scores, iou=0.4, classes=classes).tolist()
+    assert per_class == greedy_reference(boxes, scores, 0.4, classes)
+    assert scenelab.nms(boxes, scores, iou=0.4, max_outputs=3).tolist() == ref[:3]
+
+
+def test_nms_torch_and_torchvision():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(11)
+    xy = rng.uniform(0, 50, size=(64, 2))
+    boxes = torch.from_numpy(np.concatenate([xy, xy + 10], axis=1).astype(np.float32))
+    scores = torch.from_numpy(rng.uniform(0, 1, size=64).astype(np.float32))
+    keep = scenelab.nms(boxes, scores, iou=0.3)
+    assert isinstance(keep, torch.Tensor) and keep.dtype == torch.int64
+    try:
+        import torchvision
+    except ImportError:
+        return
+    assert keep.tolist() == torchvision.ops.nms(boxes, scores, 0.3).tolist()
+
+
+def test_nms_rejects_bad_arguments():
+    with pytest.raises(ValueError, match=r"\(N, 4\)"):
+        scenelab.nms(np.zeros((3, 3), np.float32), np.zeros(3, np.float32))
+    with pytest.raises(ValueError, match="scores"):
+        scenelab.nms(np.zeros((3, 4), np.float32), np.zeros(2, np.float32))
+    with pytest.raises(ValueError, match="method"):
+        scenelab.nms(np.zeros((3, 4), np.float32), np.zeros(3, np.float32), method="fastest")
+
+
+def test_gpu_model_agrees_with_cpu(cpu_model):
+    """On a GPU: fp32 labels equal the CPU's but for rare ties (skipped without a GPU)."""
+    try:
+        gpu = scenelab.Model(device="cuda")
+    except RuntimeError as e:
+        pytest.skip(f"no GPU: {e}")
+    rng = np.random.default_rng(13)
+    batch = np.stack([random_image(rng, 121, 163) for _ in range(3)])
+    a, b = gpu.label(batch), cpu_model.label(batch)
+    assert (a == b).mean() > 0.999
+    assert gpu.device.startswith("cuda")
