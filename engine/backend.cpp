@@ -8,9 +8,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <thread>
+#include <vector>
 
 #include "engine/error.h"
 #include "engine/parallel.h"
+#include "engine/resize_linear.h"
 #include "engine/tensor.h"
 
 #ifdef SCENELAB_WITH_CUDA
@@ -54,6 +56,23 @@ void CpuBackend::u8_to_float(const uint8_t* src, float* dst, int n, int c, int h
     float* out = dst + b * size_t(c) * plane + y * size_t(w);
     for (int x = 0; x < w; ++x)
       for (int ch = 0; ch < c; ++ch) out[size_t(ch) * plane + size_t(x)] = px[size_t(x) * c + ch] / divisor;
+  });
+}
+
+void CpuBackend::resize_u8_to_float(const uint8_t* src, int sh, int sw, float* dst, int n, int c, int h,
+                                    int w, float divisor) const {
+  const size_t plane = size_t(h) * w;
+  std::vector<LinearTap> tx(static_cast<size_t>(w));
+  for (int x = 0; x < w; ++x) tx[size_t(x)] = linear_tap(x, sw, w);
+  parallel_for(int64_t(n) * h, threads_, [&](int64_t row) {
+    const size_t b = size_t(row) / size_t(h);
+    const int y = int(size_t(row) % size_t(h));
+    const LinearTap ty = linear_tap(y, sh, h);
+    const uint8_t* img = src + b * size_t(sh) * sw * c;
+    for (int ch = 0; ch < c; ++ch) {
+      float* out = dst + (b * size_t(c) + size_t(ch)) * plane + size_t(y) * w;
+      for (int x = 0; x < w; ++x) out[x] = float(linear_sample(img, sw, c, ch, ty, tx[size_t(x)])) / divisor;
+    }
   });
 }
 

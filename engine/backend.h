@@ -45,6 +45,10 @@ class Backend {
   // `divisor`.
   virtual void u8_to_float(const uint8_t* src, float* dst, int n, int c, int h, int w,
                            float divisor) const = 0;
+  // The same from pixels of another size (n x sh x sw x c), resized bilinearly in 8 bits as
+  // OpenCV's INTER_LINEAR_EXACT does (engine/resize_linear.h): an image pyramid's levels.
+  virtual void resize_u8_to_float(const uint8_t* src, int sh, int sw, float* dst, int n, int c, int h,
+                                  int w, float divisor) const = 0;
   // Any format into any other, same shape (the planner's conversions; floats into u8 are rounded
   // to nearest and clamped to 0..255, NaN -> 0).
   virtual void convert(const TensorView& src, const TensorView& dst) const = 0;
@@ -79,6 +83,8 @@ class CpuBackend : public Backend {
   void download(void* dst, const void* src, size_t bytes) const override;
   void u8_to_float(const uint8_t* src, float* dst, int n, int c, int h, int w,
                    float divisor) const override;
+  void resize_u8_to_float(const uint8_t* src, int sh, int sw, float* dst, int n, int c, int h, int w,
+                          float divisor) const override;
   void convert(const TensorView& src, const TensorView& dst) const override;
 
  private:

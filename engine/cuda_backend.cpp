@@ -5,6 +5,7 @@
 #ifdef SCENELAB_WITH_CUDA
 #include "engine/error.h"
 #include "kernels/convert_cuda.h"
+#include "kernels/hog_cuda.h"
 
 namespace scenelab {
 
@@ -212,6 +213,11 @@ void CudaBackend::download_async(void* dst, const void* src, size_t bytes) const
 void CudaBackend::u8_to_float(const uint8_t* src, float* dst, int n, int c, int h, int w,
                               float divisor) const {
   cuda::u8_hwc_to_f32_nchw(src, dst, n, c, h, w, divisor, ctx_.stream);
+}
+
+void CudaBackend::resize_u8_to_float(const uint8_t* src, int sh, int sw, float* dst, int n, int c, int h,
+                                     int w, float divisor) const {
+  cuda::resize_u8_to_f32(src, n, c, sh, sw, dst, h, w, divisor, ctx_.stream);
 }
 
 void CudaBackend::convert(const TensorView& src, const TensorView& dst) const {

@@ -67,6 +67,8 @@ class CudaBackend : public Backend {
   void download_async(void* dst, const void* src, size_t bytes) const override;
   void u8_to_float(const uint8_t* src, float* dst, int n, int c, int h, int w,
                    float divisor) const override;
+  void resize_u8_to_float(const uint8_t* src, int sh, int sw, float* dst, int n, int c, int h, int w,
+                          float divisor) const override;
   void convert(const TensorView& src, const TensorView& dst) const override;
   BackendMemory make_mark() const override;
   void record_mark(const BackendMemory& mark) const override;

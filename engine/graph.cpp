@@ -157,14 +157,23 @@ Graph::Graph(const Model& model) : model_(model) {
     for (const auto& spec : n->layer->param_specs(shapes))
       n->params.set(spec.name, &model.params.at(n->layer->param_group() + "/" + spec.name));
   }
-  // Fuse conv -> relu where the ReLU is the conv's only reader and the conv is no output.
+}
+
+// Fuses conv -> relu where the ReLU is the conv's only reader and the conv is neither an output
+// nor kept (PlanIO::keep): the ReLU's output is then the conv's memory.
+void Graph::fuse_relus(const std::vector<std::string>& keep) {
   std::vector<int> readers(nodes_.size(), 0);
-  for (auto& n : nodes_)
+  for (auto& n : nodes_) {
+    n->fused_relu = false;
+    n->alias_of = -2;
     for (int k : n->inputs)
       if (k >= 0) readers[size_t(k)]++;
+  }
   auto is_output = [&](size_t i) {
-    const auto& o = model.graph.outputs;
-    return std::find(o.begin(), o.end(), nodes_[i]->layer->name()) != o.end();
+    const auto& o = model_.graph.outputs;
+    const std::string& name = nodes_[i]->layer->name();
+    return std::find(o.begin(), o.end(), name) != o.end() ||
+           std::find(keep.begin(), keep.end(), name) != keep.end();
   };
   for (size_t i = 0; i < nodes_.size(); ++i) {
     Node& n = *nodes_[i];
@@ -213,6 +222,7 @@ size_t Graph::conversions() const {
 void Graph::plan(int n, int h, int w, const Backend& backend, const PlanIO& io) {
   planned_ = false;
   io_ = io;
+  fuse_relus(io.keep);
   std::vector<int> u8_nodes, f32_nodes;
   for (const auto& name : io.u8_outputs) {
     const int k = index_of(name);
@@ -310,6 +320,16 @@ void Graph::plan(int n, int h, int w, const Backend& backend, const PlanIO& io) 
   for (const auto& name : model_.graph.outputs) use(index_of(name), end);
   for (int k : u8_nodes) use(k, end);
   for (int k : f32_nodes) use(k, end);
+  kept_.assign(nodes_.size(), false);
+  for (const auto& name : model_.graph.outputs) kept_[size_t(index_of(name))] = true;
+  for (int k : u8_nodes) kept_[size_t(k)] = true;
+  for (int k : f32_nodes) kept_[size_t(k)] = true;
+  for (const auto& name : io.keep) {
+    const int k = index_of(name);
+    if (k < 0) continue;  // the input is kept anyway
+    use(k, end);
+    kept_[size_t(k)] = true;
+  }
   // Greedy assignment of buffers, in bytes: reuse the free buffer that fits best, else grow one.
   std::vector<size_t> sizes;
   std::vector<int> busy_until;
@@ -362,7 +382,13 @@ void Graph::plan(int n, int h, int w, const Backend& backend, const PlanIO& io) 
   for (size_t s : sizes) bytes += s;
   const bool float_input = !host || io.u8_input;  // a planned float input buffer
   if (float_input) bytes += input_shape_.numel() * sizeof(float);
-  if (!host && io.u8_input) bytes += input_shape_.numel();
+  const bool resized = io.source_h > 0 && io.source_w > 0 && (io.source_h != h || io.source_w != w);
+  SL_REQUIRE(!resized || io.u8_input, "PlanIO: a source size needs u8_input");
+  const size_t u8_bytes = size_t(n) * input_shape_.c * (resized ? size_t(io.source_h) * io.source_w
+                                                                 : size_t(h) * w);
+  const bool own_u8 = !host && io.u8_input && !io.u8_shared;
+  if (own_u8) bytes += u8_bytes;
+  u8_bytes_ = u8_bytes;
   for (int k : u8_nodes) bytes += nodes_[size_t(k)]->shape.numel();
   for (int k : f32_nodes)
     if (nodes_[size_t(k)]->format != Format{}) bytes += nodes_[size_t(k)]->shape.numel() * sizeof(float);
@@ -379,7 +405,7 @@ void Graph::plan(int n, int h, int w, const Backend& backend, const PlanIO& io) 
     for (size_t s : sizes) buffers_.push_back(backend.allocate(s));
     workspace_ = backend.allocate(std::max<size_t>(workspace_floats_, 1) * sizeof(float));
     if (float_input) input_buffer_ = backend.allocate(input_shape_.numel() * sizeof(float));
-    if (!host && io.u8_input) input_u8_ = backend.allocate(input_shape_.numel());
+    if (own_u8) input_u8_ = backend.allocate(u8_bytes);
     for (int k : u8_nodes) u8_outputs_[k] = backend.allocate(nodes_[size_t(k)]->shape.numel());
     for (int k : f32_nodes)
       if (nodes_[size_t(k)]->format != Format{})
@@ -436,11 +462,20 @@ void Graph::run(const TensorView& input) {
 void Graph::upload_u8(const uint8_t* pixels) {
   SL_REQUIRE(planned_, "Graph::upload_u8 before plan()");
   SL_REQUIRE(io_.u8_input, "Graph::upload_u8: the plan takes a float input (PlanIO::u8_input)");
+  SL_REQUIRE(!io_.u8_shared, "Graph::upload_u8: the plan takes shared pixels (use_u8_input)");
   backend_->activate();
   if (input_u8_)
-    backend_->upload_async(input_u8_.get(), pixels, input_shape_.numel());
+    backend_->upload_async(input_u8_.get(), pixels, u8_bytes_);
   else
     input_u8_src_ = pixels;  // the CPU converts straight from the caller's pixels
+  has_input_ = true;
+}
+
+void Graph::use_u8_input(const uint8_t* backend_pixels) {
+  SL_REQUIRE(planned_, "Graph::use_u8_input before plan()");
+  SL_REQUIRE(io_.u8_input && io_.u8_shared, "Graph::use_u8_input: the plan does not take shared pixels (PlanIO::u8_shared)");
+  if (backend_pixels != input_u8_src_) replay_ = nullptr;  // a recorded pass reads the old address
+  input_u8_src_ = backend_pixels;
   has_input_ = true;
 }
 
@@ -474,7 +509,11 @@ void Graph::run_resident() {
 void Graph::run_layers() {
   if (io_.u8_input) {
     const Shape& s = input_shape_;
-    backend_->u8_to_float(input_u8_src_, input_view_.f32(), s.n, s.c, s.h, s.w, 255.f);
+    if (io_.source_h > 0 && io_.source_w > 0 && (io_.source_h != s.h || io_.source_w != s.w))
+      backend_->resize_u8_to_float(input_u8_src_, io_.source_h, io_.source_w, input_view_.f32(), s.n, s.c,
+                                   s.h, s.w, 255.f);
+    else
+      backend_->u8_to_float(input_u8_src_, input_view_.f32(), s.n, s.c, s.h, s.w, 255.f);
   }
   for (size_t s = 0; s < steps_.size(); ++s) {
     const Step& st = steps_[s];
@@ -526,14 +565,18 @@ void Graph::run_layers() {
   }
 }
 
-TensorView Graph::output(const std::string& name) const {
-  SL_REQUIRE(planned_, "Graph::output before plan()");
-  return view_of(index_of(name));
+int Graph::kept_index(const std::string& name, const char* what) const {
+  SL_REQUIRE(planned_, "Graph::", what, " before plan()");
+  const int k = index_of(name);
+  SL_REQUIRE(k < 0 || kept_[size_t(k)], "Graph::", what, "('", name, "'): an inner node whose memory the "
+             "pass reuses; name it in PlanIO::keep (or as a graph output) to read it");
+  return k;
 }
 
+TensorView Graph::output(const std::string& name) const { return view_of(kept_index(name, "output")); }
+
 Tensor Graph::fetch(const std::string& name) const {
-  SL_REQUIRE(planned_, "Graph::fetch before plan()");
-  const int k = index_of(name);
+  const int k = kept_index(name, "fetch");
   TensorView v = view_of(k);
   Tensor t(v.shape);
   if (v.format == Format{}) {
@@ -549,8 +592,7 @@ Tensor Graph::fetch(const std::string& name) const {
 }
 
 void Graph::fetch_async(const std::string& name, float* host) const {
-  SL_REQUIRE(planned_, "Graph::fetch_async before plan()");
-  const int k = index_of(name);
+  const int k = kept_index(name, "fetch_async");
   const TensorView v = view_of(k);
   if (v.format == Format{}) {
     backend_->download_async(host, v.data, v.bytes());

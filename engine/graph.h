@@ -30,8 +30,17 @@ struct LayerStat {
 // fetch_async().
 struct PlanIO {
   bool u8_input = false;
+  // u8_input pixels of another size (source_h x source_w), resized to the planned size on the
+  // backend (Backend::resize_u8_to_float): an image pyramid's level planned from the image.
+  int source_h = 0, source_w = 0;
+  // u8_input pixels already in the backend's memory, given by use_u8_input() (e.g. another
+  // graph's upload, u8_input_in_backend()): no upload buffer of its own.
+  bool u8_shared = false;
   std::vector<std::string> u8_outputs;
   std::vector<std::string> f32_outputs;
+  // Inner nodes kept to the end of the pass for output()/fetch() (their memory is otherwise
+  // reused once their last reader ran; fetching such a node is an error).
+  std::vector<std::string> keep;
 };
 
 // What layers timed to choose how they run at one planned size (node name -> the layer's own
@@ -62,6 +71,11 @@ class Graph {
   void run_u8(const uint8_t* pixels);
   // run_u8's two halves: the upload (the CPU converts from `pixels` itself), then run_resident().
   void upload_u8(const uint8_t* pixels);
+  // PlanIO::u8_shared: the pixels in the backend's memory (they must stay there while this
+  // graph runs on them); then run_resident().
+  void use_u8_input(const uint8_t* backend_pixels);
+  // Where the pixels of the last upload_u8() are, in the backend's memory.
+  const uint8_t* u8_input_in_backend() const { return input_u8_src_; }
   void synchronize() const { backend_->synchronize(); }
 
   // Output (or any node's output) of the last run, in the backend's memory (device memory on
@@ -107,8 +121,12 @@ class Graph {
   std::vector<BackendMemory> buffers_;
   std::vector<size_t> buffer_bytes_;
   BackendMemory workspace_, input_buffer_, input_u8_;
-  const uint8_t* input_u8_src_ = nullptr;  // the pixels run_layers converts (backend memory)
+  const uint8_t* input_u8_src_ = nullptr;
+  size_t u8_bytes_ = 0;  // the u8 input's size (the source's when resized)
   PlanIO io_;
+  std::vector<bool> kept_;                    // per node: its memory holds it after the pass
+  int kept_index(const std::string& name, const char* what) const;
+  void fuse_relus(const std::vector<std::string>& keep);
   std::map<int, BackendMemory> u8_outputs_;   // node index -> its bytes
   std::map<int, BackendMemory> f32_outputs_;  // node index -> its f32 NCHW copy
   std::map<const Tensor*, BackendMemory> device_params_;  // per model tensor, off the host

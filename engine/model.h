@@ -28,6 +28,9 @@ struct Model {
   // Detection head settings per class name (nms::parse_window_spec text), where the model file
   // has them (optional attribute `detect`); classes without keep the head's defaults.
   std::map<std::string, std::string> detect;
+  // A sliding-window detector over an image pyramid (optional attribute `pyramid`, e.g. a HOG +
+  // linear SVM model: "window=64x128 scale=1.05 levels=64 threshold=0"; engine/pyramid_detector.h).
+  std::string pyramid;
 };
 
 // The parameters a graph needs, with their shapes (inferred from channel counts), in node order.

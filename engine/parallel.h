@@ -1,5 +1,7 @@
 // Work split over OpenMP threads; layers use this instead of writing pragmas everywhere.
 #pragma once
+#include <omp.h>
+
 #include <cstdint>
 
 namespace scenelab {
@@ -14,5 +16,8 @@ void parallel_for(int64_t n, int threads, F&& f) {
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
   for (int64_t i = 0; i < n; ++i) f(i);
 }
+
+// Which of parallel_for's threads is running (0 outside one): an index into per-thread scratch.
+inline int parallel_thread_index() { return omp_get_thread_num(); }
 
 }  // namespace scenelab

@@ -18,6 +18,9 @@ std::unique_ptr<Layer> make_softmax(const NodeDesc&);
 std::unique_ptr<Layer> make_rgb_to_yuv(const NodeDesc&);
 std::unique_ptr<Layer> make_contrast_norm(const NodeDesc&);
 std::unique_ptr<Layer> make_standardize(const NodeDesc&);
+std::unique_ptr<Layer> make_hog_gradient(const NodeDesc&);
+std::unique_ptr<Layer> make_hog_blocks(const NodeDesc&);
+std::unique_ptr<Layer> make_linear_window(const NodeDesc&);
 
 namespace {
 struct Entry {
@@ -30,7 +33,8 @@ constexpr Entry kLayers[] = {
     {"upsample", make_upsample},       {"concat", make_concat},
     {"argmax", make_argmax},           {"softmax", make_softmax},
     {"rgb_to_yuv", make_rgb_to_yuv},   {"contrast_norm", make_contrast_norm},
-    {"standardize", make_standardize},
+    {"standardize", make_standardize}, {"hog_gradient", make_hog_gradient},
+    {"hog_blocks", make_hog_blocks},   {"linear_window", make_linear_window},
 };
 }  // namespace
 

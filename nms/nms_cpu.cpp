@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "nms/nms.h"
@@ -141,6 +142,73 @@ std::vector<int> greedy_nms_1d(const std::vector<Segment>& s, const Options& o) 
   if (o.pixel_inclusive)
     for (auto& x : d) x.box.x2 += 1.f;  // integer frames: inclusive end
   return greedy_nms(d, o1);
+}
+
+std::vector<Detection> group_rectangles(const std::vector<Detection>& d, int min_group, float eps) {
+  if (min_group <= 0 || d.empty()) return d;
+  struct Rect {
+    int x, y, w, h;
+  };
+  auto round_int = [](double v) { return int(std::nearbyint(v)); };  // half to even, as cvRound
+  std::vector<Rect> r;
+  for (const auto& x : d)
+    r.push_back({round_int(x.box.x1), round_int(x.box.y1), round_int(x.box.x2 - x.box.x1),
+                 round_int(x.box.y2 - x.box.y1)});
+  const size_t n = r.size();
+  auto similar = [&](const Rect& a, const Rect& b) {
+    const double delta = double(eps) * (std::min(a.w, b.w) + std::min(a.h, b.h)) * 0.5;
+    return std::abs(a.x - b.x) <= delta && std::abs(a.y - b.y) <= delta &&
+           std::abs(a.x + a.w - b.x - b.w) <= delta && std::abs(a.y + a.h - b.y - b.h) <= delta;
+  };
+  // Union-find over every similar pair; groups numbered by their first member.
+  std::vector<size_t> parent(n);
+  for (size_t i = 0; i < n; ++i) parent[i] = i;
+  auto find = [&](size_t i) {
+    while (parent[i] != i) i = parent[i] = parent[parent[i]];
+    return i;
+  };
+  for (size_t i = 0; i < n; ++i)
+    for (size_t j = i + 1; j < n; ++j)
+      if (similar(r[i], r[j])) parent[find(i)] = find(j);
+  std::vector<int> label(n), group_of_root(n, -1);
+  int groups = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const size_t root = find(i);
+    if (group_of_root[root] < 0) group_of_root[root] = groups++;
+    label[i] = group_of_root[root];
+  }
+  std::vector<double> sx(size_t(groups), 0), sy(size_t(groups), 0), sw(size_t(groups), 0), sh(size_t(groups), 0);
+  std::vector<int> count(size_t(groups), 0);
+  std::vector<float> best(size_t(groups), -std::numeric_limits<float>::infinity());
+  for (size_t i = 0; i < n; ++i) {
+    const size_t g = size_t(label[i]);
+    sx[g] += r[i].x, sy[g] += r[i].y, sw[g] += r[i].w, sh[g] += r[i].h;
+    ++count[g];
+    best[g] = std::max(best[g], d[i].score);
+  }
+  std::vector<Rect> mean(static_cast<size_t>(groups));
+  for (size_t g = 0; g < size_t(groups); ++g) {
+    const double s = 1.0 / count[g];
+    mean[g] = {round_int(sx[g] * s), round_int(sy[g] * s), round_int(sw[g] * s), round_int(sh[g] * s)};
+  }
+  std::vector<Detection> out;
+  for (size_t i = 0; i < size_t(groups); ++i) {
+    const int n1 = count[i];
+    if (n1 <= min_group) continue;
+    const Rect& a = mean[i];
+    bool inside = false;
+    for (size_t j = 0; j < size_t(groups) && !inside; ++j) {
+      const int n2 = count[j];
+      if (j == i || n2 <= min_group) continue;
+      const Rect& b = mean[j];
+      const int dx = round_int(b.w * double(eps)), dy = round_int(b.h * double(eps));
+      inside = a.x >= b.x - dx && a.y >= b.y - dy && a.x + a.w <= b.x + b.w + dx &&
+               a.y + a.h <= b.y + b.h + dy && (n2 > std::max(3, n1) || n1 < 3);
+    }
+    if (!inside)
+      out.push_back({{float(a.x), float(a.y), float(a.x + a.w), float(a.y + a.h)}, best[i], d[0].cls});
+  }
+  return out;
 }
 
 }  // namespace scenelab::nms

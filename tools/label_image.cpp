@@ -16,10 +16,12 @@
 #include <iostream>
 #include <mutex>
 #include <set>
+#include <thread>
 #include <sstream>
 
 #include "engine/labeler.h"
 #include "engine/pipeline.h"
+#include "engine/pyramid_detector.h"
 #include "engine/video.h"
 #include "nms/sliding_window.h"
 #include "tools/cli.h"
@@ -59,7 +61,15 @@ const char* kUsage =
     "  --detect CLASS[,..]  sliding-window detection of these classes (names or indices):\n"
     "                       boxes go into the JSON report and onto the overlay\n"
     "  --det-threshold F    minimum objectness of a window (default: the model's per-class\n"
-    "                       setting, else 0.4)\n"
+    "                       setting, else 0.4; with --detector hog: the SVM score, default 0)\n"
+    "  --detector D         convnet (default: windows over the labelling model's class map)\n"
+    "                       | hog (Dalal-Triggs HOG + linear SVM over an image pyramid,\n"
+    "                       weights/hog-people.h5: class 'person') | FILE.h5 (such a model)\n"
+    "  --fusion F           hog: greedy (exact greedy NMS, IoU 0.3; default) | oro (Oro et\n"
+    "                       al.'s map/reduce, over-candidate 0.3) | group (OpenCV's\n"
+    "                       groupRectangles) | none (every window hit)\n"
+    "  --detect-only        detection without scene labelling (images; --detect needed):\n"
+    "                       NAME_detections.png (boxes on the photo) and the JSON report\n"
     "  --quiet              no per-image lines\n";
 
 std::atomic<Pipeline*> g_pipeline{nullptr};
@@ -105,8 +115,10 @@ uint64_t parse_max_pixels(const std::string& v) {
   return n;
 }
 
+constexpr std::array<uint8_t, 3> kHogColour{255, 64, 32};  // pyramid detector boxes
+
 struct Found {
-  int cls;
+  int cls;  // the labelling model's class, or -1: the pyramid detector's class
   nms::Box box;
   float score;
 };
@@ -197,6 +209,154 @@ std::string times_json(const StageTimes& t) {
                  t.forward_ms, ", \"download\": ", t.download_ms, ", \"finish\": ", t.finish_ms, "}");
 }
 
+
+// Pyramid detectors for the finishing threads: on the CPU one per thread (one core each, the
+// threads run side by side); on a GPU one, taken in turn.
+class HogPool {
+ public:
+  HogPool(const Model& m, std::string overrides, const std::string& device) : model_(m), overrides_(std::move(overrides)) {
+    const bool gpu = device != "cpu" && cuda_device_count() > 0;
+    if (gpu) {
+      const std::string d = device.rfind("cuda:", 0) == 0 && device != "cuda:all" ? device : "cuda";
+      gpu_backend_ = make_backend(d, 0, CudaOptions{});
+      gpu_ = std::make_unique<PyramidDetector>(model_, *gpu_backend_, overrides_);
+    }
+  }
+  std::string describe() const { return gpu_ ? "GPU" : "CPU, one core per finishing thread"; }
+  std::vector<nms::Detection> detect(const Image8& img, PyramidTimes* t = nullptr) {
+    if (gpu_) {
+      std::lock_guard<std::mutex> lock(gpu_mu_);
+      return gpu_->detect(img.pixels.data(), img.height, img.width, img.channels, t);
+    }
+    Slot* slot;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto& s = slots_[std::this_thread::get_id()];
+      if (!s) {  // made whole, or not at all (a failure is the frame's, and retried next time)
+        auto fresh = std::make_unique<Slot>();
+        fresh->backend = std::make_unique<CpuBackend>(1);
+        fresh->det = std::make_unique<PyramidDetector>(model_, *fresh->backend, overrides_);
+        s = std::move(fresh);
+      }
+      slot = s.get();
+    }
+    return slot->det->detect(img.pixels.data(), img.height, img.width, img.channels, t);
+  }
+
+ private:
+  struct Slot {
+    std::unique_ptr<Backend> backend;
+    std::unique_ptr<PyramidDetector> det;
+  };
+  const Model& model_;
+  std::string overrides_;
+  std::unique_ptr<Backend> gpu_backend_;
+  std::unique_ptr<PyramidDetector> gpu_;
+  std::mutex gpu_mu_, mu_;
+  std::map<std::thread::id, std::unique_ptr<Slot>> slots_;
+};
+
+std::string boxes_json(const std::vector<nms::Detection>& dets, const std::string& cls) {
+  std::string s = "[";
+  for (size_t k = 0; k < dets.size(); ++k)
+    s += str_cat(k ? ", " : "", "{\"class\": \"", json_escape(cls), "\", \"score\": ", dets[k].score,
+                 ", \"box\": [", dets[k].box.x1, ", ", dets[k].box.y1, ", ", dets[k].box.x2, ", ",
+                 dets[k].box.y2, "]}");
+  return s + "]";
+}
+
+// --detect-only: each image decoded, searched and written (boxes on the photo) by a pool of
+// threads; the report in input order.
+int detect_only_run(const Model& hog, const std::string& overrides, const std::string& cls,
+                    const std::vector<std::string>& inputs, const std::string& out_dir,
+                    const std::string& json_path, const ImageLimits& limits, const std::string& device,
+                    int threads, bool quiet) {
+  std::unique_ptr<HogPool> pool;
+  try {
+    pool = std::make_unique<HogPool>(hog, overrides, device);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "label_image: %s\n", e.what());
+    return 2;
+  }
+  struct Entry {
+    std::string error, output;
+    int w = 0, h = 0;
+    std::vector<nms::Detection> dets;
+    PyramidTimes times;
+  };
+  std::vector<Entry> entries(inputs.size());
+  std::vector<std::string> stems;
+  std::set<std::string> used;
+  for (const auto& f : inputs) {
+    std::string stem = fs::path(f).stem().string();
+    for (int k = 2; used.count(stem); ++k) stem = fs::path(f).stem().string() + "_" + std::to_string(k);
+    used.insert(stem);
+    stems.push_back(stem);
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next++) < inputs.size() && g_signals.load() == 0;) {
+      Entry& e = entries[i];
+      try {
+        Image8 img = load_image(inputs[i], 3, limits);
+        e.w = img.width, e.h = img.height;
+        e.dets = pool->detect(img, &e.times);
+        for (const auto& d : e.dets) draw_box(img, d.box, {255, 64, 32});
+        e.output = out_dir + "/" + stems[i] + "_detections.png";
+        write_file_atomic(e.output, encode_png(img, PngOptions{}));
+      } catch (const std::exception& ex) {
+        e.error = ex.what();
+      }
+    }
+  };
+  const int n = std::max(1, threads > 0 ? threads : int(std::thread::hardware_concurrency()));
+  std::vector<std::thread> workers;
+  for (int k = 0; k < std::min<int>(n, int(inputs.size())); ++k) workers.emplace_back(work);
+  for (auto& t : workers) t.join();
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  size_t ok = 0, failed = 0;
+  std::ostringstream js;
+  js << "{\n  \"detector\": \"" << json_escape(hog.name) << "\",\n  \"device\": \"" << pool->describe()
+     << "\",\n  \"images\": [";
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Entry& e = entries[i];
+    if (e.error.empty() && e.output.empty()) continue;  // interrupted before it
+    js << (ok + failed ? "," : "") << "\n    {\"file\": \"" << json_escape(inputs[i]) << "\", \"ok\": "
+       << (e.error.empty() ? "true" : "false");
+    if (!e.error.empty()) {
+      ++failed;
+      std::fprintf(stderr, "label_image: FAILED %s\n", e.error.c_str());
+      js << ", \"error\": \"" << json_escape(e.error) << "\"}";
+      continue;
+    }
+    ++ok;
+    if (!quiet)
+      std::printf("%s: %dx%d  %d levels  %.1f ms  %zu %s(s)\n", inputs[i].c_str(), e.w, e.h, e.times.levels,
+                  e.times.run_ms + e.times.fuse_ms, e.dets.size(), cls.c_str());
+    js << ", \"width\": " << e.w << ", \"height\": " << e.h << ", \"levels\": " << e.times.levels
+       << ", \"ms\": " << e.times.run_ms + e.times.fuse_ms << ", \"detections\": " << boxes_json(e.dets, cls)
+       << ", \"outputs\": [\"" << json_escape(e.output) << "\"]}";
+  }
+  js << "\n  ],\n  \"ok\": " << ok << ",\n  \"failed\": " << failed << ",\n  \"wall_s\": " << wall
+     << ",\n  \"images_per_s\": " << (wall > 0 ? double(ok + failed) / wall : 0) << "\n}\n";
+  if (!quiet || failed)
+    std::printf("searched %zu of %zu image(s) for %s, %zu failed; %.1f images/s; outputs in %s\n", ok,
+                inputs.size(), cls.c_str(), failed, wall > 0 ? double(ok + failed) / wall : 0, out_dir.c_str());
+  if (json_path == "-") {
+    std::cout << js.str();
+  } else if (!json_path.empty()) {
+    const std::string text = js.str();
+    try {
+      write_file_atomic(json_path, std::vector<uint8_t>(text.begin(), text.end()));
+    } catch (const std::exception& ex) {
+      std::fprintf(stderr, "label_image: %s: cannot write JSON report (%s)\n", json_path.c_str(), ex.what());
+      return 1;
+    }
+  }
+  if (g_signals.load()) return 130;
+  return failed ? 1 : 0;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -209,12 +369,16 @@ int main(int argc, char** argv) {
   PipelineOptions po;
   ImageLimits limits;
   std::vector<std::string> inputs;
+  // --detector hog|FILE: a pyramid detector (engine/pyramid_detector.h) instead of the head.
+  Model hog_model;
+  std::string hog_overrides, hog_class;
+  bool use_hog = false, detect_only = false;
   try {
     Cli cli(argc, argv,
             {"model", "out", "device", "threads", "json", "detect", "det-threshold", "conv",
              "precision", "conv-workspace", "batch", "streams", "io-threads", "queue-depth",
-             "plan-cache", "save", "max-pixels"},
-            {"quiet", "help", "skip-existing"});
+             "plan-cache", "save", "max-pixels", "detector", "fusion"},
+            {"quiet", "help", "skip-existing", "detect-only"});
     if (cli.has("help")) {
       std::fputs(kUsage, stdout);
       return 0;
@@ -229,9 +393,35 @@ int main(int argc, char** argv) {
     json_path = cli.get("json");
     if (cli.has("save")) save_opts = parse_save(cli.get("save"));
     if (cli.has("max-pixels")) limits.max_pixels = parse_max_pixels(cli.get("max-pixels"));
-    model_path = cli.has("model") ? cli.get("model") : find_default_model();
-    model = read_model(model_path);
-    if (cli.has("detect")) detect_classes = parse_classes(cli.get("detect"), model.class_names);
+    detect_only = cli.has("detect-only");
+    const std::string detector = cli.get("detector", "convnet");
+    use_hog = detector != "convnet";
+    if (use_hog) {
+      hog_model = read_model(detector == "hog" ? find_weights("hog-people.h5") : detector);
+      SL_REQUIRE(!hog_model.pyramid.empty(), "--detector ", detector, ": model '", hog_model.name,
+                 "' is no sliding-window detector (no 'pyramid' attribute)");
+      hog_class = hog_model.class_names.empty() ? "object" : hog_model.class_names[0];
+      SL_REQUIRE(cli.has("detect"), "--detector ", detector, " needs --detect ", hog_class);
+      std::string want = cli.get("detect"), have = hog_class;
+      std::transform(want.begin(), want.end(), want.begin(), ::tolower);
+      std::transform(have.begin(), have.end(), have.begin(), ::tolower);
+      SL_REQUIRE(want == have, "--detect ", cli.get("detect"), ": the ", detector, " detector finds '",
+                 hog_class, "' only");
+      if (cli.has("fusion")) hog_overrides += " fusion=" + cli.get("fusion");
+      if (cli.has("det-threshold")) hog_overrides += " threshold=" + cli.get("det-threshold");
+      PyramidOptions check;  // bad overrides fail here, before any work
+      parse_pyramid_spec(hog_model.pyramid + hog_overrides, check);
+    } else {
+      SL_REQUIRE(!cli.has("fusion"), "--fusion applies to --detector hog");
+    }
+    SL_REQUIRE(!detect_only || cli.has("detect"), "--detect-only needs --detect CLASS");
+    if (detect_only && use_hog) {
+      model_path = detector;
+    } else {
+      model_path = cli.has("model") ? cli.get("model") : find_default_model();
+      model = read_model(model_path);
+    }
+    if (cli.has("detect") && !use_hog) detect_classes = parse_classes(cli.get("detect"), model.class_names);
     // Each class's head: the defaults, the model's settings for it, then --det-threshold.
     for (int c : detect_classes) {
       nms::WindowHeadOptions o;
@@ -247,7 +437,7 @@ int main(int argc, char** argv) {
     }
     po = pipeline_options(cli);
     if (!detect_classes.empty()) po.float_outputs = {"scores"};
-    inputs = expand_inputs(cli.positional(), /*videos=*/true);
+    inputs = expand_inputs(cli.positional(), /*videos=*/!detect_only);
     SL_REQUIRE(!inputs.empty(), "no image files found in the given paths");
     std::error_code ec;
     fs::create_directories(out_dir, ec);
@@ -255,6 +445,15 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     std::fprintf(stderr, "label_image: %s\n", e.what());
     return 2;
+  }
+  if (detect_only) {
+    if (!use_hog) {
+      std::fprintf(stderr, "label_image: --detect-only works with --detector hog (the convnet head reads "
+                           "the labelling model's class map)\n");
+      return 2;
+    }
+    return detect_only_run(hog_model, hog_overrides, hog_class, inputs, out_dir, json_path, limits,
+                           po.device, po.threads, quiet);
   }
   std::unique_ptr<Pipeline> pipe;
   try {
@@ -331,7 +530,20 @@ int main(int argc, char** argv) {
   }
 
   auto histogram_of = [&](const LabelMap& m) { return histogram(m, classes); };
+  std::unique_ptr<HogPool> hog_pool;
+  if (use_hog) {
+    try {
+      hog_pool = std::make_unique<HogPool>(hog_model, hog_overrides, po.device);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "label_image: %s\n", e.what());
+      return 2;
+    }
+  }
   auto detect = [&](Frame& f, Result& r) {
+    if (hog_pool) {
+      for (const auto& d : hog_pool->detect(f.image)) r.detections.push_back({-1, d.box, d.score});
+      return;
+    }
     if (detect_classes.empty()) return;
     const Tensor& scores = f.floats.at("scores");
     const Geometry g = f.geometry.at("scores");
@@ -363,7 +575,8 @@ int main(int argc, char** argv) {
   auto detections_json = [&](const std::vector<Found>& dets) {
     std::string s = "[";
     for (size_t k = 0; k < dets.size(); ++k)
-      s += str_cat(k ? ", " : "", "{\"class\": \"", json_escape(model.class_names[size_t(dets[k].cls)]),
+      s += str_cat(k ? ", " : "", "{\"class\": \"",
+                   json_escape(dets[k].cls < 0 ? hog_class : model.class_names[size_t(dets[k].cls)]),
                    "\", \"score\": ", dets[k].score, ", \"box\": [", dets[k].box.x1, ", ",
                    dets[k].box.y1, ", ", dets[k].box.x2, ", ", dets[k].box.y2, "]}");
     return s + "]";
@@ -404,7 +617,7 @@ int main(int argc, char** argv) {
       };
       if (save_opts.overlay) {
         Image8 over = overlay_labels(f.image, f.labels, model.palette);
-        for (const auto& d : r->detections) draw_box(over, d.box, model.palette[size_t(d.cls)]);
+        for (const auto& d : r->detections) draw_box(over, d.box, d.cls < 0 ? kHogColour : model.palette[size_t(d.cls)]);
         save(base + "_overlay.png", over, PngOptions{});
       }
       const Image8 index{f.labels.width, f.labels.height, 1, std::move(f.labels.labels)};
@@ -434,7 +647,7 @@ int main(int argc, char** argv) {
                                      fmt("%.1f ms", f.times.forward_ms), "  ", fmt("%.2f GOp", gop),
                                      "  ", fmt("%.1f GOp/s", gop / (f.times.forward_ms * 1e-3)), " ",
                                      hist_text(r->hist, double(f.labels.width) * f.labels.height));
-          if (!detect_classes.empty()) line += str_cat("  detections: ", r->detections.size());
+          if (!detect_classes.empty() || hog_pool) line += str_cat("  detections: ", r->detections.size());
           std::fprintf(human, "%s\n", line.c_str());
         }
       }
@@ -493,7 +706,7 @@ int main(int argc, char** argv) {
         Image8 color = colorize(f.labels, model.palette);
         if (save_opts.overlay) {
           r->video_overlay = overlay(f.image, color);
-          for (const auto& d : r->detections) draw_box(r->video_overlay, d.box, model.palette[size_t(d.cls)]);
+          for (const auto& d : r->detections) draw_box(r->video_overlay, d.box, d.cls < 0 ? kHogColour : model.palette[size_t(d.cls)]);
         }
         if (save_opts.labels) r->video_labels = std::move(color);
         f.image = Image8();

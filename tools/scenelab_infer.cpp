@@ -31,8 +31,6 @@ int main(int argc, char** argv) {
                                 : image_to_tensor(load_image(cli.get("image"), 3));
     auto backend = make_backend(cli.get("device", "cpu"), cli.get_int("threads", 0), cuda_options(cli));
     Graph g(model);
-    g.plan(x.shape().n, x.shape().h, x.shape().w, *backend);
-    g.run(x.view());
     std::vector<std::string> nodes = g.outputs();
     if (cli.has("nodes")) {
       nodes.clear();
@@ -40,6 +38,10 @@ int main(int argc, char** argv) {
       std::string n;
       while (std::getline(ss, n, ',')) nodes.push_back(n);
     }
+    PlanIO io;
+    io.keep = nodes;  // inner nodes asked for live to the end of the pass
+    g.plan(x.shape().n, x.shape().h, x.shape().w, *backend, io);
+    g.run(x.view());
     std::vector<Tensor> host;
     for (const auto& n : nodes) host.push_back(g.fetch(n));
     std::vector<std::pair<std::string, TensorView>> outs;

@@ -264,6 +264,7 @@ Model read_model(const std::string& path, const ModelLimits& limits) {
       m.detect[name] = a == std::string::npos ? "" : line.substr(a);
     }
   }
+  if (H5Aexists(file.get(), "pyramid") > 0) m.pyramid = read_string_attr(file.get(), "pyramid", path);
   return m;
 }
 
@@ -306,6 +307,7 @@ void write_model(const std::string& path, const Model& m) {
     for (const auto& [name, spec] : m.detect) text += name + ": " + spec + "\n";
     write_string_attr(file.get(), "detect", text, path);
   }
+  if (!m.pyramid.empty()) write_string_attr(file.get(), "pyramid", m.pyramid, path);
   h5_check(H5Fflush(file.get(), H5F_SCOPE_GLOBAL), path, "flush");
 }
 

@@ -44,4 +44,14 @@ std::string find_default_model() {
               "\n(build the project, or pass --model FILE)");
 }
 
+std::string find_weights(const std::string& name) {
+  std::string looked;
+  for (const auto& dir : weights_search_dirs()) {
+    std::string p = dir + "/" + name;
+    if (std::ifstream(p).good()) return p;
+    looked += "\n  " + p;
+  }
+  throw_error("no ", name, " found; looked in:", looked);
+}
+
 }  // namespace scenelab

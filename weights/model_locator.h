@@ -12,5 +12,8 @@ std::vector<std::string> default_model_names();
 std::vector<std::string> weights_search_dirs();
 // Full path of the default model; throws listing where it looked.
 std::string find_default_model();
+// Full path of a shipped weights file by name (e.g. "hog-people.h5"), searched as above; throws
+// listing where it looked.
+std::string find_weights(const std::string& name);
 
 }  // namespace scenelab

@@ -67,6 +67,14 @@ enum class SoftKind { Linear, Gaussian };
 std::vector<Detection> soft_nms(const std::vector<Detection>& d, const Options& o, SoftKind kind,
                                 float sigma = 0.5f);
 
+// Grouping of sliding-window hits as OpenCV's HOGDescriptor::groupRectangles does (for comparison
+// with OpenCV's detectMultiScale; boxes are integer rectangles): hits whose four edges all lie
+// within eps * (mean of the smaller width and height) of each other's are joined, transitively;
+// each group of more than `min_group` hits gives its mean rectangle (rounded to integers) and its
+// best score; a group's box lying inside another larger group's box (with eps slack) is dropped.
+// min_group <= 0 returns the input unchanged. Groups come in the order of their first hit.
+std::vector<Detection> group_rectangles(const std::vector<Detection>& d, int min_group, float eps = 0.2f);
+
 // 1-D segments (temporal windows, e.g. speech): greedy NMS with the 1-D IoU/criterion.
 struct Segment {
   float t1, t2, score;

@@ -35,6 +35,11 @@ inline std::vector<BatchCase> batch_cases() {
       one("rgb_to_yuv", "y = rgb_to_yuv(x)\noutput y\n", 23, 17),
       one("contrast_norm", "y = contrast_norm(x) size=5\noutput y\n", 23, 17),
       one("standardize", "y = standardize(x)\noutput y\n", 23, 17),
+      one("hog_gradient", "y = hog_gradient(x)\noutput y\n", 23, 17),
+      one("hog_blocks", "g = hog_gradient(x)\ny = hog_blocks(g) cell=4 cells=2 stride=4\noutput y\n", 23, 17),
+      one("linear_window",
+          "g = hog_gradient(x)\nb = hog_blocks(g) cell=4 cells=2 stride=4\n"
+          "y = linear_window(b) out=2 kh=3 kw=2\noutput y\n", 31, 21),
   };
   c.push_back({"reference", make_random_model("reference", 5, 3), 61, 53});
   c.push_back({"multiscale", make_random_model("multiscale", 5, 3), 45, 37});

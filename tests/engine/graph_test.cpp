@@ -163,6 +163,26 @@ TEST(Graph, ReusesBuffers) {
   EXPECT_GT(g.activation_bytes(), g.shape_of("features").numel() * sizeof(float));
 }
 
+// An inner node is read after the pass only when the plan keeps it (PlanIO::keep): its value then
+// equals the interpreter's; asking for one not kept is an error naming PlanIO::keep, never the
+// bytes of whatever reused its memory.
+TEST(Graph, KeepsInnerNodesAskedFor) {
+  Model m = make_random_model("multiscale", 8, 3);
+  Tensor x = random_tensor(Shape(2, 3, 37, 45), 7, 0.f, 1.f);
+  Graph g(m);
+  CpuBackend cpu(2);
+  PlanIO io;
+  io.keep = {"s1r1", "fc1"};
+  g.plan(2, 37, 45, cpu, io);
+  g.run(x.view());
+  auto want = interpret(m, x);
+  EXPECT_LT(rel_error(g.fetch("s1r1").view(), want.at("s1r1")), 1e-5);
+  EXPECT_LT(rel_error(g.output("fc1"), want.at("fc1")), 1e-5);
+  const std::string e = error_of([&] { g.fetch("s2r2"); });
+  EXPECT_NE(e.find("PlanIO::keep"), std::string::npos) << e;
+  EXPECT_NE(error_of([&] { g.output("s2r2"); }).find("s2r2"), std::string::npos);
+}
+
 class WholeNet : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(WholeNet, MatchesFloat64InterpreterAndIsRepeatable) {
@@ -175,7 +195,9 @@ TEST_P(WholeNet, MatchesFloat64InterpreterAndIsRepeatable) {
   Tensor x = random_tensor(Shape(1, 3, 53, 61), 40, 0.f, 1.f);
   Graph g(m);
   CpuBackend cpu(2);
-  g.plan(1, 53, 61, cpu);
+  PlanIO keep_full;
+  keep_full.keep = {"full"};  // an inner node (labels_full is the output)
+  g.plan(1, 53, 61, cpu, keep_full);
   g.run(x.view());
   auto want = interpret(m, x);
   EXPECT_LT(rel_error(g.output("scores"), want.at("scores")), 1e-4);

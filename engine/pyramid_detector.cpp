@@ -1,0 +1,274 @@
+#include "engine/pyramid_detector.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <sstream>
+
+#include "engine/error.h"
+#include "engine/graph.h"
+
+namespace scenelab {
+namespace {
+
+int parse_int(const std::string& key, const std::string& v) {
+  char* end = nullptr;
+  const long x = std::strtol(v.c_str(), &end, 10);
+  SL_REQUIRE(!v.empty() && *end == '\0', "pyramid spec: ", key, "=", v, " is not an integer");
+  return int(x);
+}
+
+double parse_double(const std::string& key, const std::string& v) {
+  char* end = nullptr;
+  const double x = std::strtod(v.c_str(), &end);
+  SL_REQUIRE(!v.empty() && *end == '\0' && std::isfinite(x), "pyramid spec: ", key, "=", v, " is not a number");
+  return x;
+}
+
+double seconds_ms(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// OpenCV's cvRound on doubles: to nearest, ties to even.
+int round_int(double v) { return int(std::nearbyint(v)); }
+
+}  // namespace
+
+Fusion parse_fusion(const std::string& name) {
+  if (name == "none") return Fusion::None;
+  if (name == "greedy") return Fusion::Greedy;
+  if (name == "oro") return Fusion::Oro;
+  if (name == "group") return Fusion::Group;
+  throw_error("unknown fusion '", name, "' (expected none, greedy, oro or group)");
+}
+
+const char* fusion_name(Fusion f) {
+  switch (f) {
+    case Fusion::None: return "none";
+    case Fusion::Greedy: return "greedy";
+    case Fusion::Oro: return "oro";
+    case Fusion::Group: return "group";
+  }
+  return "?";
+}
+
+void parse_pyramid_spec(const std::string& spec, PyramidOptions& o) {
+  std::stringstream ss(spec);
+  std::string item;
+  while (ss >> item) {
+    const size_t eq = item.find('=');
+    SL_REQUIRE(eq != std::string::npos && eq > 0, "pyramid spec: expected key=value, got '", item, "'");
+    const std::string key = item.substr(0, eq), v = item.substr(eq + 1);
+    if (key == "window") {
+      const size_t x = v.find('x');
+      SL_REQUIRE(x != std::string::npos, "pyramid spec: window=", v, " is not WxH");
+      o.window_w = parse_int(key, v.substr(0, x));
+      o.window_h = parse_int(key, v.substr(x + 1));
+      SL_REQUIRE(o.window_w >= 1 && o.window_h >= 1, "pyramid spec: window=", v, " is empty");
+    } else if (key == "scale") {
+      o.scale = parse_double(key, v);
+      SL_REQUIRE(o.scale > 1.0, "pyramid spec: scale=", v, " must be above 1");
+    } else if (key == "levels") {
+      o.levels = parse_int(key, v);
+      SL_REQUIRE(o.levels >= 1, "pyramid spec: levels=", v, " must be at least 1");
+    } else if (key == "threshold") {
+      o.threshold = float(parse_double(key, v));
+    } else if (key == "fusion") {
+      o.fusion = parse_fusion(v);
+    } else if (key == "overlap") {
+      o.overlap = float(parse_double(key, v));
+      SL_REQUIRE(o.overlap >= 0 && o.overlap <= 1, "pyramid spec: overlap=", v, " must be in [0, 1]");
+    } else if (key == "group") {
+      o.min_group = parse_int(key, v);
+    } else if (key == "eps") {
+      o.group_eps = float(parse_double(key, v));
+      SL_REQUIRE(o.group_eps > 0, "pyramid spec: eps=", v, " must be positive");
+    } else {
+      throw_error("pyramid spec: unknown key '", key,
+                  "' (expected window, scale, levels, threshold, fusion, overlap, group, eps)");
+    }
+  }
+}
+
+struct PyramidDetector::Level {
+  double scale;
+  int h, w;
+  std::unique_ptr<Graph> graph;
+  Tensor scores;  // host copy of the last run
+};
+
+PyramidDetector::PyramidDetector(const Model& model, const Backend& backend, const std::string& overrides)
+    : model_(model), backend_(backend) {
+  SL_REQUIRE(!model.pyramid.empty(), "model '", model.name,
+             "' is no sliding-window detector (it has no 'pyramid' attribute)");
+  try {
+    parse_pyramid_spec(model.pyramid, opt_);
+  } catch (const Error& e) {
+    throw_error("model '", model.name, "': ", e.what());
+  }
+  parse_pyramid_spec(overrides, opt_);
+  SL_REQUIRE(model.graph.outputs.size() == 1, "model '", model.name,
+             "': a sliding-window detector has one output (the window scores), it has ",
+             model.graph.outputs.size());
+  SL_REQUIRE(model.graph.input_channels == 3, "model '", model.name, "': a pyramid detector reads RGB, the model takes ",
+             model.graph.input_channels, " channels");
+  score_node_ = model.graph.outputs[0];
+}
+
+PyramidDetector::~PyramidDetector() = default;
+
+std::vector<double> PyramidDetector::level_scales(int h, int w) const {
+  // detectMultiScale's rule: a level is kept while its rounded size holds the window.
+  std::vector<double> s;
+  double scale = 1.0;
+  for (int l = 0; l < opt_.levels; ++l) {
+    if (round_int(w / scale) < opt_.window_w || round_int(h / scale) < opt_.window_h) break;
+    s.push_back(scale);
+    scale *= opt_.scale;
+  }
+  if (s.empty()) s.push_back(1.0);
+  return s;
+}
+
+void PyramidDetector::plan_for(int h, int w) {
+  if (h == planned_h_ && w == planned_w_) return;
+  levels_.clear();
+  planned_h_ = planned_w_ = 0;
+  for (double s : level_scales(h, w)) {
+    auto lv = std::make_unique<Level>();
+    lv->scale = s;
+    lv->h = round_int(h / s);
+    lv->w = round_int(w / s);
+    if (lv->h < opt_.window_h || lv->w < opt_.window_w) break;  // smaller than one window
+    lv->graph = std::make_unique<Graph>(model_);
+    PlanIO io;
+    io.u8_input = true;
+    io.source_h = h;
+    io.source_w = w;
+    io.u8_shared = !levels_.empty() && backend_.cuda();  // the first level's upload, on the GPU
+    try {
+      lv->graph->plan(1, lv->h, lv->w, backend_, io);
+      lv->graph->set_profiling(profiling_);
+    } catch (const Error& e) {
+      throw_error("model '", model_.name, "' at pyramid level ", levels_.size(), " (", lv->w, "x", lv->h,
+                  " of a ", w, "x", h, " image): ", e.what());
+    }
+    // The score map must be one score per window position: (size - window) / stride + 1.
+    const Shape sh = lv->graph->shape_of(score_node_);
+    const Geometry g = lv->graph->geometry_of(score_node_);
+    const int sx = int(g.stride_x), sy = int(g.stride_y);
+    SL_REQUIRE(sh.c == 1 && sx >= 1 && sy >= 1 && sh.w == (lv->w - opt_.window_w) / sx + 1 &&
+                   sh.h == (lv->h - opt_.window_h) / sy + 1,
+               "model '", model_.name, "': its score map at ", lv->w, "x", lv->h, " is ", sh.str(), " at stride ",
+               g.stride_x, ", which is not one score per ", opt_.window_w, "x", opt_.window_h,
+               " window: the pyramid's window does not match the classifier");
+    levels_.push_back(std::move(lv));
+  }
+  planned_h_ = h;
+  planned_w_ = w;
+}
+
+void PyramidDetector::set_profiling(bool on) {
+  profiling_ = on;
+  for (auto& lv : levels_) lv->graph->set_profiling(on);
+}
+
+std::vector<std::pair<std::string, double>> PyramidDetector::stage_ms() const {
+  std::vector<std::pair<std::string, double>> out;
+  for (const auto& lv : levels_)
+    for (const auto& st : lv->graph->stats()) {
+      auto it = std::find_if(out.begin(), out.end(), [&](const auto& p) { return p.first == st.type; });
+      if (it == out.end()) out.emplace_back(st.type, st.time_ms);
+      else it->second += st.time_ms;
+    }
+  return out;
+}
+
+std::vector<PyramidHit> PyramidDetector::hits(const uint8_t* pixels, int h, int w, int channels,
+                                              PyramidTimes* times) {
+  SL_REQUIRE(h >= 1 && w >= 1, "detect: empty image ", w, "x", h);
+  SL_REQUIRE(channels == 1 || channels == 3 || channels == 4, "detect: images of 1, 3 or 4 channels, got ",
+             channels);
+  const auto t0 = std::chrono::steady_clock::now();
+  plan_for(h, w);
+  if (channels != 3) {  // grey or RGBA as RGB (a grey image's three equal channels give its gradient)
+    rgb_.resize(size_t(h) * w * 3);
+    for (size_t i = 0; i < size_t(h) * w; ++i)
+      for (int k = 0; k < 3; ++k) rgb_[i * 3 + size_t(k)] = pixels[i * size_t(channels) + (channels == 1 ? 0 : size_t(k))];
+    pixels = rgb_.data();
+  }
+  for (size_t l = 0; l < levels_.size(); ++l) {
+    Graph& g = *levels_[l]->graph;
+    if (l == 0 || !backend_.cuda()) g.upload_u8(pixels);
+    else g.use_u8_input(levels_[0]->graph->u8_input_in_backend());
+    g.run_resident();
+  }
+  for (auto& lv : levels_) lv->scores = lv->graph->fetch(score_node_);
+  const auto t1 = std::chrono::steady_clock::now();
+  std::vector<PyramidHit> out;
+  for (size_t l = 0; l < levels_.size(); ++l) {
+    const Level& lv = *levels_[l];
+    const Geometry geo = lv.graph->geometry_of(score_node_);
+    const Shape& sh = lv.scores.shape();
+    const int bw = round_int(opt_.window_w * lv.scale), bh = round_int(opt_.window_h * lv.scale);
+    for (int r = 0; r < sh.h; ++r)
+      for (int c = 0; c < sh.w; ++c) {
+        const float s = lv.scores[size_t(r) * sh.w + c];
+        if (!(s >= opt_.threshold)) continue;
+        // The window's top-left in level pixels, from its centre.
+        const double left = geo.offset_x + c * geo.stride_x - (opt_.window_w - 1) / 2.0;
+        const double top = geo.offset_y + r * geo.stride_y - (opt_.window_h - 1) / 2.0;
+        const int x = round_int(round_int(left) * lv.scale), y = round_int(round_int(top) * lv.scale);
+        out.push_back({nms::Detection{{float(x), float(y), float(x + bw), float(y + bh)}, s, 0}, int(l)});
+      }
+  }
+  if (times) {
+    times->run_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+    times->fuse_ms = seconds_ms(t1);
+    times->levels = int(levels_.size());
+  }
+  return out;
+}
+
+std::vector<nms::Detection> PyramidDetector::fuse(const std::vector<PyramidHit>& hits, int h, int w) const {
+  std::vector<nms::Detection> d;
+  d.reserve(hits.size());
+  for (const auto& x : hits) d.push_back(x.det);
+  std::vector<nms::Detection> out;
+  nms::Options o;
+  o.threshold = opt_.overlap;
+  switch (opt_.fusion) {
+    case Fusion::None:
+      out = d;
+      break;
+    case Fusion::Greedy:
+      for (int i : nms::greedy_nms(d, o)) out.push_back(d[size_t(i)]);
+      break;
+    case Fusion::Oro:
+      o.criterion = nms::Criterion::OverCandidate;
+      for (int i : nms::fast_nms(d, o)) out.push_back(d[size_t(i)]);
+      break;
+    case Fusion::Group:
+      out = nms::group_rectangles(d, opt_.min_group, opt_.group_eps);
+      break;
+  }
+  // Clipped to the image; boxes left empty dropped (as OpenCV's clipObjects).
+  std::vector<nms::Detection> clipped;
+  for (auto x : out) {
+    x.box.x1 = std::max(x.box.x1, 0.f), x.box.y1 = std::max(x.box.y1, 0.f);
+    x.box.x2 = std::min(x.box.x2, float(w)), x.box.y2 = std::min(x.box.y2, float(h));
+    if (x.box.x2 > x.box.x1 && x.box.y2 > x.box.y1) clipped.push_back(x);
+  }
+  return clipped;
+}
+
+std::vector<nms::Detection> PyramidDetector::detect(const uint8_t* pixels, int h, int w, int channels,
+                                                    PyramidTimes* times) {
+  const std::vector<PyramidHit> all = hits(pixels, h, w, channels, times);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<nms::Detection> out = fuse(all, h, w);
+  if (times) times->fuse_ms += seconds_ms(t0);
+  return out;
+}
+
+}  // namespace scenelab

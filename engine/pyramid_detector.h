@@ -1,0 +1,99 @@
+// A sliding-window detector over an image pyramid (fastHOG; Dalal and Triggs): a model whose graph
+// scores every window position of its input (e.g. hog_gradient -> hog_blocks -> linear_window,
+// weights/hog-people.h5) run at every level of a pyramid of the image (each level 1/scale of the
+// one before, as many as hold a window, like OpenCV's detectMultiScale), windows scoring at least
+// the threshold kept as boxes in image pixels, then fused.
+//
+// Each level is a Graph planned once per image size, reading the image's 8-bit pixels and
+// resizing them on the backend (bilinear, OpenCV's fixed point: engine/resize_linear.h); on a GPU
+// the image goes up once and every level reads it there. The engine names no layer here: the
+// window and its stride come from the model (the `pyramid` attribute and the score node's
+// geometry).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/backend.h"
+#include "engine/model.h"
+#include "nms/nms.h"
+
+namespace scenelab {
+
+enum class Fusion {
+  None,     // every hit
+  Greedy,   // exact greedy NMS by IoU
+  Oro,      // Oro et al.'s map/reduce rule (Fast NMS) with the over-candidate criterion
+  Group,    // OpenCV's groupRectangles (min_group neighbours, eps 0.2), then clipped to the image
+};
+
+struct PyramidOptions {
+  int window_w = 64, window_h = 128;  // the window the model scores, pixels
+  double scale = 1.05;                // between levels
+  int levels = 64;                    // at most
+  float threshold = 0.f;              // a window is a hit at score >= threshold
+  Fusion fusion = Fusion::Greedy;
+  float overlap = 0.3f;  // Greedy / Oro: suppress beyond this overlap
+  int min_group = 2;     // Group: groups of more than this many hits
+  float group_eps = 0.2f;
+};
+
+// "window=64x128 scale=1.05 levels=64 threshold=0 fusion=greedy overlap=0.3 group=2" (any
+// subset, any order) into `o`; unknown keys and bad values throw naming them.
+void parse_pyramid_spec(const std::string& spec, PyramidOptions& o);
+Fusion parse_fusion(const std::string& name);  // none | greedy | oro | group
+const char* fusion_name(Fusion f);
+
+struct PyramidHit {
+  nms::Detection det;  // box in image pixels (integer rectangles, as OpenCV reports them)
+  int level;           // 0 = the image itself
+};
+
+struct PyramidTimes {
+  double run_ms = 0;   // resizing and the graph at every level
+  double fuse_ms = 0;  // hit collection and fusion
+  int levels = 0;
+};
+
+class PyramidDetector {
+ public:
+  // Options: the model's `pyramid` attribute (it must have one), then `overrides` (same syntax).
+  PyramidDetector(const Model& model, const Backend& backend, const std::string& overrides = "");
+  ~PyramidDetector();
+  PyramidDetector(const PyramidDetector&) = delete;
+  PyramidDetector& operator=(const PyramidDetector&) = delete;
+
+  const PyramidOptions& options() const { return opt_; }
+  // Scales of the levels for an image of this size (first 1; empty never: an image smaller than
+  // the window has the one level, with no window in it).
+  std::vector<double> level_scales(int h, int w) const;
+
+  // Detections in one image of interleaved 8-bit pixels (h x w x channels; 1: grey, 3: RGB,
+  // 4: RGBA, alpha ignored), fused by the options' rule, best first for greedy/oro.
+  std::vector<nms::Detection> detect(const uint8_t* pixels, int h, int w, int channels,
+                                     PyramidTimes* times = nullptr);
+  // Every hit of every level before fusion (level order, then row-major).
+  std::vector<PyramidHit> hits(const uint8_t* pixels, int h, int w, int channels,
+                               PyramidTimes* times = nullptr);
+  // Per-layer timing (Graph::set_profiling) at every level; stage_ms(): the last run's
+  // milliseconds per layer type summed over the levels.
+  void set_profiling(bool on);
+  std::vector<std::pair<std::string, double>> stage_ms() const;
+  // Fusion of hits by the options' rule, boxes clipped to a w x h image.
+  std::vector<nms::Detection> fuse(const std::vector<PyramidHit>& hits, int h, int w) const;
+
+ private:
+  struct Level;
+  void plan_for(int h, int w);
+  const Model& model_;
+  const Backend& backend_;
+  PyramidOptions opt_;
+  std::string score_node_;
+  int planned_h_ = 0, planned_w_ = 0;
+  bool profiling_ = false;
+  std::vector<std::unique_ptr<Level>> levels_;
+  std::vector<uint8_t> rgb_;  // the image as 3 channels when it comes with 1 or 4
+};
+
+}  // namespace scenelab

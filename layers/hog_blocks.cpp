@@ -1,0 +1,103 @@
+// HOG's block stage: orientation histograms of `cells` x `cells` cells of `cell` x `cell` pixels
+// per block, a block every `stride` pixels, each pixel voting (its two bins' magnitude shares,
+// from hog_gradient) into the cells around it with bilinear spatial weights times a Gaussian of
+// its distance to the block centre (sigma, pixels), the block then normalised by L2-Hys
+// (layers/hog_math.h). Output: cells*cells*bins channels per block position, in OpenCV's order
+// (cell (cx, cy) at (cx * cells + cy) * bins), so a linear_window over it is OpenCV's detector.
+#include <vector>
+
+#include "engine/error.h"
+#include "engine/layer.h"
+#include "engine/parallel.h"
+#include "layers/hog_math.h"
+#ifdef SCENELAB_WITH_CUDA
+#include "engine/cuda_backend.h"
+#include "kernels/hog_cuda.h"
+#endif
+
+namespace scenelab {
+namespace {
+
+class HogBlocks : public Layer {
+ public:
+  explicit HogBlocks(const NodeDesc& d) : Layer(d) {
+    d.attrs.check_known({"cell", "cells", "stride", "bins", "sigma", "clip"});
+    cell_ = d.attrs.get_int("cell", 8);
+    cells_ = d.attrs.get_int("cells", 2);
+    stride_ = d.attrs.get_int("stride", cell_);
+    bins_ = d.attrs.get_int("bins", 9);
+    const int block = cell_ * cells_;
+    sigma_ = float(d.attrs.get_float("sigma", (block + block) / 8.0));
+    clip_ = float(d.attrs.get_float("clip", 0.2));
+    SL_REQUIRE(cell_ >= 1 && cells_ >= 1 && cells_ <= 4 && stride_ >= 1 && bins_ >= 2 && bins_ <= 255,
+               "hog_blocks '", name_, "': cell, cells (1..4), stride and bins (2..255) must be positive");
+    SL_REQUIRE(block <= 64, "hog_blocks '", name_, "': blocks of at most 64 pixels, got ", block);
+    SL_REQUIRE(sigma_ > 0 && clip_ > 0, "hog_blocks '", name_, "': sigma and clip must be positive");
+    // Per block pixel (row-major): its Gaussian weight times each cell's spatial weight.
+    weights_.resize(size_t(block) * block * cells_ * cells_);
+    for (int i = 0; i < block; ++i)
+      for (int j = 0; j < block; ++j)
+        for (int cx = 0; cx < cells_; ++cx)
+          for (int cy = 0; cy < cells_; ++cy)
+            weights_[(size_t(i) * block + j) * cells_ * cells_ + size_t(cx) * cells_ + cy] =
+                hog::block_gauss(i, j, block, block, sigma_) *
+                (hog::cell_weight(j, cx, cell_) * hog::cell_weight(i, cy, cell_));
+  }
+  const char* type() const override { return "hog_blocks"; }
+  int block() const { return cell_ * cells_; }
+  int channels() const { return cells_ * cells_ * bins_; }
+  Shape infer_shape(const std::vector<Shape>& in) const override {
+    const Shape& s = in[0];
+    SL_REQUIRE(s.c == 3, "hog_blocks '", name_, "' takes hog_gradient's 3 channels, got ", s.c);
+    SL_REQUIRE(s.h >= block() && s.w >= block(), "hog_blocks '", name_, "' needs an input of at least ",
+               block(), "x", block(), ", got ", s.w, "x", s.h);
+    return Shape(s.n, channels(), (s.h - block()) / stride_ + 1, (s.w - block()) / stride_ + 1);
+  }
+  Geometry infer_geometry(const std::vector<Geometry>& in) const override {
+    return after_window(in[0], block(), stride_);
+  }
+  void forward_cpu(const ForwardArgs& a) const override {
+    const TensorView &x = a.in[0], &y = a.out;
+    const int W = x.shape.w, B = block(), K = channels(), ncell = cells_ * cells_;
+    const int bh = y.shape.h, bw = y.shape.w;
+    parallel_for(int64_t(x.shape.n) * bh, a.threads, [&](int64_t row) {
+      const int n = int(row / bh), by = int(row % bh);
+      const float *g0 = x.channel(n, 0), *g1 = x.channel(n, 1), *gb = x.channel(n, 2);
+      std::vector<float> hist(static_cast<size_t>(K));
+      for (int bx = 0; bx < bw; ++bx) {
+        std::fill(hist.begin(), hist.end(), 0.f);
+        for (int i = 0; i < B; ++i) {
+          const size_t o = size_t(by * stride_ + i) * W + size_t(bx) * stride_;
+          for (int j = 0; j < B; ++j) {
+            const float a0 = g0[o + j], a1 = g1[o + j];
+            const int h0 = int(gb[o + j]), h1 = h0 + 1 < bins_ ? h0 + 1 : 0;
+            const float* w = &weights_[(size_t(i) * B + j) * ncell];
+            for (int c = 0; c < ncell; ++c) {
+              if (w[c] == 0.f) continue;
+              hist[size_t(c) * bins_ + h0] += a0 * w[c];
+              hist[size_t(c) * bins_ + h1] += a1 * w[c];
+            }
+          }
+        }
+        hog::l2hys(hist.data(), K, clip_);
+        for (int k = 0; k < K; ++k) y.channel(n, k)[size_t(by) * bw + bx] = hist[size_t(k)];
+      }
+    });
+  }
+#ifdef SCENELAB_WITH_CUDA
+  void forward_cuda(const ForwardArgs& a, const CudaContext& ctx) const override {
+    cuda::hog_blocks(a.in[0], a.out, cell_, cells_, stride_, bins_, sigma_, clip_, ctx.stream);
+  }
+#endif
+
+ private:
+  int cell_ = 8, cells_ = 2, stride_ = 8, bins_ = 9;
+  float sigma_ = 4, clip_ = 0.2f;
+  std::vector<float> weights_;
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> make_hog_blocks(const NodeDesc& d) { return std::make_unique<HogBlocks>(d); }
+
+}  // namespace scenelab
