@@ -1,14 +1,15 @@
 #!/bin/sh
 # Installs scenelab's build and test dependencies from Debian/Ubuntu packages (only the missing
 # ones), and the Python module's build tools from PyPI, pinned, into .venv at the repository root
-# (a virtual environment that also sees Debian's Python packages: numpy, torch, Dask, pytest).
+# (a virtual environment that also sees Debian's Python packages: numpy, torch, Dask, pytest;
+# OpenCV is the oracle of the HOG tests and the source of weights/hog-people.h5).
 # The CUDA toolkit is optional and not installed here: without it everything runs on the CPU.
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 pkgs="build-essential cmake pkg-config libeigen3-dev libhdf5-dev libstb-dev libgtest-dev
       libjpeg-dev libpng-dev libdeflate-dev libavformat-dev libavcodec-dev libswscale-dev
       python3 python3-dev python3-venv python3-numpy python3-h5py python3-torch python3-pytest
-      python3-distributed"
+      python3-distributed python3-opencv"
 missing=""
 for p in $pkgs; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
