@@ -141,3 +141,31 @@ TEST(NmsCpu, Segments1D) {
   Options o;
   EXPECT_EQ(greedy_nms_1d(s, o), (std::vector<int>{0, 2, 3}));  // [2,12] IoU 8/12 with [0,10]
 }
+
+// OpenCV's groupRectangles semantics: similar rectangles joined, groups of more than min_group
+// kept as their rounded mean with the best score, a group inside a larger, more numerous one
+// dropped, min_group <= 0 returns the input.
+TEST(GroupRectangles, OpenCVSemantics) {
+  auto det = [](float x, float y, float w, float h, float s) { return Detection{{x, y, x + w, y + h}, s, 0}; };
+  std::vector<Detection> d = {
+      det(10, 10, 64, 128, 0.5f), det(12, 11, 64, 128, 0.9f), det(9, 13, 66, 130, 0.1f),  // group A: 3
+      det(300, 300, 64, 128, 2.f),                                                          // alone
+      det(400, 100, 200, 400, 1), det(402, 101, 200, 400, 1), det(399, 99, 201, 402, 1),    // group D: 5
+      det(401, 102, 198, 398, 1), det(400, 100, 202, 400, 3.f),
+      det(420, 150, 64, 128, 1), det(421, 151, 64, 128, 1), det(419, 150, 64, 128, 1)};     // E: 3, in D
+  const auto g = group_rectangles(d, 2, 0.2f);
+  ASSERT_EQ(g.size(), 2u);
+  // A: mean (10.33, 11.33, 64.67, 128.67) rounded -> (10, 11, 65, 129); best score 0.9.
+  EXPECT_EQ(g[0].box.x1, 10.f);
+  EXPECT_EQ(g[0].box.y1, 11.f);
+  EXPECT_EQ(g[0].box.x2, 75.f);
+  EXPECT_EQ(g[0].box.y2, 140.f);
+  EXPECT_FLOAT_EQ(g[0].score, 0.9f);
+  // D: mean (400.4, 100.4, 200.2, 400) -> (400, 100, 200, 400); E is inside it and dropped.
+  EXPECT_EQ(g[1].box.x1, 400.f);
+  EXPECT_EQ(g[1].box.x2, 600.f);
+  EXPECT_EQ(g[1].box.y2, 500.f);
+  EXPECT_FLOAT_EQ(g[1].score, 3.f);
+  EXPECT_EQ(group_rectangles(d, 0).size(), d.size());
+  EXPECT_EQ(group_rectangles(d, 4).size(), 1u);  // only D has more than 4
+}
