@@ -63,24 +63,29 @@ class HogBlocks : public Layer {
     parallel_for(int64_t(x.shape.n) * bh, a.threads, [&](int64_t row) {
       const int n = int(row / bh), by = int(row % bh);
       const float *g0 = x.channel(n, 0), *g1 = x.channel(n, 1), *gb = x.channel(n, 2);
-      std::vector<float> hist(static_cast<size_t>(K));
+      // Four partial histograms, a pixel column's votes into copy j % 4: neighbouring pixels
+      // (often of one bin) do not wait on each other's additions. Then summed.
+      float part[4][4 * 4 * 255];
+      float* hist = part[0];
       for (int bx = 0; bx < bw; ++bx) {
-        std::fill(hist.begin(), hist.end(), 0.f);
+        for (auto& p : part) std::fill(p, p + K, 0.f);
         for (int i = 0; i < B; ++i) {
           const size_t o = size_t(by * stride_ + i) * W + size_t(bx) * stride_;
           for (int j = 0; j < B; ++j) {
             const float a0 = g0[o + j], a1 = g1[o + j];
             const int h0 = int(gb[o + j]), h1 = h0 + 1 < bins_ ? h0 + 1 : 0;
             const float* w = &weights_[(size_t(i) * B + j) * ncell];
+            float* hp = part[j & 3];
             for (int c = 0; c < ncell; ++c) {
               if (w[c] == 0.f) continue;
-              hist[size_t(c) * bins_ + h0] += a0 * w[c];
-              hist[size_t(c) * bins_ + h1] += a1 * w[c];
+              hp[size_t(c) * bins_ + h0] += a0 * w[c];
+              hp[size_t(c) * bins_ + h1] += a1 * w[c];
             }
           }
         }
-        hog::l2hys(hist.data(), K, clip_);
-        for (int k = 0; k < K; ++k) y.channel(n, k)[size_t(by) * bw + bx] = hist[size_t(k)];
+        for (int k = 0; k < K; ++k) hist[k] = (part[0][k] + part[1][k]) + (part[2][k] + part[3][k]);
+        hog::l2hys(hist, K, clip_);
+        for (int k = 0; k < K; ++k) y.channel(n, k)[size_t(by) * bw + bx] = hist[k];
       }
     });
   }

@@ -73,6 +73,13 @@ SL_HD inline int to_byte(float v) {
 
 SL_HD inline float gamma_value(int byte, bool gamma) { return gamma ? sqrtf(float(byte)) : float(byte); }
 
+// gamma_value(to_byte(v), gamma) in float arithmetic only (the same values; loops of it vectorise).
+SL_HD inline float byte_value(float v, bool gamma) {
+  const float s = v * 255.f + 0.5f;
+  const float b = truncf(s > 0.f ? (s < 255.f ? s : 255.f) : 0.f);
+  return gamma ? sqrtf(b) : b;
+}
+
 struct Vote {
   float w0, w1;  // magnitude shares of the lower and upper bin
   int bin;       // the lower bin (the upper is bin + 1, wrapping)
