@@ -2,11 +2,22 @@
 
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
+#include <vector>
 
 #include "engine/error.h"
 
 #ifdef SCENELAB_WITH_FFMPEG
+namespace {
+// The first 64-byte aligned address in a buffer given 64 bytes of slack.
+uint8_t* aligned64(std::vector<uint8_t>& b) {
+  const uintptr_t p = reinterpret_cast<uintptr_t>(b.data());
+  return b.data() + ((64 - p % 64) % 64);
+}
+}  // namespace
+
 extern "C" {
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
@@ -62,6 +73,9 @@ struct VideoReader::Impl {
   std::unique_ptr<AVPacket, PacketFree> pkt;
   std::unique_ptr<SwsContext, SwsFree> sws;
   int sws_w = 0, sws_h = 0, sws_fmt = -1;
+  // swscale's SIMD paths write whole vectors: it converts into rows of an aligned stride with
+  // slack after the last (kept between frames), copied out into the caller's tight rows.
+  std::vector<uint8_t> padded;
   int stream = -1;
   bool draining = false, ended = false;
   int64_t read = 0, damaged = 0, hint = 0;
@@ -86,10 +100,15 @@ struct VideoReader::Impl {
     rgb.width = f->width;
     rgb.height = f->height;
     rgb.channels = 3;
-    rgb.pixels.resize(size_t(f->width) * f->height * 3);
-    uint8_t* dst[4] = {rgb.pixels.data(), nullptr, nullptr, nullptr};
-    int stride[4] = {f->width * 3, 0, 0, 0};
+    const size_t row = size_t(f->width) * 3, pitch = (row + 63) / 64 * 64;
+    padded.resize(pitch * size_t(f->height) + 128);
+    uint8_t* const base = aligned64(padded);
+    uint8_t* dst[4] = {base, nullptr, nullptr, nullptr};
+    int stride[4] = {int(pitch), 0, 0, 0};
     sws_scale(sws.get(), f->data, f->linesize, 0, f->height, dst, stride);
+    rgb.pixels.resize(row * size_t(f->height));
+    for (int y = 0; y < f->height; ++y)
+      std::memcpy(rgb.pixels.data() + size_t(y) * row, base + size_t(y) * pitch, row);
   }
 };
 
@@ -212,6 +231,7 @@ struct VideoWriter::Impl {
   std::unique_ptr<AVCodecContext, CodecFree> enc;
   std::unique_ptr<AVFrame, FrameFree> yuv;
   std::unique_ptr<AVPacket, PacketFree> pkt;
+  std::vector<uint8_t> padded;  // the frame's rows at an aligned stride, for swscale
   std::unique_ptr<SwsContext, SwsFree> sws;
   AVStream* st = nullptr;
   int width = 0, height = 0;
@@ -313,8 +333,13 @@ void VideoWriter::write(const Image8& rgb) {
              ": frame of ", rgb.width, "x", rgb.height, " in a video of ", m.width, "x", m.height);
   int e = av_frame_make_writable(m.yuv.get());
   if (e < 0) throw_error(m.path, ": ", av_err(e));
-  const uint8_t* src[4] = {rgb.pixels.data(), nullptr, nullptr, nullptr};
-  const int stride[4] = {rgb.width * 3, 0, 0, 0};
+  // swscale may read whole vectors past a row's end: it reads from aligned, padded rows.
+  const size_t row = size_t(rgb.width) * 3, pitch = (row + 63) / 64 * 64;
+  m.padded.resize(pitch * size_t(rgb.height) + 128);
+  uint8_t* const base = aligned64(m.padded);
+  for (int y = 0; y < rgb.height; ++y) std::memcpy(base + size_t(y) * pitch, rgb.pixels.data() + size_t(y) * row, row);
+  const uint8_t* src[4] = {base, nullptr, nullptr, nullptr};
+  const int stride[4] = {int(pitch), 0, 0, 0};
   sws_scale(m.sws.get(), src, stride, 0, rgb.height, m.yuv->data, m.yuv->linesize);
   m.yuv->pts = m.pts++;
   m.drain(false);
