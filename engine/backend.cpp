@@ -61,17 +61,38 @@ void CpuBackend::u8_to_float(const uint8_t* src, float* dst, int n, int c, int h
 
 void CpuBackend::resize_u8_to_float(const uint8_t* src, int sh, int sw, float* dst, int n, int c, int h,
                                     int w, float divisor) const {
-  const size_t plane = size_t(h) * w;
-  std::vector<LinearTap> tx(static_cast<size_t>(w));
+  // linear_sample's sum of four weighted bytes in integers, taken vertically first: a whole source
+  // row pair blended at once (vectorises), then the horizontal taps from that row. Integer sums
+  // do not depend on their order: the same bytes as linear_sample. Buffers per thread, kept.
+  const size_t plane = size_t(h) * w, rowlen = size_t(sw) * c;
+  thread_local std::vector<LinearTap> tx;
+  tx.resize(size_t(w));
   for (int x = 0; x < w; ++x) tx[size_t(x)] = linear_tap(x, sw, w);
+  const LinearTap* taps = tx.data();
   parallel_for(int64_t(n) * h, threads_, [&](int64_t row) {
+    thread_local std::vector<uint16_t> vert;
+    if (vert.size() < rowlen) vert.resize(rowlen);
+    uint16_t* v = vert.data();
     const size_t b = size_t(row) / size_t(h);
     const int y = int(size_t(row) % size_t(h));
     const LinearTap ty = linear_tap(y, sh, h);
-    const uint8_t* img = src + b * size_t(sh) * sw * c;
+    const uint8_t* top = src + b * size_t(sh) * rowlen + size_t(ty.i0) * rowlen;
+    if (ty.w1) {
+      const uint8_t* bottom = top + rowlen;
+      const uint16_t wt = uint16_t(256 - ty.w1), wb = uint16_t(ty.w1);
+      for (size_t i = 0; i < rowlen; ++i) v[i] = uint16_t(wt * top[i] + wb * bottom[i]);
+    } else {
+      for (size_t i = 0; i < rowlen; ++i) v[i] = uint16_t(top[i] << 8);
+    }
     for (int ch = 0; ch < c; ++ch) {
       float* out = dst + (b * size_t(c) + size_t(ch)) * plane + size_t(y) * w;
-      for (int x = 0; x < w; ++x) out[x] = float(linear_sample(img, sw, c, ch, ty, tx[size_t(x)])) / divisor;
+      for (int x = 0; x < w; ++x) {
+        const LinearTap t = taps[x];
+        const uint16_t* p = v + size_t(t.i0) * c + ch;
+        const uint32_t s = t.w1 ? uint32_t(256 - t.w1) * p[0] + uint32_t(t.w1) * p[c] : uint32_t(p[0]) << 8;
+        const uint32_t r = (s + (1u << 15)) >> 16;
+        out[x] = float(r > 255u ? 255u : r) / divisor;
+      }
     }
   });
 }

@@ -4,12 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <functional>
 #include <random>
 
 #include "engine/error.h"
 #include "engine/pyramid_detector.h"
+#include "engine/resize_linear.h"
 #include "weights/model_file.h"
 
 using namespace scenelab;
@@ -130,4 +132,36 @@ TEST(PyramidDetector, SmallImagesAndBadInput) {
   Model scene = m;
   scene.pyramid.clear();
   EXPECT_THROW(PyramidDetector(scene, cpu), Error);
+}
+
+// The CPU backend's pyramid resize: every byte equals resize_linear.h's linear_sample (OpenCV's
+// INTER_LINEAR_EXACT fixed point) and lies within one step of float64 bilinear interpolation at
+// the same source coordinates; batch 2, 3 channels, shrinking and enlarging, odd sizes.
+TEST(PyramidDetector, CpuResizeIsTheFixedPointRule) {
+  CpuBackend cpu(2);
+  std::mt19937 rng(9);
+  for (auto [sh, sw, h, w] : std::vector<std::array<int, 4>>{{37, 53, 29, 41}, {20, 17, 31, 23}, {5, 1, 9, 3}, {64, 128, 61, 122}}) {
+    const int n = 2, c = 3;
+    std::vector<uint8_t> src(size_t(n) * sh * sw * c);
+    for (auto& v : src) v = uint8_t(rng() % 256);
+    std::vector<float> out(size_t(n) * c * h * w, -1.f);
+    cpu.resize_u8_to_float(src.data(), sh, sw, out.data(), n, c, h, w, 255.f);
+    for (int b = 0; b < n; ++b)
+      for (int ch = 0; ch < c; ++ch)
+        for (int y = 0; y < h; ++y)
+          for (int x = 0; x < w; ++x) {
+            const float got = out[((size_t(b) * c + ch) * h + y) * w + x] * 255.f;
+            const uint8_t want = linear_sample(src.data() + size_t(b) * sh * sw * c, sw, c, ch,
+                                               linear_tap(y, sh, h), linear_tap(x, sw, w));
+            ASSERT_EQ(int(std::lround(got)), int(want)) << sw << "x" << sh << " -> " << w << "x" << h;
+            // float64 bilinear, edge pixels beyond the outer centres.
+            auto coord = [](int d, int s, int dn) { return std::clamp((d + 0.5) * s / dn - 0.5, 0.0, double(s - 1)); };
+            const double fy = coord(y, sh, h), fx = coord(x, sw, w);
+            const int y0 = int(fy), x0 = int(fx), y1 = std::min(y0 + 1, sh - 1), x1 = std::min(x0 + 1, sw - 1);
+            auto px = [&](int yy, int xx) { return double(src[((size_t(b) * sh + yy) * sw + xx) * c + ch]); };
+            const double ref = (px(y0, x0) * (1 - (fx - x0)) + px(y0, x1) * (fx - x0)) * (1 - (fy - y0)) +
+                               (px(y1, x0) * (1 - (fx - x0)) + px(y1, x1) * (fx - x0)) * (fy - y0);
+            ASSERT_LE(std::abs(double(want) - ref), 1.5) << "fixed point far from bilinear";
+          }
+  }
 }
