@@ -14,6 +14,7 @@
 #include "engine/labeler.h"
 #include "engine/pipeline.h"
 #include "engine/plan_cache.h"
+#include "engine/pyramid_detector.h"
 #include "nms/sliding_window.h"
 #include "weights/model_file.h"
 #include "weights/model_locator.h"
@@ -211,5 +212,41 @@ Image load_image(const std::string& path) {
 void save_png(const std::string& path, const Image& img) {
   scenelab::save_png(path, Image8{img.width, img.height, img.channels, img.pixels});
 }
+
+struct WindowDetector::Impl {
+  Model model;
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<PyramidDetector> det;
+  std::string cls;
+  std::mutex mu;  // one image at a time through the planned levels
+};
+
+WindowDetector::WindowDetector(const WindowDetectorOptions& o) : impl_(std::make_unique<Impl>()) {
+  impl_->model = read_model(o.path.empty() ? find_weights("hog-people.h5") : o.path);
+  impl_->backend = make_backend(o.device, o.threads, CudaOptions{});
+  impl_->det = std::make_unique<PyramidDetector>(impl_->model, *impl_->backend, o.spec);
+  impl_->cls = impl_->model.class_names.empty() ? "object" : impl_->model.class_names[0];
+}
+
+WindowDetector::~WindowDetector() = default;
+WindowDetector::WindowDetector(WindowDetector&&) noexcept = default;
+WindowDetector& WindowDetector::operator=(WindowDetector&&) noexcept = default;
+
+std::vector<nms::Detection> WindowDetector::detect(const uint8_t* pixels, int height, int width, int channels) {
+  SL_REQUIRE(pixels != nullptr || size_t(height) * width == 0, "WindowDetector::detect: no pixels");
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (height < 1 || width < 1) return {};
+  return impl_->det->detect(pixels, height, width, channels);
+}
+
+std::vector<nms::Detection> WindowDetector::detect(const Image& image) {
+  SL_REQUIRE(image.pixels.size() == size_t(image.width) * image.height * size_t(image.channels),
+             "WindowDetector::detect: the pixels (", image.pixels.size(), " bytes) do not match ", image.width,
+             "x", image.height, "x", image.channels);
+  return detect(image.pixels.data(), image.height, image.width, image.channels);
+}
+
+const std::string& WindowDetector::class_name() const { return impl_->cls; }
+std::string WindowDetector::device() const { return impl_->backend->describe(); }
 
 }  // namespace scenelab::api

@@ -170,6 +170,49 @@ class PyModel {
   std::mutex mu_;
 };
 
+
+// boxes (N, 4) and scores (N,) arrays from detections.
+nb::tuple boxes_and_scores(const std::vector<scenelab::nms::Detection>& d) {
+  Array<float> boxes = new_array<float>({d.size(), 4});
+  Array<float> scores = new_array<float>({d.size()});
+  for (size_t i = 0; i < d.size(); ++i) {
+    const auto& b = d[i].box;
+    float* row = boxes.data() + 4 * i;
+    row[0] = b.x1, row[1] = b.y1, row[2] = b.x2, row[3] = b.y2;
+    scores.data()[i] = d[i].score;
+  }
+  return nb::make_tuple(boxes, scores);
+}
+
+// The pyramid window detector (HOG pedestrians by default).
+class PyWindowDetector {
+ public:
+  PyWindowDetector(const std::string& path, const std::string& device, int threads, const std::string& spec) {
+    api::WindowDetectorOptions o;
+    o.path = path, o.device = device, o.threads = threads, o.spec = spec;
+    det_ = std::make_unique<api::WindowDetector>(o);
+  }
+  nb::tuple detect(const nb::ndarray<const uint8_t, nb::c_contig, nb::device::cpu>& px) {
+    const bool grey = px.ndim() == 2;
+    if (!grey && !(px.ndim() == 3 && (px.shape(2) == 1 || px.shape(2) == 3 || px.shape(2) == 4)))
+      throw nb::value_error(("detect: expected (H, W), (H, W, 1), (H, W, 3) or (H, W, 4) uint8 pixels, got " +
+                             shape_text(nb::ndarray<>(px)))
+                                .c_str());
+    const int h = int(px.shape(0)), w = int(px.shape(1)), c = grey ? 1 : int(px.shape(2));
+    std::vector<scenelab::nms::Detection> d;
+    {
+      nb::gil_scoped_release release;
+      d = det_->detect(px.data(), h, w, c);  // the detector serialises its own calls
+    }
+    return boxes_and_scores(d);
+  }
+  std::string class_name() const { return det_->class_name(); }
+  std::string device() const { return det_->device(); }
+
+ private:
+  std::unique_ptr<api::WindowDetector> det_;
+};
+
 // Indices kept, in rank order (as torchvision.ops.nms).
 Array<int64_t> nms(const nb::ndarray<const float, nb::c_contig, nb::device::cpu>& boxes,
                    const nb::ndarray<const float, nb::c_contig, nb::device::cpu>& scores,
@@ -256,6 +299,12 @@ NB_MODULE(_scenelab, m) {
       .def_prop_ro("palette", &PyModel::palette, nb::rv_policy::automatic)
       .def_prop_ro("device", &PyModel::device)
       .def_prop_ro("path", &PyModel::path);
+  nb::class_<PyWindowDetector>(m, "NativeWindowDetector")
+      .def(nb::init<const std::string&, const std::string&, int, const std::string&>(), "path"_a, "device"_a,
+           "threads"_a, "spec"_a)
+      .def("detect", &PyWindowDetector::detect, "pixels"_a, "Boxes (N, 4) x1 y1 x2 y2 and scores (N,).")
+      .def_prop_ro("class_name", &PyWindowDetector::class_name)
+      .def_prop_ro("device", &PyWindowDetector::device);
   m.def("nms", &nms, "boxes"_a, "scores"_a, "threshold"_a, "method"_a, "criterion"_a,
         "classes"_a.none(), "score_threshold"_a, "max_outputs"_a, "pixel_inclusive"_a,
         "Indices kept, in rank order.");

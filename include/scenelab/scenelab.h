@@ -1,5 +1,6 @@
 // scenelab's public C++ API: a scene-labelling model on the CPU or a GPU, its class scores and
-// label maps, the detection head, and non-maximum suppression (scenelab/nms.h). Installed with
+// label maps, the detection head, a HOG pedestrian detector, and non-maximum suppression
+// (scenelab/nms.h). Installed with
 // `cmake --install`; a consumer writes `find_package(scenelab)` and links `scenelab::scenelab`
 // (examples/consumer). Errors are std::runtime_error whose message names the file or the input
 // and what is wrong. The engine's own headers are not part of the API.
@@ -101,6 +102,37 @@ class Labeler {
   Image colorize(const Labels& labels) const;
   std::string device() const;  // e.g. "cuda (NVIDIA H100 80GB HBM3, fp16)"
   std::string model_path() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// A sliding-window detector over an image pyramid: HOG + linear SVM pedestrians by default
+// (the shipped weights/hog-people.h5, OpenCV's people detector: the same boxes as OpenCV 4.6's
+// HOGDescriptor.detectMultiScale with fusion "group"). Options as in the model file's pyramid
+// spec, e.g. "threshold=0.5 fusion=greedy overlap=0.3" (fusion: greedy, oro, group, none).
+struct WindowDetectorOptions {
+  std::string path;             // model file; empty: hog-people.h5
+  std::string device = "auto";  // cpu | cuda | cuda:N | auto
+  int threads = 0;              // CPU threads (0: all)
+  std::string spec;             // overrides of the model's pyramid settings
+};
+
+class WindowDetector {
+ public:
+  explicit WindowDetector(const WindowDetectorOptions& options = WindowDetectorOptions{});
+  ~WindowDetector();
+  WindowDetector(WindowDetector&&) noexcept;
+  WindowDetector& operator=(WindowDetector&&) noexcept;
+  WindowDetector(const WindowDetector&) = delete;
+  WindowDetector& operator=(const WindowDetector&) = delete;
+
+  // Boxes in image pixels (1, 3 or 4 channels; an image smaller than the window: none).
+  std::vector<nms::Detection> detect(const Image& image);
+  std::vector<nms::Detection> detect(const uint8_t* pixels, int height, int width, int channels);
+  const std::string& class_name() const;  // e.g. "person"
+  std::string device() const;
 
  private:
   struct Impl;

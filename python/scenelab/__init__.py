@@ -7,6 +7,8 @@
     colours = m.colorize(labels)              # (H, W, 3) in the model's palette
     boxes, scores = m.detect(rgb, "Car")      # the sliding-window head, fused by NMS
     keep = scenelab.nms(boxes, scores, iou=0.5, method="greedy")
+    people = scenelab.WindowDetector()       # HOG + linear SVM pedestrians (OpenCV's detector)
+    boxes, scores = people.detect(rgb)        # every position and scale, fused
 
 Arrays are numpy arrays, or anything numpy can read (torch CPU tensors included). Errors are
 raised as exceptions carrying the engine's message (the file and what is wrong).
@@ -23,13 +25,51 @@ from . import _scenelab
 from ._scenelab import load_image as _load_image, save_png as _save_png
 
 __version__ = _scenelab.version
-__all__ = ["Model", "nms", "load_image", "save_png", "default_model_path", "__version__"]
+__all__ = ["Model", "WindowDetector", "nms", "load_image", "save_png", "default_model_path", "__version__"]
 
 
 def default_model_path() -> str | None:
     """The model shipped inside this package (wheels), else None (the engine finds its own)."""
     here = Path(__file__).resolve().parent / "weights" / "camvid-multiscale.h5"
     return str(here) if here.is_file() else None
+
+
+def default_detector_path() -> str | None:
+    """The HOG pedestrian model shipped inside this package (wheels), else None."""
+    here = Path(__file__).resolve().parent / "weights" / "hog-people.h5"
+    return str(here) if here.is_file() else None
+
+
+class WindowDetector:
+    """A sliding-window detector over an image pyramid, planned once per image size.
+
+    path: its model file (None: the shipped HOG pedestrian detector, OpenCV's people SVM).
+    spec: overrides of the model's pyramid settings, e.g. "threshold=0.5 fusion=group"
+    (fusion: greedy (default), oro, group (OpenCV's grouping), none). device: "cpu", "cuda",
+    "cuda:N" or "auto". Calls from several threads run one at a time.
+    """
+
+    def __init__(self, path: str | os.PathLike | None = None, device: str = "auto", threads: int = 0,
+                 spec: str = ""):
+        if path is None:
+            path = default_detector_path() or ""
+        self._d = _scenelab.NativeWindowDetector(os.fspath(path), device, int(threads), spec)
+
+    @property
+    def class_name(self) -> str:
+        return self._d.class_name
+
+    @property
+    def device(self) -> str:
+        return self._d.device
+
+    def detect(self, image):
+        """Boxes (N, 4) float32 x1 y1 x2 y2 in image pixels and scores (N,) of one (H, W),
+        (H, W, 3) or (H, W, 4) uint8 image; an image smaller than the window gives none."""
+        return self._d.detect(_pixels(image, "detect"))
+
+    def __repr__(self) -> str:
+        return f"scenelab.WindowDetector({self.class_name!r}, device={self.device!r})"
 
 
 def _is_torch(x) -> bool:

@@ -208,3 +208,41 @@ TEST(Api, LabelFilesWritesWhatLabelImageWritesAndListsFailures) {
   EXPECT_FALSE(fs::exists(dir / "b_labels.png"));
   fs::remove_all(dir);
 }
+
+// The window detector (HOG pedestrians): as many boxes as label_image --detector hog reports, on
+// RGB and RGBA alike; a window-sized blank image has none; a bad spec fails by name.
+TEST(Api, WindowDetectorEqualsLabelImage) {
+  const fs::path out = fs::temp_directory_path() / ("scenelab_api_hog_" + std::to_string(::getpid()));
+  fs::remove_all(out);
+  const std::string cmd = std::string(LABEL_IMAGE_BIN) + " " + kSample +
+                          " --device cpu --detector hog --detect person --det-threshold -1 --detect-only --out " +
+                          out.string() + " --json " + (out / "r.json").string() + " --quiet";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  api::WindowDetectorOptions o;
+  o.device = "cpu";
+  o.spec = "threshold=-1";
+  api::WindowDetector people(o);
+  EXPECT_EQ(people.class_name(), "person");
+  const api::Image image = api::load_image(kSample);
+  const auto boxes = people.detect(image);
+  EXPECT_GT(boxes.size(), 0u);
+  EXPECT_EQ(boxes.size(), count_of(read_text(out / "r.json"), "\"class\": \"person\""));
+  api::Image rgba{image.width, image.height, 4, {}};
+  for (size_t i = 0; i < size_t(image.width) * image.height; ++i) {
+    rgba.pixels.insert(rgba.pixels.end(), image.pixels.begin() + i * 3, image.pixels.begin() + i * 3 + 3);
+    rgba.pixels.push_back(uint8_t(i));
+  }
+  const auto again = people.detect(rgba);
+  ASSERT_EQ(again.size(), boxes.size());
+  for (size_t i = 0; i < boxes.size(); ++i) EXPECT_EQ(again[i].score, boxes[i].score);
+  EXPECT_TRUE(people.detect(api::Image{64, 128, 3, std::vector<uint8_t>(64 * 128 * 3, 128)}).size() <= 1);
+  EXPECT_TRUE(people.detect(api::Image{40, 40, 3, std::vector<uint8_t>(40 * 40 * 3, 0)}).empty());
+  o.spec = "fusion=mean";
+  try {
+    api::WindowDetector bad(o);
+    ADD_FAILURE() << "fusion=mean accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("fusion"), std::string::npos) << e.what();
+  }
+  fs::remove_all(out);
+}

@@ -217,3 +217,30 @@ def test_gpu_model_agrees_with_cpu(cpu_model):
     a, b = gpu.label(batch), cpu_model.label(batch)
     assert (a == b).mean() > 0.999
     assert gpu.device.startswith("cuda")
+
+
+def test_window_detector_equals_label_image(sample, label_image, tmp_path):
+    """The HOG pedestrian detector: label_image --detector hog's boxes; grey, RGBA and small images;
+    bad specs raise with the engine's message."""
+    people = scenelab.WindowDetector(device="cpu", spec="threshold=-1")
+    assert people.class_name == "person"
+    img = scenelab.load_image(sample)
+    subprocess.run([str(label_image), "--detector", "hog", "--detect", "person", "--det-threshold", "-1",
+                    "--detect-only", "--device", "cpu", "--quiet", "--out", str(tmp_path), "--json",
+                    str(tmp_path / "r.json"), str(sample)], check=True)
+    dets = json.loads((tmp_path / "r.json").read_text())["images"][0]["detections"]
+    boxes, scores = people.detect(img)
+    assert boxes.shape == (len(dets), 4) and boxes.dtype == np.float32 and len(dets) > 0
+    for d, b, s in zip(dets, boxes, scores):
+        np.testing.assert_allclose(b, d["box"], rtol=0, atol=1e-3)
+        assert abs(s - d["score"]) < 1e-4
+    rgba = np.concatenate([img, np.full(img.shape[:2] + (1,), 7, np.uint8)], axis=2)
+    np.testing.assert_array_equal(people.detect(rgba)[0], boxes)
+    grey = img[:, :, 1].copy()
+    np.testing.assert_array_equal(people.detect(grey)[0], people.detect(np.repeat(grey[:, :, None], 3, 2))[0])
+    small = people.detect(np.zeros((100, 50, 3), np.uint8))
+    assert small[0].shape == (0, 4) and small[1].shape == (0,)
+    with pytest.raises(Exception, match="fusion"):
+        scenelab.WindowDetector(device="cpu", spec="fusion=mean")
+    with pytest.raises(ValueError, match="uint8 pixels"):
+        people.detect(np.zeros((10, 10, 2), np.uint8))
