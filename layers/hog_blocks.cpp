@@ -4,6 +4,7 @@
 // its distance to the block centre (sigma, pixels), the block then normalised by L2-Hys
 // (layers/hog_math.h). Output: cells*cells*bins channels per block position, in OpenCV's order
 // (cell (cx, cy) at (cx * cells + cy) * bins), so a linear_window over it is OpenCV's detector.
+#include <array>
 #include <vector>
 
 #include "engine/error.h"
@@ -42,6 +43,18 @@ class HogBlocks : public Layer {
             weights_[(size_t(i) * block + j) * cells_ * cells_ + size_t(cx) * cells_ + cy] =
                 hog::block_gauss(i, j, block, block, sigma_) *
                 (hog::cell_weight(j, cx, cell_) * hog::cell_weight(i, cy, cell_));
+    // The same weights as lists of block pixels by how many cells they vote into (1, 2 or 4
+    // with bilinear cell weights): the CPU loop then has no zero weights and no branches in it.
+    for (int p = 0; p < block * block; ++p) {
+      Vote v{p, 0, {}, {}};
+      for (int c = 0; c < cells_ * cells_; ++c) {
+        const float w = weights_[size_t(p) * cells_ * cells_ + c];
+        if (w == 0.f) continue;
+        SL_REQUIRE(v.n < 4, "hog_blocks '", name_, "': a pixel votes into more than 4 cells");
+        v.cell[v.n] = c * bins_, v.w[v.n] = w, ++v.n;
+      }
+      (v.n == 1 ? votes1_ : v.n == 2 ? votes2_ : votes4_).push_back(v);
+    }
   }
   const char* type() const override { return "hog_blocks"; }
   int block() const { return cell_ * cells_; }
@@ -58,32 +71,51 @@ class HogBlocks : public Layer {
   }
   void forward_cpu(const ForwardArgs& a) const override {
     const TensorView &x = a.in[0], &y = a.out;
-    const int W = x.shape.w, B = block(), K = channels(), ncell = cells_ * cells_;
+    const int W = x.shape.w, B = block(), K = channels();
     const int bh = y.shape.h, bw = y.shape.w;
     parallel_for(int64_t(x.shape.n) * bh, a.threads, [&](int64_t row) {
       const int n = int(row / bh), by = int(row % bh);
       const float *g0 = x.channel(n, 0), *g1 = x.channel(n, 1), *gb = x.channel(n, 2);
-      // Four partial histograms, a pixel column's votes into copy j % 4: neighbouring pixels
-      // (often of one bin) do not wait on each other's additions. Then summed.
-      float part[4][4 * 4 * 255];
-      float* hist = part[0];
+      // Per block: its pixels' two shares and lower bin gathered (vectorises), then each pixel's
+      // votes from the lists by cell count (OpenCV's scheme).
+      float hist[4 * 4 * 255];
+      float A0[64 * 64], A1[64 * 64];
+      int H0[64 * 64], H1[64 * 64];
+      const int bins = bins_;
       for (int bx = 0; bx < bw; ++bx) {
-        for (auto& p : part) std::fill(p, p + K, 0.f);
+        std::fill(hist, hist + K, 0.f);
         for (int i = 0; i < B; ++i) {
           const size_t o = size_t(by * stride_ + i) * W + size_t(bx) * stride_;
           for (int j = 0; j < B; ++j) {
-            const float a0 = g0[o + j], a1 = g1[o + j];
-            const int h0 = int(gb[o + j]), h1 = h0 + 1 < bins_ ? h0 + 1 : 0;
-            const float* w = &weights_[(size_t(i) * B + j) * ncell];
-            float* hp = part[j & 3];
-            for (int c = 0; c < ncell; ++c) {
-              if (w[c] == 0.f) continue;
-              hp[size_t(c) * bins_ + h0] += a0 * w[c];
-              hp[size_t(c) * bins_ + h1] += a1 * w[c];
-            }
+            A0[i * B + j] = g0[o + j];
+            A1[i * B + j] = g1[o + j];
+            const int h0 = int(gb[o + j]);
+            H0[i * B + j] = h0;
+            H1[i * B + j] = h0 + 1 < bins ? h0 + 1 : 0;
           }
         }
-        for (int k = 0; k < K; ++k) hist[k] = (part[0][k] + part[1][k]) + (part[2][k] + part[3][k]);
+        for (const Vote& v : votes1_) {
+          const float a0 = A0[v.p], a1 = A1[v.p];
+          const int h0 = H0[v.p], h1 = H1[v.p];
+          hist[v.cell[0] + h0] += a0 * v.w[0];
+          hist[v.cell[0] + h1] += a1 * v.w[0];
+        }
+        for (const Vote& v : votes2_) {
+          const float a0 = A0[v.p], a1 = A1[v.p];
+          const int h0 = H0[v.p], h1 = H1[v.p];
+          hist[v.cell[0] + h0] += a0 * v.w[0];
+          hist[v.cell[0] + h1] += a1 * v.w[0];
+          hist[v.cell[1] + h0] += a0 * v.w[1];
+          hist[v.cell[1] + h1] += a1 * v.w[1];
+        }
+        for (const Vote& v : votes4_) {
+          const float a0 = A0[v.p], a1 = A1[v.p];
+          const int h0 = H0[v.p], h1 = H1[v.p];
+          for (int k = 0; k < 4; ++k) {
+            hist[v.cell[k] + h0] += a0 * v.w[k];
+            hist[v.cell[k] + h1] += a1 * v.w[k];
+          }
+        }
         hog::l2hys(hist, K, clip_);
         for (int k = 0; k < K; ++k) y.channel(n, k)[size_t(by) * bw + bx] = hist[k];
       }
@@ -99,6 +131,12 @@ class HogBlocks : public Layer {
   int cell_ = 8, cells_ = 2, stride_ = 8, bins_ = 9;
   float sigma_ = 4, clip_ = 0.2f;
   std::vector<float> weights_;
+  struct Vote {
+    int p, n;                // block pixel (row-major), how many cells it votes into
+    std::array<int, 4> cell;  // each cell's first histogram entry
+    std::array<float, 4> w;   // and its weight
+  };
+  std::vector<Vote> votes1_, votes2_, votes4_;
 };
 
 }  // namespace
