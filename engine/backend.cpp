@@ -69,6 +69,8 @@ void CpuBackend::resize_u8_to_float(const uint8_t* src, int sh, int sw, float* d
   tx.resize(size_t(w));
   for (int x = 0; x < w; ++x) tx[size_t(x)] = linear_tap(x, sw, w);
   const LinearTap* taps = tx.data();
+  float value[256];  // byte / divisor, the same division, once per byte value
+  for (int i = 0; i < 256; ++i) value[i] = float(i) / divisor;
   parallel_for(int64_t(n) * h, threads_, [&](int64_t row) {
     thread_local std::vector<uint16_t> vert;
     if (vert.size() < rowlen) vert.resize(rowlen);
@@ -91,7 +93,7 @@ void CpuBackend::resize_u8_to_float(const uint8_t* src, int sh, int sw, float* d
         const uint16_t* p = v + size_t(t.i0) * c + ch;
         const uint32_t s = t.w1 ? uint32_t(256 - t.w1) * p[0] + uint32_t(t.w1) * p[c] : uint32_t(p[0]) << 8;
         const uint32_t r = (s + (1u << 15)) >> 16;
-        out[x] = float(r > 255u ? 255u : r) / divisor;
+        out[x] = value[r > 255u ? 255u : r];
       }
     }
   });
