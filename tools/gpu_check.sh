@@ -1,7 +1,7 @@
 #!/bin/bash
 # The GPU machine's run, in one call (../shared/gpu/README.md): build, every test (the gpu-labelled
 # ones run there), compute-sanitizer over the GPU tests, then the benchmarks named by $BENCH
-# (space-separated: pipeline peer1080 plan batch gops torch; default: all). Logs go to $OUT
+# (space-separated: pipeline peer1080 plan batch gops torch hog; default: the first four). Logs go to $OUT
 # (or ./gpu-out), a summary at the end of stdout.
 #   source .gpu/env.sh && tools/gpu_check.sh
 set -uo pipefail
@@ -52,6 +52,12 @@ for b in $BENCH; do
       log "label_image 5050 x 480x360 fp16 --save classes, streams $streams (steady state)"
       python3 tools/peer_pipeline.py --build build-gpu --images "$VAL" --repeat 50 --precision fp16 \
         --save classes --skip-peer -- --streams $streams 2>&1 | tee -a "$OUT/pipeline.log" | tail -2 | tee -a "$OUT/summary.txt"
+    done ;;
+  hog)
+    log "bench_hog on the GPU (CUDA events), every level, greedy and group fusion"
+    for fusion in greedy group; do
+      build-gpu/tools/bench_hog --device cuda --fusion $fusion --runs 20 --warmup 3 \
+        --image "$VAL/0016E5_07959.jpg" 2>&1 | tee -a "$OUT/hog.log" | tail -4 | tee -a "$OUT/summary.txt"
     done ;;
   peer1080)
     log "peer_pipeline 1920x1080 fp16"
