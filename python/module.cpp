@@ -49,6 +49,19 @@ std::string shape_text(const nb::ndarray<>& a) {
   return s + (a.ndim() == 1 ? ",)" : ")");
 }
 
+// boxes (N, 4) and scores (N,) arrays from detections.
+nb::tuple boxes_and_scores(const std::vector<scenelab::nms::Detection>& d) {
+  Array<float> boxes = new_array<float>({d.size(), 4});
+  Array<float> scores = new_array<float>({d.size()});
+  for (size_t i = 0; i < d.size(); ++i) {
+    const auto& b = d[i].box;
+    float* row = boxes.data() + 4 * i;
+    row[0] = b.x1, row[1] = b.y1, row[2] = b.x2, row[3] = b.y2;
+    scores.data()[i] = d[i].score;
+  }
+  return nb::make_tuple(boxes, scores);
+}
+
 class PyModel {
  public:
   PyModel(const std::string& path, const std::string& device, const std::string& precision,
@@ -115,15 +128,7 @@ class PyModel {
       std::lock_guard<std::mutex> lock(mu_);
       d = labeler_->detect(img, cls);
     }
-    Array<float> boxes = new_array<float>({d.size(), 4});
-    Array<float> scores = new_array<float>({d.size()});
-    for (size_t i = 0; i < d.size(); ++i) {
-      const auto& b = d[i].box;
-      float* row = boxes.data() + 4 * i;
-      row[0] = b.x1, row[1] = b.y1, row[2] = b.x2, row[3] = b.y2;
-      scores.data()[i] = d[i].score;
-    }
-    return nb::make_tuple(boxes, scores);
+    return boxes_and_scores(d);
   }
 
   nb::dict label_files(const std::vector<std::string>& inputs, const std::vector<std::string>& bases,
@@ -170,19 +175,6 @@ class PyModel {
   std::mutex mu_;
 };
 
-
-// boxes (N, 4) and scores (N,) arrays from detections.
-nb::tuple boxes_and_scores(const std::vector<scenelab::nms::Detection>& d) {
-  Array<float> boxes = new_array<float>({d.size(), 4});
-  Array<float> scores = new_array<float>({d.size()});
-  for (size_t i = 0; i < d.size(); ++i) {
-    const auto& b = d[i].box;
-    float* row = boxes.data() + 4 * i;
-    row[0] = b.x1, row[1] = b.y1, row[2] = b.x2, row[3] = b.y2;
-    scores.data()[i] = d[i].score;
-  }
-  return nb::make_tuple(boxes, scores);
-}
 
 // The pyramid window detector (HOG pedestrians by default).
 class PyWindowDetector {
