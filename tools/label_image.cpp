@@ -316,6 +316,7 @@ int detect_only_run(const Model& hog, const std::string& overrides, const std::s
   for (auto& t : workers) t.join();
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   size_t ok = 0, failed = 0;
+  FILE* human = json_path == "-" ? stderr : stdout;  // keep stdout pure JSON with --json -
   std::ostringstream js;
   js << "{\n  \"detector\": \"" << json_escape(hog.name) << "\",\n  \"device\": \"" << pool->describe()
      << "\",\n  \"images\": [";
@@ -332,7 +333,7 @@ int detect_only_run(const Model& hog, const std::string& overrides, const std::s
     }
     ++ok;
     if (!quiet)
-      std::printf("%s: %dx%d  %d levels  %.1f ms  %zu %s(s)\n", inputs[i].c_str(), e.w, e.h, e.times.levels,
+      std::fprintf(human, "%s: %dx%d  %d levels  %.1f ms  %zu %s(s)\n", inputs[i].c_str(), e.w, e.h, e.times.levels,
                   e.times.run_ms + e.times.fuse_ms, e.dets.size(), cls.c_str());
     js << ", \"width\": " << e.w << ", \"height\": " << e.h << ", \"levels\": " << e.times.levels
        << ", \"ms\": " << e.times.run_ms + e.times.fuse_ms << ", \"detections\": " << boxes_json(e.dets, cls)
@@ -341,7 +342,7 @@ int detect_only_run(const Model& hog, const std::string& overrides, const std::s
   js << "\n  ],\n  \"ok\": " << ok << ",\n  \"failed\": " << failed << ",\n  \"wall_s\": " << wall
      << ",\n  \"images_per_s\": " << (wall > 0 ? double(ok + failed) / wall : 0) << "\n}\n";
   if (!quiet || failed)
-    std::printf("searched %zu of %zu image(s) for %s, %zu failed; %.1f images/s; outputs in %s\n", ok,
+    std::fprintf(human, "searched %zu of %zu image(s) for %s, %zu failed; %.1f images/s; outputs in %s\n", ok,
                 inputs.size(), cls.c_str(), failed, wall > 0 ? double(ok + failed) / wall : 0, out_dir.c_str());
   if (json_path == "-") {
     std::cout << js.str();

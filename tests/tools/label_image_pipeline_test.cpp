@@ -158,6 +158,14 @@ TEST(LabelImagePipeline, HogDetectorOnImagesAndVideo) {
   ASSERT_EQ(run(d.cmd(hogargs + "--detect-only --json " + j1 + " " + png)), 0);
   EXPECT_EQ(count(slurp(j1)), want) << slurp(j1);
   EXPECT_TRUE(fs::exists(d.root / "out" / "noise_detections.png"));
+  // --json -: stdout is the report alone (the per-image lines go to stderr).
+  const std::string j0 = (d.root / "stdout.json").string();
+  ASSERT_EQ(run(d.cmd(" --detector hog --detect person --det-threshold -2.5 --detect-only --json - " + png + " >" +
+                      j0 + " 2>/dev/null")),
+            0);
+  const std::string out0 = slurp(j0);
+  EXPECT_EQ(out0.substr(0, 1), "{") << out0;
+  EXPECT_EQ(count(out0), want);
   ASSERT_EQ(run(d.cmd(hogargs + "--json " + j2 + " " + png)), 0);
   EXPECT_EQ(count(slurp(j2)), want) << slurp(j2);
   EXPECT_TRUE(fs::exists(d.root / "out" / "noise_classes.png"));
