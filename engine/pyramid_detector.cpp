@@ -94,7 +94,7 @@ struct PyramidDetector::Level {
   double scale;
   int h, w;
   std::unique_ptr<Graph> graph;
-  Tensor scores;  // host copy of the last run
+  Tensor scores;  // host copy of the last run, allocated when planned
 };
 
 PyramidDetector::PyramidDetector(const Model& model, const Backend& backend, const std::string& overrides)
@@ -162,6 +162,7 @@ void PyramidDetector::plan_for(int h, int w) {
                "model '", model_.name, "': its score map at ", lv->w, "x", lv->h, " is ", sh.str(), " at stride ",
                g.stride_x, ", which is not one score per ", opt_.window_w, "x", opt_.window_h,
                " window: the pyramid's window does not match the classifier");
+    lv->scores = Tensor(sh);
     levels_.push_back(std::move(lv));
   }
   planned_h_ = h;
@@ -203,7 +204,9 @@ std::vector<PyramidHit> PyramidDetector::hits(const uint8_t* pixels, int h, int 
     else g.use_u8_input(levels_[0]->graph->u8_input_in_backend());
     g.run_resident();
   }
-  for (auto& lv : levels_) lv->scores = lv->graph->fetch(score_node_);
+  // Into the buffers planned for them; one wait for all the levels.
+  for (auto& lv : levels_) lv->graph->fetch_async(score_node_, lv->scores.data());
+  if (!levels_.empty()) levels_[0]->graph->synchronize();
   const auto t1 = std::chrono::steady_clock::now();
   std::vector<PyramidHit> out;
   for (size_t l = 0; l < levels_.size(); ++l) {

@@ -27,10 +27,8 @@ __global__ void hog_gradient_kernel(const float* __restrict__ x, float* __restri
   float best_dx = 0, best_dy = 0, best = -1;
   for (int k = 0; k < c; ++k) {
     const float* q = x + (b * c + size_t(k)) * plane;
-    const float dx = hog::gamma_value(hog::to_byte(q[size_t(r) * w + right]), gamma) -
-                     hog::gamma_value(hog::to_byte(q[size_t(r) * w + left]), gamma);
-    const float dy = hog::gamma_value(hog::to_byte(q[size_t(down) * w + col]), gamma) -
-                     hog::gamma_value(hog::to_byte(q[size_t(up) * w + col]), gamma);
+    const float dx = hog::byte_value(q[size_t(r) * w + right], gamma) - hog::byte_value(q[size_t(r) * w + left], gamma);
+    const float dy = hog::byte_value(q[size_t(down) * w + col], gamma) - hog::byte_value(q[size_t(up) * w + col], gamma);
     const float m = hog::sq_mag(dx, dy);
     if (m >= best) best = m, best_dx = dx, best_dy = dy;
   }

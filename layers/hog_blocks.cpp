@@ -34,25 +34,20 @@ class HogBlocks : public Layer {
                "hog_blocks '", name_, "': cell, cells (1..4), stride and bins (2..255) must be positive");
     SL_REQUIRE(block <= 64, "hog_blocks '", name_, "': blocks of at most 64 pixels, got ", block);
     SL_REQUIRE(sigma_ > 0 && clip_ > 0, "hog_blocks '", name_, "': sigma and clip must be positive");
-    // Per block pixel (row-major): its Gaussian weight times each cell's spatial weight.
-    weights_.resize(size_t(block) * block * cells_ * cells_);
-    for (int i = 0; i < block; ++i)
-      for (int j = 0; j < block; ++j)
-        for (int cx = 0; cx < cells_; ++cx)
-          for (int cy = 0; cy < cells_; ++cy)
-            weights_[(size_t(i) * block + j) * cells_ * cells_ + size_t(cx) * cells_ + cy] =
-                hog::block_gauss(i, j, block, block, sigma_) *
-                (hog::cell_weight(j, cx, cell_) * hog::cell_weight(i, cy, cell_));
-    // The same weights as lists of block pixels by how many cells they vote into (1, 2 or 4
-    // with bilinear cell weights): the CPU loop then has no zero weights and no branches in it.
+    // Each block pixel (row-major) as the cells it votes into, with its Gaussian weight times the
+    // cell's spatial weight, listed by how many (1, 2 or 4 with bilinear cell weights): the CPU
+    // loop then has no zero weights and no branches in it.
     for (int p = 0; p < block * block; ++p) {
+      const int i = p / block, j = p % block;
       Vote v{p, 0, {}, {}};
-      for (int c = 0; c < cells_ * cells_; ++c) {
-        const float w = weights_[size_t(p) * cells_ * cells_ + c];
-        if (w == 0.f) continue;
-        SL_REQUIRE(v.n < 4, "hog_blocks '", name_, "': a pixel votes into more than 4 cells");
-        v.cell[v.n] = c * bins_, v.w[v.n] = w, ++v.n;
-      }
+      for (int cx = 0; cx < cells_; ++cx)
+        for (int cy = 0; cy < cells_; ++cy) {
+          const float w = hog::block_gauss(i, j, block, block, sigma_) *
+                          (hog::cell_weight(j, cx, cell_) * hog::cell_weight(i, cy, cell_));
+          if (w == 0.f) continue;
+          SL_REQUIRE(v.n < 4, "hog_blocks '", name_, "': a pixel votes into more than 4 cells");
+          v.cell[v.n] = (cx * cells_ + cy) * bins_, v.w[v.n] = w, ++v.n;
+        }
       (v.n == 1 ? votes1_ : v.n == 2 ? votes2_ : votes4_).push_back(v);
     }
   }
@@ -130,7 +125,6 @@ class HogBlocks : public Layer {
  private:
   int cell_ = 8, cells_ = 2, stride_ = 8, bins_ = 9;
   float sigma_ = 4, clip_ = 0.2f;
-  std::vector<float> weights_;
   struct Vote {
     int p, n;                // block pixel (row-major), how many cells it votes into
     std::array<int, 4> cell;  // each cell's first histogram entry

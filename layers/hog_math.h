@@ -64,16 +64,8 @@ SL_HD inline float fast_atan2_deg(float y, float x) {
   return a;
 }
 
-// The 8-bit value an input pixel in [0, 1] stands for.
-SL_HD inline int to_byte(float v) {
-  const float s = v * 255.f + 0.5f;  // clamped first (NaN -> 0), then truncated
-  const float c = s > 0.f ? (s < 255.f ? s : 255.f) : 0.f;
-  return int(c);
-}
-
-SL_HD inline float gamma_value(int byte, bool gamma) { return gamma ? sqrtf(float(byte)) : float(byte); }
-
-// gamma_value(to_byte(v), gamma) in float arithmetic only (the same values; loops of it vectorise).
+// The 8-bit value an input pixel in [0, 1] (a byte / 255) stands for, square-rooted with gamma:
+// clamped (NaN -> 0), truncated, in float arithmetic only (so that loops of it vectorise).
 SL_HD inline float byte_value(float v, bool gamma) {
   const float s = v * 255.f + 0.5f;
   const float b = truncf(s > 0.f ? (s < 255.f ? s : 255.f) : 0.f);

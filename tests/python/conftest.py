@@ -15,20 +15,21 @@ def build_dir() -> Path:
     return BUILD
 
 
-@pytest.fixture(scope="session")
-def sample(build_dir) -> Path:
-    p = build_dir / "samples" / "street.png"
+def _built(build_dir: Path, relative: str) -> Path:
+    p = build_dir / relative
     if not p.is_file():
         pytest.skip(f"{p} missing: build the project first")
     return p
+
+
+@pytest.fixture(scope="session")
+def sample(build_dir) -> Path:
+    return _built(build_dir, "samples/street.png")
 
 
 @pytest.fixture(scope="session")
 def label_image(build_dir) -> Path:
-    p = build_dir / "tools" / "label_image"
-    if not p.is_file():
-        pytest.skip(f"{p} missing: build the project first")
-    return p
+    return _built(build_dir, "tools/label_image")
 
 
 @pytest.fixture(scope="session")
