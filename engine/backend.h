@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/tensor.h"
 
@@ -68,6 +69,14 @@ class Backend {
   // Records what `body` enqueues as a replayable graph (a CUDA graph); nullptr where the
   // backend cannot (the CPU). replay() launches it.
   virtual BackendMemory capture(const std::function<void()>& /*body*/) const { return nullptr; }
+  // The same for independent parts: `branches` recorded side by side (on the GPU each on one of
+  // several streams, the heaviest by `weights` spread first), then `tail` after all of them, as
+  // one replayable graph; nullptr where the backend cannot.
+  virtual BackendMemory capture_branches(const std::vector<std::function<void()>>& /*branches*/,
+                                         const std::vector<double>& /*weights*/,
+                                         const std::function<void()>& /*tail*/) const {
+    return nullptr;
+  }
   virtual void replay(const BackendMemory& /*graph*/) const {}
 };
 

@@ -186,6 +186,68 @@ BackendMemory CudaBackend::capture(const std::function<void()>& body) const {
                        [](void* e) { cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(e)); });
 }
 
+void CudaBackend::use_stream(cudaStream_t s) const {
+  ctx_.stream = s;
+  SL_CUBLAS_CHECK(cublasSetStream(ctx_.cublas, s), "CUDA backend: branch stream");
+#ifdef SCENELAB_WITH_CUDNN
+  if (ctx_.cudnn) SL_CUDNN_CHECK(cudnnSetStream(ctx_.cudnn, s), "CUDA backend: branch stream");
+#endif
+}
+
+BackendMemory CudaBackend::capture_branches(const std::vector<std::function<void()>>& branches,
+                                            const std::vector<double>& weights,
+                                            const std::function<void()>& tail) const {
+  SL_REQUIRE(weights.size() == branches.size(), "capture_branches: ", weights.size(), " weights for ",
+             branches.size(), " branches");
+  const int k = std::max(1, std::min<int>(kBranchStreams, int(branches.size())));
+  while (int(branch_streams_.size()) < k) branch_streams_.push_back(std::make_unique<CudaStream>());
+  while (int(branch_events_.size()) < k + 1) branch_events_.emplace_back(cudaEventDisableTiming);
+  // Heaviest first, each onto the stream with the least weight so far.
+  std::vector<size_t> order(branches.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return weights[a] > weights[b]; });
+  std::vector<double> load(size_t(k), 0.0);
+  const cudaStream_t main = stream_.get();
+  cudaGraph_t graph = nullptr;
+  SL_CUDA_CHECK(cudaStreamBeginCapture(main, cudaStreamCaptureModeThreadLocal), "CUDA graph capture");
+  try {
+    SL_CUDA_CHECK(cudaEventRecord(branch_events_[0].get(), main), "CUDA graph capture: fork");
+    for (int j = 0; j < k; ++j)
+      SL_CUDA_CHECK(cudaStreamWaitEvent(branch_streams_[size_t(j)]->get(), branch_events_[0].get(), 0),
+                    "CUDA graph capture: fork");
+    for (size_t i : order) {
+      const size_t j = size_t(std::min_element(load.begin(), load.end()) - load.begin());
+      load[j] += weights[i];
+      use_stream(branch_streams_[j]->get());
+      branches[i]();
+      use_stream(main);
+    }
+    for (int j = 0; j < k; ++j) {
+      SL_CUDA_CHECK(cudaEventRecord(branch_events_[size_t(j) + 1].get(), branch_streams_[size_t(j)]->get()),
+                    "CUDA graph capture: join");
+      SL_CUDA_CHECK(cudaStreamWaitEvent(main, branch_events_[size_t(j) + 1].get(), 0), "CUDA graph capture: join");
+    }
+    tail();
+  } catch (...) {
+    ctx_.stream = main;  // restored without throwing: the capture must end
+    cublasSetStream(ctx_.cublas, main);
+#ifdef SCENELAB_WITH_CUDNN
+    if (ctx_.cudnn) cudnnSetStream(ctx_.cudnn, main);
+#endif
+    cudaStreamEndCapture(main, &graph);
+    if (graph) cudaGraphDestroy(graph);
+    cudaGetLastError();
+    throw;
+  }
+  SL_CUDA_CHECK(cudaStreamEndCapture(main, &graph), "CUDA graph capture");
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t err = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  SL_CUDA_CHECK(err, "CUDA graph instantiation");
+  return BackendMemory(static_cast<void*>(exec),
+                       [](void* e) { cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(e)); });
+}
+
 void CudaBackend::replay(const BackendMemory& graph) const {
   SL_CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(graph.get()), ctx_.stream),
                 "CUDA graph replay");

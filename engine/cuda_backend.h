@@ -78,9 +78,15 @@ class CudaBackend : public Backend {
   int device() const { return device_; }
   const CudaContext* cuda() const override { return &ctx_; }
   BackendMemory capture(const std::function<void()>& body) const override;
+  BackendMemory capture_branches(const std::vector<std::function<void()>>& branches,
+                                 const std::vector<double>& weights,
+                                 const std::function<void()>& tail) const override;
   void replay(const BackendMemory& graph) const override;
 
  private:
+  // Points the context (and the cuBLAS / cuDNN handles) at another stream while one branch is
+  // recorded.
+  void use_stream(cudaStream_t s) const;
   // Makes the chosen device current before the members below (stream, events, handles) are
   // created on it.
   struct DeviceSelect {
@@ -90,6 +96,10 @@ class CudaBackend : public Backend {
   std::string name_, identity_;
   CudaStream stream_, side_stream_;
   CudaEvent events_[5];
+  // capture_branches' streams and their join events, made at its first use.
+  static constexpr int kBranchStreams = 8;
+  mutable std::vector<std::unique_ptr<CudaStream>> branch_streams_;
+  mutable std::vector<CudaEvent> branch_events_;  // [0]: the fork, then one join a stream
   // Handle owners: members, so a constructor that throws half-way still releases them.
   struct CublasOwner {
     cublasHandle_t h = nullptr;
@@ -102,7 +112,7 @@ class CudaBackend : public Backend {
   } cudnn_;
 #endif
   DeviceBuffer cublas_workspace_;  // given to cuBLAS so it never allocates (graph capture)
-  CudaContext ctx_;
+  mutable CudaContext ctx_;  // its stream moves to a branch stream while capture_branches records
 };
 
 }  // namespace scenelab

@@ -506,6 +506,11 @@ void Graph::run_resident() {
   ++runs_since_plan_;
 }
 
+void Graph::enqueue() {
+  SL_REQUIRE(planned_ && has_input_, "Graph::enqueue before an input since plan()");
+  run_layers();
+}
+
 void Graph::run_layers() {
   if (io_.u8_input) {
     const Shape& s = input_shape_;

@@ -65,6 +65,9 @@ class Graph {
   // Runs the pass again on the input the last run() uploaded, already in device memory: the GPU
   // pass alone, as a peer timing its network on a device-resident tensor measures it.
   void run_resident();
+  // Enqueues the pass on the input already in place as it is: no replay and no recording of its
+  // own (for a caller recording several graphs into one replay, Backend::capture_branches).
+  void enqueue();
   // Runs on interleaved 8-bit pixels (n x h x w x c; needs PlanIO::u8_input). Asynchronous on
   // the GPU (pixels in page-locked memory from Backend::allocate_host upload beside other work):
   // synchronize() before reading outputs fetched with async copies.

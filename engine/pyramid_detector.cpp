@@ -7,6 +7,14 @@
 
 #include "engine/error.h"
 #include "engine/graph.h"
+#ifdef SCENELAB_WITH_CUDA
+#include "engine/cuda_backend.h"
+#include "nms/window_candidates.h"
+#else
+namespace scenelab::nms {
+class GpuWindowCandidates {};  // no GPU fusion without CUDA
+}
+#endif
 
 namespace scenelab {
 namespace {
@@ -31,6 +39,13 @@ double seconds_ms(std::chrono::steady_clock::time_point t0) {
 
 // OpenCV's cvRound on doubles: to nearest, ties to even.
 int round_int(double v) { return int(std::nearbyint(v)); }
+
+// A window's corner in image pixels (left from its column, top from its row): its top-left in
+// level pixels from its centre (the score node's geometry), then scaled to the image, as OpenCV.
+int window_corner(double offset, double stride, int i, int window, double scale) {
+  const double level = offset + i * stride - (window - 1) / 2.0;
+  return round_int(round_int(level) * scale);
+}
 
 }  // namespace
 
@@ -80,12 +95,15 @@ void parse_pyramid_spec(const std::string& spec, PyramidOptions& o) {
       SL_REQUIRE(o.overlap >= 0 && o.overlap <= 1, "pyramid spec: overlap=", v, " must be in [0, 1]");
     } else if (key == "group") {
       o.min_group = parse_int(key, v);
+    } else if (key == "candidates") {
+      o.candidates = parse_int(key, v);
+      SL_REQUIRE(o.candidates >= 1, "pyramid spec: candidates=", v, " must be at least 1");
     } else if (key == "eps") {
       o.group_eps = float(parse_double(key, v));
       SL_REQUIRE(o.group_eps > 0, "pyramid spec: eps=", v, " must be positive");
     } else {
       throw_error("pyramid spec: unknown key '", key,
-                  "' (expected window, scale, levels, threshold, fusion, overlap, group, eps)");
+                  "' (expected window, scale, levels, threshold, fusion, overlap, group, eps, candidates)");
     }
   }
 }
@@ -132,6 +150,9 @@ std::vector<double> PyramidDetector::level_scales(int h, int w) const {
 
 void PyramidDetector::plan_for(int h, int w) {
   if (h == planned_h_ && w == planned_w_) return;
+  for (auto& r : replays_) r = nullptr;
+  warm_ = capture_failed_ = false;
+  gpu_.reset();
   levels_.clear();
   planned_h_ = planned_w_ = 0;
   for (double s : level_scales(h, w)) {
@@ -165,6 +186,30 @@ void PyramidDetector::plan_for(int h, int w) {
     lv->scores = Tensor(sh);
     levels_.push_back(std::move(lv));
   }
+#ifdef SCENELAB_WITH_CUDA
+  gpu_.reset();
+  bool f32_scores = true;  // else (a model scoring in another format) the host collects the hits
+  for (const auto& lv : levels_) f32_scores = f32_scores && lv->graph->format_of(score_node_) == Format{};
+  if (backend_.cuda() && f32_scores) {
+    // The hits compacted and fused on the GPU from every level's score map (planned buffers).
+    std::vector<nms::ScoreMap> maps;
+    for (const auto& lv : levels_) {
+      const Geometry g = lv->graph->geometry_of(score_node_);
+      const TensorView v = lv->graph->output(score_node_);
+      nms::ScoreMap m;
+      m.scores = v.f32();
+      m.rows = v.shape.h;
+      m.cols = v.shape.w;
+      for (int c = 0; c < m.cols; ++c) m.left.push_back(window_corner(g.offset_x, g.stride_x, c, opt_.window_w, lv->scale));
+      for (int r = 0; r < m.rows; ++r) m.top.push_back(window_corner(g.offset_y, g.stride_y, r, opt_.window_h, lv->scale));
+      m.box_w = round_int(opt_.window_w * lv->scale);
+      m.box_h = round_int(opt_.window_h * lv->scale);
+      maps.push_back(std::move(m));
+    }
+    gpu_ = std::make_unique<nms::GpuWindowCandidates>();
+    gpu_->plan(maps, opt_.candidates, opt_.fusion == Fusion::Oro);
+  }
+#endif
   planned_h_ = h;
   planned_w_ = w;
 }
@@ -185,12 +230,10 @@ std::vector<std::pair<std::string, double>> PyramidDetector::stage_ms() const {
   return out;
 }
 
-std::vector<PyramidHit> PyramidDetector::hits(const uint8_t* pixels, int h, int w, int channels,
-                                              PyramidTimes* times) {
+void PyramidDetector::run_levels(const uint8_t* pixels, int h, int w, int channels, Fusion rule) {
   SL_REQUIRE(h >= 1 && w >= 1, "detect: empty image ", w, "x", h);
   SL_REQUIRE(channels == 1 || channels == 3 || channels == 4, "detect: images of 1, 3 or 4 channels, got ",
              channels);
-  const auto t0 = std::chrono::steady_clock::now();
   plan_for(h, w);
   if (channels != 3) {  // grey or RGBA as RGB (a grey image's three equal channels give its gradient)
     rgb_.resize(size_t(h) * w * 3);
@@ -198,16 +241,96 @@ std::vector<PyramidHit> PyramidDetector::hits(const uint8_t* pixels, int h, int 
       for (int k = 0; k < 3; ++k) rgb_[i * 3 + size_t(k)] = pixels[i * size_t(channels) + (channels == 1 ? 0 : size_t(k))];
     pixels = rgb_.data();
   }
+  if (!mark_uploaded_) mark_uploaded_ = backend_.make_mark(), mark_done_ = backend_.make_mark();
+  if (levels_.empty()) backend_.record_mark(mark_uploaded_);  // no level: nothing to upload
+  if (!gpu_) {  // the CPU (or scores the host collects): each level's graph as it runs alone
+    for (size_t l = 0; l < levels_.size(); ++l) {
+      Graph& g = *levels_[l]->graph;
+      if (l == 0 || !backend_.cuda()) g.upload_u8(pixels);
+      else g.use_u8_input(levels_[0]->graph->u8_input_in_backend());
+      if (l == 0) backend_.record_mark(mark_uploaded_);
+      g.run_resident();
+    }
+    return;
+  }
+#ifdef SCENELAB_WITH_CUDA
+  // The GPU: the image goes up to the first level's graph, every level reads it there. The
+  // levels, then the hits' compaction and fusion, are recorded as one CUDA graph on the second
+  // run (the first runs them as they come), the levels side by side on several streams, and
+  // replayed from then on: one launch a frame.
+  if (!levels_.empty()) {
+    levels_[0]->graph->upload_u8(pixels);
+    backend_.record_mark(mark_uploaded_);
+  }
+  const nms::WindowFusion r = rule == Fusion::Greedy ? nms::WindowFusion::Greedy
+                              : rule == Fusion::Oro  ? nms::WindowFusion::Oro
+                                                     : nms::WindowFusion::None;
+  const nms::Options o = nms_options();
+  const cudaStream_t* stream = &backend_.cuda()->stream;  // read at each launch: branches move it
+  auto fuse = [this, r, o, stream] { gpu_->run(opt_.threshold, r, o, *stream); };
+  BackendMemory& replay = replays_[int(r)];
+  if (!replay && warm_ && !profiling_ && !capture_failed_) {
+    std::vector<std::function<void()>> branches;
+    std::vector<double> weights;
+    for (auto& lv : levels_) {
+      Graph* g = lv->graph.get();
+      branches.push_back([g] { g->enqueue(); });
+      weights.push_back(double(lv->h) * lv->w);
+    }
+    try {
+      replay = backend_.capture_branches(branches, weights, fuse);
+    } catch (const Error&) {
+      replay = nullptr;  // not recordable here: run as it comes, from now on
+    }
+    capture_failed_ = !replay;
+  }
+  if (replay && !profiling_) {
+    backend_.replay(replay);
+    return;
+  }
   for (size_t l = 0; l < levels_.size(); ++l) {
     Graph& g = *levels_[l]->graph;
-    if (l == 0 || !backend_.cuda()) g.upload_u8(pixels);
-    else g.use_u8_input(levels_[0]->graph->u8_input_in_backend());
-    g.run_resident();
+    if (l > 0) g.use_u8_input(levels_[0]->graph->u8_input_in_backend());
+    g.enqueue();
   }
+  fuse();
+  warm_ = true;
+#endif
+}
+
+nms::Options PyramidDetector::nms_options() const {
+  nms::Options o;
+  o.threshold = opt_.overlap;
+  if (opt_.fusion == Fusion::Oro) o.criterion = nms::Criterion::OverCandidate;
+  return o;
+}
+
+bool PyramidDetector::fuse_on_device(std::vector<PyramidHit>& out) {
+#ifdef SCENELAB_WITH_CUDA
+  if (!gpu_) return false;
+  backend_.record_mark(mark_done_);
+  backend_.synchronize();
+  device_ms_ = backend_.mark_ms(mark_uploaded_, mark_done_);
+  last_hits_ = gpu_->hits();
+  if (last_hits_ > gpu_->capacity()) return false;  // more than the device keeps: the host fuses
+  std::vector<nms::Detection> d;
+  std::vector<int> lv;
+  gpu_->kept(d, lv);
+  out.clear();
+  for (size_t i = 0; i < d.size(); ++i) out.push_back({d[i], lv[i]});
+  return true;
+#else
+  (void)out;
+  return false;
+#endif
+}
+
+std::vector<PyramidHit> PyramidDetector::hits_on_host() {
   // Into the buffers planned for them; one wait for all the levels.
+  backend_.record_mark(mark_done_);
   for (auto& lv : levels_) lv->graph->fetch_async(score_node_, lv->scores.data());
-  if (!levels_.empty()) levels_[0]->graph->synchronize();
-  const auto t1 = std::chrono::steady_clock::now();
+  backend_.synchronize();
+  device_ms_ = backend_.mark_ms(mark_uploaded_, mark_done_);
   std::vector<PyramidHit> out;
   for (size_t l = 0; l < levels_.size(); ++l) {
     const Level& lv = *levels_[l];
@@ -218,17 +341,29 @@ std::vector<PyramidHit> PyramidDetector::hits(const uint8_t* pixels, int h, int 
       for (int c = 0; c < sh.w; ++c) {
         const float s = lv.scores[size_t(r) * sh.w + c];
         if (!(s >= opt_.threshold)) continue;
-        // The window's top-left in level pixels, from its centre.
-        const double left = geo.offset_x + c * geo.stride_x - (opt_.window_w - 1) / 2.0;
-        const double top = geo.offset_y + r * geo.stride_y - (opt_.window_h - 1) / 2.0;
-        const int x = round_int(round_int(left) * lv.scale), y = round_int(round_int(top) * lv.scale);
+        const int x = window_corner(geo.offset_x, geo.stride_x, c, opt_.window_w, lv.scale);
+        const int y = window_corner(geo.offset_y, geo.stride_y, r, opt_.window_h, lv.scale);
         out.push_back({nms::Detection{{float(x), float(y), float(x + bw), float(y + bh)}, s, 0}, int(l)});
       }
   }
+  last_hits_ = int(out.size());
+  return out;
+}
+
+std::vector<PyramidHit> PyramidDetector::hits(const uint8_t* pixels, int h, int w, int channels,
+                                              PyramidTimes* times) {
+  const auto t0 = std::chrono::steady_clock::now();
+  run_levels(pixels, h, w, channels, Fusion::None);
+  std::vector<PyramidHit> out;
+  const bool device = fuse_on_device(out);
+  if (!device) out = hits_on_host();
   if (times) {
-    times->run_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
-    times->fuse_ms = seconds_ms(t1);
+    times->run_ms = seconds_ms(t0);
+    times->fuse_ms = 0;
     times->levels = int(levels_.size());
+    times->hits = last_hits_;
+    times->on_device = device;
+    times->device_ms = device_ms_;
   }
   return out;
 }
@@ -238,8 +373,7 @@ std::vector<nms::Detection> PyramidDetector::fuse(const std::vector<PyramidHit>&
   d.reserve(hits.size());
   for (const auto& x : hits) d.push_back(x.det);
   std::vector<nms::Detection> out;
-  nms::Options o;
-  o.threshold = opt_.overlap;
+  const nms::Options o = nms_options();
   switch (opt_.fusion) {
     case Fusion::None:
       out = d;
@@ -248,16 +382,19 @@ std::vector<nms::Detection> PyramidDetector::fuse(const std::vector<PyramidHit>&
       for (int i : nms::greedy_nms(d, o)) out.push_back(d[size_t(i)]);
       break;
     case Fusion::Oro:
-      o.criterion = nms::Criterion::OverCandidate;
       for (int i : nms::fast_nms(d, o)) out.push_back(d[size_t(i)]);
       break;
     case Fusion::Group:
       out = nms::group_rectangles(d, opt_.min_group, opt_.group_eps);
       break;
   }
+  return clip(out, h, w);
+}
+
+std::vector<nms::Detection> PyramidDetector::clip(const std::vector<nms::Detection>& d, int h, int w) {
   // Clipped to the image; boxes left empty dropped (as OpenCV's clipObjects).
   std::vector<nms::Detection> clipped;
-  for (auto x : out) {
+  for (auto x : d) {
     x.box.x1 = std::max(x.box.x1, 0.f), x.box.y1 = std::max(x.box.y1, 0.f);
     x.box.x2 = std::min(x.box.x2, float(w)), x.box.y2 = std::min(x.box.y2, float(h));
     if (x.box.x2 > x.box.x1 && x.box.y2 > x.box.y1) clipped.push_back(x);
@@ -267,10 +404,29 @@ std::vector<nms::Detection> PyramidDetector::fuse(const std::vector<PyramidHit>&
 
 std::vector<nms::Detection> PyramidDetector::detect(const uint8_t* pixels, int h, int w, int channels,
                                                     PyramidTimes* times) {
-  const std::vector<PyramidHit> all = hits(pixels, h, w, channels, times);
   const auto t0 = std::chrono::steady_clock::now();
-  std::vector<nms::Detection> out = fuse(all, h, w);
-  if (times) times->fuse_ms += seconds_ms(t0);
+  run_levels(pixels, h, w, channels, opt_.fusion);
+  // On the GPU the hits are compacted and fused there (groupRectangles: compacted there, grouped
+  // here); beyond the device's capacity, or on the CPU, every level's scores come here.
+  std::vector<PyramidHit> found;
+  const bool device = fuse_on_device(found);
+  if (!device) found = hits_on_host();
+  const auto t1 = std::chrono::steady_clock::now();
+  std::vector<nms::Detection> out;
+  if (device && opt_.fusion != Fusion::Group) {
+    for (const auto& x : found) out.push_back(x.det);
+    out = clip(out, h, w);
+  } else {
+    out = fuse(found, h, w);
+  }
+  if (times) {
+    times->run_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+    times->fuse_ms = seconds_ms(t1);
+    times->levels = int(levels_.size());
+    times->hits = last_hits_;
+    times->on_device = device;
+    times->device_ms = device_ms_;
+  }
   return out;
 }
 

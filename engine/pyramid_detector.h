@@ -20,6 +20,9 @@
 #include "nms/nms.h"
 
 namespace scenelab {
+namespace nms {
+class GpuWindowCandidates;
+}
 
 enum class Fusion {
   None,     // every hit
@@ -37,10 +40,12 @@ struct PyramidOptions {
   float overlap = 0.3f;  // Greedy / Oro: suppress beyond this overlap
   int min_group = 2;     // Group: groups of more than this many hits
   float group_eps = 0.2f;
+  // GPU: hits kept on the device for fusion there; an image with more is fused on the host.
+  int candidates = 4096;
 };
 
-// "window=64x128 scale=1.05 levels=64 threshold=0 fusion=greedy overlap=0.3 group=2" (any
-// subset, any order) into `o`; unknown keys and bad values throw naming them.
+// "window=64x128 scale=1.05 levels=64 threshold=0 fusion=greedy overlap=0.3 group=2 eps=0.2
+// candidates=4096" (any subset, any order) into `o`; unknown keys and bad values throw naming them.
 void parse_pyramid_spec(const std::string& spec, PyramidOptions& o);
 Fusion parse_fusion(const std::string& name);  // none | greedy | oro | group
 const char* fusion_name(Fusion f);
@@ -51,9 +56,15 @@ struct PyramidHit {
 };
 
 struct PyramidTimes {
-  double run_ms = 0;   // resizing and the graph at every level
-  double fuse_ms = 0;  // hit collection and fusion
+  double run_ms = 0;   // resizing, the graph at every level and, on the GPU, the hits' fusion there
+  double fuse_ms = 0;  // what the host did after (hit collection and fusion, or clipping)
   int levels = 0;
+  // From the image uploaded to the fused boxes in host memory (on the GPU, by its clock; with
+  // more hits than the device keeps, to the scores computed); on the CPU, from the image to the
+  // scores.
+  double device_ms = 0;
+  int hits = 0;            // windows scoring at least the threshold, every level
+  bool on_device = false;  // the hits compacted (and fused, but for group) on the GPU
 };
 
 class PyramidDetector {
@@ -86,6 +97,22 @@ class PyramidDetector {
  private:
   struct Level;
   void plan_for(int h, int w);
+  // Every level's scores; on the GPU also the hits' compaction and fusion by `rule` (None: every
+  // hit), all enqueued.
+  void run_levels(const uint8_t* pixels, int h, int w, int channels, Fusion rule);
+  nms::Options nms_options() const;
+  // Waits for the GPU's compaction and fusion; false where there is none (the CPU) or it kept
+  // too few (more hits than its capacity).
+  bool fuse_on_device(std::vector<PyramidHit>& out);
+  std::vector<PyramidHit> hits_on_host();  // every level's scores fetched, hits collected
+  static std::vector<nms::Detection> clip(const std::vector<nms::Detection>& d, int h, int w);
+  std::unique_ptr<nms::GpuWindowCandidates> gpu_;
+  int last_hits_ = 0;
+  BackendMemory mark_uploaded_, mark_done_;  // Backend marks around the device's part
+  BackendMemory replays_[3];                 // the recorded pyramid, per device fusion rule
+  bool warm_ = false;                        // it ran once since planned
+  bool capture_failed_ = false;              // could not be recorded: runs as it comes
+  double device_ms_ = 0;
   const Model& model_;
   const Backend& backend_;
   PyramidOptions opt_;

@@ -61,6 +61,42 @@ class DeviceBuffer {
   size_t bytes_ = 0;
 };
 
+// Page-locked host memory owner (cudaMallocHost/cudaFreeHost): asynchronous copies' host side.
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  PinnedBuffer(PinnedBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(o.bytes_) {}
+  PinnedBuffer& operator=(PinnedBuffer&& o) noexcept {
+    release();
+    ptr_ = std::exchange(o.ptr_, nullptr);
+    bytes_ = o.bytes_;
+    return *this;
+  }
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  ~PinnedBuffer() { release(); }
+  // Reallocates (contents lost) when `bytes` exceeds the current size.
+  void resize(size_t bytes, const char* what = "PinnedBuffer") {
+    if (bytes <= bytes_ && ptr_) return;
+    release();
+    if (bytes == 0) return;
+    SL_CUDA_CHECK(cudaMallocHost(&ptr_, bytes), what);
+    bytes_ = bytes;
+  }
+  template <typename T = void>
+  T* get() const { return static_cast<T*>(ptr_); }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  void release() {
+    if (ptr_) cudaFreeHost(ptr_);
+    ptr_ = nullptr;
+    bytes_ = 0;
+  }
+  void* ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
+
 class CudaStream {
  public:
   CudaStream() { SL_CUDA_CHECK(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking), "CudaStream"); }

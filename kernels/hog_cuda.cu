@@ -10,37 +10,128 @@ namespace scenelab::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kMaxBins = 32;
 
 unsigned blocks_for(size_t n, int threads = kThreads) { return unsigned((n + size_t(threads) - 1) / size_t(threads)); }
 
-// One thread a pixel (layers/hog_gradient.cpp).
-__global__ void hog_gradient_kernel(const float* __restrict__ x, float* __restrict__ y, int n, int c, int h, int w,
+// One thread a pixel (layers/hog_gradient.cpp); 32-bit index arithmetic, the batch in z.
+__global__ void hog_gradient_kernel(const float* __restrict__ x, float* __restrict__ y, int c, int h, int w,
                                     int bins, bool gamma, bool signed_gradient) {
-  const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  const size_t plane = size_t(h) * w;
-  if (i >= plane * size_t(n)) return;
-  const size_t b = i / plane, p = i % plane;
-  const int r = int(p / size_t(w)), col = int(p % size_t(w));
-  const int up = hog::reflect101(r - 1, h), down = hog::reflect101(r + 1, h);
+  const int col = int(blockIdx.x * blockDim.x + threadIdx.x), r = int(blockIdx.y * blockDim.y + threadIdx.y);
+  if (col >= w || r >= h) return;
+  const size_t plane = size_t(h) * w, b = blockIdx.z;
+  const size_t up = size_t(hog::reflect101(r - 1, h)) * w, down = size_t(hog::reflect101(r + 1, h)) * w;
+  const size_t row = size_t(r) * w;
   const int left = hog::reflect101(col - 1, w), right = hog::reflect101(col + 1, w);
   float best_dx = 0, best_dy = 0, best = -1;
   for (int k = 0; k < c; ++k) {
     const float* q = x + (b * c + size_t(k)) * plane;
-    const float dx = hog::byte_value(q[size_t(r) * w + right], gamma) - hog::byte_value(q[size_t(r) * w + left], gamma);
-    const float dy = hog::byte_value(q[size_t(down) * w + col], gamma) - hog::byte_value(q[size_t(up) * w + col], gamma);
+    const float dx = hog::byte_value(__ldg(q + row + right), gamma) - hog::byte_value(__ldg(q + row + left), gamma);
+    const float dy = hog::byte_value(__ldg(q + down + col), gamma) - hog::byte_value(__ldg(q + up + col), gamma);
     const float m = hog::sq_mag(dx, dy);
     if (m >= best) best = m, best_dx = dx, best_dy = dy;
   }
   const hog::Vote v = hog::vote_of(best_dx, best_dy, bins, signed_gradient);
-  float* out = y + b * 3 * plane + p;
+  float* out = y + b * 3 * plane + row + col;
   out[0] = v.w0;
   out[plane] = v.w1;
   out[2 * plane] = float(v.bin);
 }
 
-// One thread a (block, cell): the cell's histogram over the block's pixels, then L2-Hys over the
+// One warp a block of cells (kWarpsPerCta blocks of one row a CTA). Every pixel's weight for each
+// cell of the block (Gaussian x bilinear, the same arithmetic as the CPU path) is computed once a
+// CTA into shared memory; each lane then votes its pixels into its own column of the warp's
+// histogram (entry e of lane l at e * 32 + l: no bank conflicts, no atomics, a fixed order), the
+// 32 columns are summed (lane l reads column (t + l) mod 32 at step t: again conflict-free), and
+// L2-Hys runs over the block's entries by warp shuffles. Deterministic.
+constexpr int kWarpsPerCta = 8;
+constexpr int kMaxEntries = 64;      // cells^2 x bins
+constexpr int kMaxCellWeights = 4096;  // cells^2 x block pixels
+
+__global__ void __launch_bounds__(kWarpsPerCta * 32)
+hog_blocks_warp_kernel(const float* __restrict__ x, float* __restrict__ y, int h, int w, int bh, int bw,
+                       int cell, int cells, int stride, int bins, float sigma, float clip) {
+  extern __shared__ float smem[];
+  const int B = cell * cells, BB = B * B, ncell = cells * cells, E = ncell * bins;
+  float* T = smem;                      // [ncell][BB]
+  float* H = smem + ncell * BB;         // [warps][E][32]
+  for (int idx = threadIdx.x; idx < ncell * BB; idx += blockDim.x) {
+    const int cc = idx / BB, p = idx % BB, i = p / B, j = p % B;
+    const int cx = cc / cells, cy = cc % cells;  // OpenCV's order: cells by column, then row
+    T[idx] = hog::block_gauss(i, j, B, B, sigma) * (hog::cell_weight(j, cx, cell) * hog::cell_weight(i, cy, cell));
+  }
+  __syncthreads();
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int bx = blockIdx.x * kWarpsPerCta + warp, by = blockIdx.y;
+  if (bx >= bw) return;
+  const size_t b = blockIdx.z, plane = size_t(h) * w;
+  float* Hw = H + size_t(warp) * E * 32;
+  for (int e = 0; e < E; ++e) Hw[e * 32 + lane] = 0.f;
+  const float* g0 = x + b * 3 * plane;
+  const float* g1 = g0 + plane;
+  const float* gb = g1 + plane;
+  const size_t origin = size_t(by) * stride * w + size_t(bx) * stride;
+  // kPixelsPerLane pixels a lane at a time, all their loads issued before any vote.
+  constexpr int kPixelsPerLane = 8;
+  for (int p0 = 0; p0 < BB; p0 += 32 * kPixelsPerLane) {
+    float A0[kPixelsPerLane], A1[kPixelsPerLane], Hb[kPixelsPerLane];
+#pragma unroll
+    for (int u = 0; u < kPixelsPerLane; ++u) {
+      const int p = p0 + lane + 32 * u;
+      if (p < BB) {
+        const int i = p / B, j = p - i * B;
+        const size_t o = origin + size_t(i) * w + j;
+        A0[u] = __ldg(g0 + o), A1[u] = __ldg(g1 + o), Hb[u] = __ldg(gb + o);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kPixelsPerLane; ++u) {
+      const int p = p0 + lane + 32 * u;
+      if (p >= BB) break;
+      const int h0 = int(Hb[u]), h1 = h0 + 1 < bins ? h0 + 1 : 0;
+      for (int cc = 0; cc < ncell; ++cc) {
+        const float wt = T[cc * BB + p];
+        if (wt != 0.f) {
+          Hw[(cc * bins + h0) * 32 + lane] += A0[u] * wt;
+          Hw[(cc * bins + h1) * 32 + lane] += A1[u] * wt;
+        }
+      }
+    }
+  }
+  __syncwarp();
+  float v[2] = {0.f, 0.f};
+  for (int u = 0; u < 2; ++u) {
+    const int e = lane + 32 * u;
+    if (e >= E) break;
+    float s = 0.f;
+    for (int t = 0; t < 32; ++t) s += Hw[e * 32 + ((t + lane) & 31)];
+    v[u] = s;
+  }
+  const unsigned full = 0xffffffffu;
+  auto warp_sum = [&](float a) {
+    for (int d = 16; d >= 1; d >>= 1) a += __shfl_xor_sync(full, a, d);
+    return a;
+  };
+  const float s1 = warp_sum(v[0] * v[0] + v[1] * v[1]);
+  const float scale = 1.f / (sqrtf(s1) + float(E) * 0.1f);
+  for (int u = 0; u < 2; ++u) {
+    const float t = v[u] * scale;
+    v[u] = t < clip ? t : clip;
+  }
+  const float s2 = warp_sum(v[0] * v[0] + v[1] * v[1]);
+  const float scale2 = 1.f / (sqrtf(s2) + 1e-3f);
+  const size_t oplane = size_t(bh) * bw;
+  float* out = y + b * size_t(E) * oplane + size_t(by) * bw + bx;
+  for (int u = 0; u < 2; ++u) {
+    const int e = lane + 32 * u;
+    if (e < E) out[size_t(e) * oplane] = v[u] * scale2;
+  }
+}
+
+// The general case (more than kMaxEntries entries or kMaxCellWeights weights a block): one
+// thread a (block, cell), the cell's histogram over the block's pixels, then L2-Hys over the
 // block's cells together (a group of `group` lanes, a power of two >= cells^2, by shuffles).
+constexpr int kMaxBins = 32;
+
 __global__ void hog_blocks_kernel(const float* __restrict__ x, float* __restrict__ y, int n, int h, int w,
                                   int bh, int bw, int cell, int cells, int stride, int bins, float sigma,
                                   float clip, int group) {
@@ -99,19 +190,103 @@ __global__ void hog_blocks_kernel(const float* __restrict__ x, float* __restrict
   for (int k = 0; k < bins; ++k) out[size_t(lane * bins + k) * oplane] = hist[k] * scale2;
 }
 
-// One thread an output (n, o, r, c); the weights of output o in shared memory when they fit.
+// The window scores as a tiled direct convolution: a CTA of kSplit warps computes a tile of 32
+// columns x kRows rows of one output map, each warp over a kSplit-th of the input channels (its
+// partial sums added in warp order: deterministic). A warp stages one channel's input tile
+// ((kRows + kh - 1) x (32 + kw - 1) values) in its own shared memory while the next channel's
+// tile is already on its way into registers (so each channel costs no memory latency on the
+// warp's path); the weights sit in shared memory (warp-uniform reads: broadcasts).
+constexpr int kSplit = 6, kRows = 4, kTilePerLane = 24;  // tile: at most 32 x kTilePerLane values
+
+template <int KW>
+__global__ void __launch_bounds__(kSplit * 32)
+linear_window_tiled_kernel(const float* __restrict__ x, const float* __restrict__ weight,
+                           const float* __restrict__ bias, float* __restrict__ y, int out, int c, int h,
+                           int w, int ho, int wo, int kh) {
+  extern __shared__ float smem[];
+  const int o = blockIdx.z % out, b = blockIdx.z / out;
+  const int taps = c * kh * KW;
+  const int trows = kRows + kh - 1, tcols = 32 + KW - 1, tsize = trows * tcols;
+  float* ws = smem;
+  float* part = ws + taps;                  // [kSplit][kRows][32]
+  float* tiles = part + kSplit * kRows * 32;  // [kSplit][32 * kTilePerLane]
+  for (int k = threadIdx.x; k < taps; k += blockDim.x) ws[k] = weight[size_t(o) * taps + k];
+  __syncthreads();
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int c0 = blockIdx.x * 32, r0 = blockIdx.y * kRows;
+  float* tile = tiles + warp * 32 * kTilePerLane;
+  const size_t plane = size_t(h) * w;
+  float pre[kTilePerLane];
+  int at[kTilePerLane];  // this lane's tile values: their offset in a channel plane, -1 beyond the input
+#pragma unroll
+  for (int u = 0; u < kTilePerLane; ++u) {
+    const int e = lane + 32 * u, tr = e / tcols, tc = e - tr * tcols;
+    const int row = r0 + tr, col = c0 + tc;
+    at[u] = e < tsize && row < h && col < w ? row * w + col : -1;
+  }
+  auto fetch = [&](int k) {  // channel k's tile into registers (zero beyond the input)
+    const float* xp = x + (size_t(b) * c + k) * plane;
+#pragma unroll
+    for (int u = 0; u < kTilePerLane; ++u) pre[u] = at[u] >= 0 ? __ldg(xp + at[u]) : 0.f;
+  };
+  auto stage = [&] {
+#pragma unroll
+    for (int u = 0; u < kTilePerLane; ++u) tile[lane + 32 * u] = pre[u];
+  };
+  float acc[kRows];
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) acc[r] = 0.f;
+  const int k0 = warp * c / kSplit, k1 = (warp + 1) * c / kSplit;
+  const int rows = min(trows, h - r0);
+  if (k0 < k1) {
+    fetch(k0);
+    stage();
+    __syncwarp();
+  }
+  for (int k = k0; k < k1; ++k) {
+    if (k + 1 < k1) fetch(k + 1);
+    const float* wk = ws + k * kh * KW;
+    for (int yy = 0; yy < rows; ++yy) {
+      float xv[KW];
+#pragma unroll
+      for (int j = 0; j < KW; ++j) xv[j] = tile[yy * tcols + lane + j];
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) {
+        const int i = yy - r;
+        if (i >= 0 && i < kh) {
+          const float* wr = wk + i * KW;
+#pragma unroll
+          for (int j = 0; j < KW; ++j) acc[r] += xv[j] * wr[j];
+        }
+      }
+    }
+    __syncwarp();
+    if (k + 1 < k1) {
+      stage();
+      __syncwarp();
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) part[(warp * kRows + r) * 32 + lane] = acc[r];
+  __syncthreads();
+  const int col = c0 + lane;
+  if (warp != 0 || col >= wo) return;
+  for (int r = 0; r < kRows && r0 + r < ho; ++r) {
+    float s = 0.f;
+#pragma unroll
+    for (int p = 0; p < kSplit; ++p) s += part[(p * kRows + r) * 32 + lane];
+    y[((size_t(b) * out + o) * ho + r0 + r) * wo + col] = s + bias[o];
+  }
+}
+
+// The general case (a kernel wider than 8 or taller than the tile, or weights beyond shared
+// memory): one thread an output.
 __global__ void linear_window_kernel(const float* __restrict__ x, const float* __restrict__ weight,
                                      const float* __restrict__ bias, float* __restrict__ y, int n, int out,
-                                     int c, int h, int w, int ho, int wo, int kh, int kw, bool shared) {
-  extern __shared__ float ws[];
+                                     int c, int h, int w, int ho, int wo, int kh, int kw) {
   const int o = blockIdx.z % out, b = blockIdx.z / out;
   const int taps = c * kh * kw;
   const float* wt = weight + size_t(o) * taps;
-  if (shared) {
-    for (int k = threadIdx.x; k < taps; k += blockDim.x) ws[k] = wt[k];
-    __syncthreads();
-    wt = ws;
-  }
   const int col = blockIdx.x * blockDim.x + threadIdx.x, r = blockIdx.y;
   if (col >= wo) return;
   const size_t plane = size_t(h) * w;
@@ -126,65 +301,118 @@ __global__ void linear_window_kernel(const float* __restrict__ x, const float* _
   y[((size_t(b) * out + o) * ho + r) * wo + col] = s + bias[o];
 }
 
-__global__ void resize_u8_kernel(const uint8_t* __restrict__ src, int n, int c, int sh, int sw,
+// One thread an output pixel (all channels), the batch in z.
+__global__ void resize_u8_kernel(const uint8_t* __restrict__ src, int c, int sh, int sw,
                                  float* __restrict__ dst, int h, int w, float divisor) {
-  const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  const size_t plane = size_t(h) * w;
-  if (i >= plane * size_t(n)) return;
-  const size_t b = i / plane, p = i % plane;
-  const int yy = int(p / size_t(w)), xx = int(p % size_t(w));
+  const int xx = int(blockIdx.x * blockDim.x + threadIdx.x), yy = int(blockIdx.y * blockDim.y + threadIdx.y);
+  if (xx >= w || yy >= h) return;
+  const size_t plane = size_t(h) * w, b = blockIdx.z, p = size_t(yy) * w + xx;
   const LinearTap ty = linear_tap(yy, sh, h), tx = linear_tap(xx, sw, w);
   const uint8_t* img = src + b * size_t(sh) * sw * c;
   for (int ch = 0; ch < c; ++ch)
     dst[(b * c + size_t(ch)) * plane + p] = float(linear_sample(img, sw, c, ch, ty, tx)) / divisor;
 }
 
+dim3 grid2d(int w, int h, int n, dim3 block) {
+  return dim3(unsigned((w + int(block.x) - 1) / int(block.x)), unsigned((h + int(block.y) - 1) / int(block.y)),
+              unsigned(n));
+}
+
 }  // namespace
 
 void hog_gradient(const TensorView& x, const TensorView& y, int bins, bool gamma, bool signed_gradient,
                   cudaStream_t s) {
-  const size_t total = size_t(x.shape.n) * x.shape.plane();
-  if (!total) return;
-  hog_gradient_kernel<<<blocks_for(total), kThreads, 0, s>>>(x.f32(), y.f32(), x.shape.n, x.shape.c, x.shape.h,
-                                                             x.shape.w, bins, gamma, signed_gradient);
+  if (!x.shape.numel()) return;
+  SL_REQUIRE(x.shape.n <= 65535 && x.shape.h <= 65535 * 8, "hog_gradient on the GPU: input ", x.shape.str(),
+             " too large for the grid");
+  const dim3 block(32, 8);
+  hog_gradient_kernel<<<grid2d(x.shape.w, x.shape.h, x.shape.n, block), block, 0, s>>>(
+      x.f32(), y.f32(), x.shape.c, x.shape.h, x.shape.w, bins, gamma, signed_gradient);
   SL_CUDA_CHECK(cudaGetLastError(), "hog_gradient kernel");
 }
 
 void hog_blocks(const TensorView& x, const TensorView& y, int cell, int cells, int stride, int bins, float sigma,
                 float clip, cudaStream_t s) {
+  if (!y.shape.numel()) return;
+  const int B = cell * cells, ncell = cells * cells;
+  if (ncell * bins <= kMaxEntries && ncell * B * B <= kMaxCellWeights && y.shape.h <= 65535 &&
+      y.shape.n <= 65535) {
+    const size_t smem = (size_t(ncell) * B * B + size_t(kWarpsPerCta) * ncell * bins * 32) * sizeof(float);
+    if (smem > 48 * 1024)  // beyond the default: asked for (per device, so at each launch)
+      SL_CUDA_CHECK(cudaFuncSetAttribute(hog_blocks_warp_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         int(smem)),
+                    "hog_blocks: shared memory");
+    const dim3 grid(unsigned((y.shape.w + kWarpsPerCta - 1) / kWarpsPerCta), unsigned(y.shape.h),
+                    unsigned(y.shape.n));
+    hog_blocks_warp_kernel<<<grid, kWarpsPerCta * 32, smem, s>>>(x.f32(), y.f32(), x.shape.h, x.shape.w,
+                                                                 y.shape.h, y.shape.w, cell, cells, stride,
+                                                                 bins, sigma, clip);
+    SL_CUDA_CHECK(cudaGetLastError(), "hog_blocks kernel");
+    return;
+  }
   SL_REQUIRE(bins <= kMaxBins, "hog_blocks on the GPU: at most ", kMaxBins, " bins, got ", bins);
   int group = 1;
-  while (group < cells * cells) group <<= 1;
+  while (group < ncell) group <<= 1;
   SL_REQUIRE(group <= 32, "hog_blocks on the GPU: at most 32 cells a block");
   const size_t total = size_t(y.shape.n) * y.shape.plane() * size_t(group);
-  if (!total) return;
   hog_blocks_kernel<<<blocks_for(total), kThreads, 0, s>>>(x.f32(), y.f32(), x.shape.n, x.shape.h, x.shape.w,
                                                            y.shape.h, y.shape.w, cell, cells, stride, bins,
                                                            sigma, clip, group);
   SL_CUDA_CHECK(cudaGetLastError(), "hog_blocks kernel");
 }
 
+namespace {
+
+template <int KW>
+void launch_tiled(const TensorView& x, const float* weight, const float* bias, const TensorView& y, int kh,
+                  size_t smem, cudaStream_t s) {
+  if (smem > 48 * 1024)
+    SL_CUDA_CHECK(cudaFuncSetAttribute(linear_window_tiled_kernel<KW>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       int(smem)),
+                  "linear_window: shared memory");
+  const dim3 grid(unsigned((y.shape.w + 31) / 32), unsigned((y.shape.h + kRows - 1) / kRows),
+                  unsigned(y.shape.n * y.shape.c));
+  linear_window_tiled_kernel<KW><<<grid, kSplit * 32, smem, s>>>(x.f32(), weight, bias, y.f32(), y.shape.c,
+                                                                 x.shape.c, x.shape.h, x.shape.w, y.shape.h,
+                                                                 y.shape.w, kh);
+}
+
+}  // namespace
+
 void linear_window(const TensorView& x, const float* weight, const float* bias, const TensorView& y, int kh,
                    int kw, cudaStream_t s) {
-  const int taps = x.shape.c * kh * kw;
-  const bool shared = size_t(taps) * sizeof(float) <= 40 * 1024;
-  const int threads = 128;
+  if (!y.shape.numel()) return;
   SL_REQUIRE(y.shape.h <= 65535 && size_t(y.shape.n) * y.shape.c <= 65535,
              "linear_window on the GPU: output of ", y.shape.str(), " too large for the grid");
-  if (!y.shape.numel()) return;
-  const dim3 grid(unsigned((y.shape.w + threads - 1) / threads), unsigned(y.shape.h),
-                  unsigned(y.shape.n * y.shape.c));
-  linear_window_kernel<<<grid, threads, shared ? size_t(taps) * sizeof(float) : 0, s>>>(
-      x.f32(), weight, bias, y.f32(), y.shape.n, y.shape.c, x.shape.c, x.shape.h, x.shape.w, y.shape.h,
-      y.shape.w, kh, kw, shared);
+  const size_t smem =
+      (size_t(x.shape.c) * kh * kw + size_t(kSplit) * kRows * 32 + size_t(kSplit) * 32 * kTilePerLane) * sizeof(float);
+  if (kw <= 8 && (kRows + kh - 1) * (32 + kw - 1) <= 32 * kTilePerLane && smem <= 96 * 1024) {
+    switch (kw) {
+      case 1: launch_tiled<1>(x, weight, bias, y, kh, smem, s); break;
+      case 2: launch_tiled<2>(x, weight, bias, y, kh, smem, s); break;
+      case 3: launch_tiled<3>(x, weight, bias, y, kh, smem, s); break;
+      case 4: launch_tiled<4>(x, weight, bias, y, kh, smem, s); break;
+      case 5: launch_tiled<5>(x, weight, bias, y, kh, smem, s); break;
+      case 6: launch_tiled<6>(x, weight, bias, y, kh, smem, s); break;
+      case 7: launch_tiled<7>(x, weight, bias, y, kh, smem, s); break;
+      default: launch_tiled<8>(x, weight, bias, y, kh, smem, s); break;
+    }
+  } else {
+    const int threads = 128;
+    const dim3 grid(unsigned((y.shape.w + threads - 1) / threads), unsigned(y.shape.h),
+                    unsigned(y.shape.n * y.shape.c));
+    linear_window_kernel<<<grid, threads, 0, s>>>(x.f32(), weight, bias, y.f32(), y.shape.n, y.shape.c, x.shape.c,
+                                                  x.shape.h, x.shape.w, y.shape.h, y.shape.w, kh, kw);
+  }
   SL_CUDA_CHECK(cudaGetLastError(), "linear_window kernel");
 }
 
 void resize_u8_to_f32(const uint8_t* src, int n, int c, int sh, int sw, float* dst, int h, int w,
                       float divisor, cudaStream_t s) {
-  const size_t total = size_t(n) * h * w;
-  if (!total) return;
-  resize_u8_kernel<<<blocks_for(total), kThreads, 0, s>>>(src, n, c, sh, sw, dst, h, w, divisor);
+  if (!size_t(n) * h * w) return;
+  SL_REQUIRE(n <= 65535 && h <= 65535 * 8, "resize on the GPU: ", n, " x ", w, "x", h, " too large for the grid");
+  const dim3 block(32, 8);
+  resize_u8_kernel<<<grid2d(w, h, n, block), block, 0, s>>>(src, c, sh, sw, dst, h, w, divisor);
   SL_CUDA_CHECK(cudaGetLastError(), "resize kernel");
 }
 

@@ -4,6 +4,7 @@
 // the CPU on >= 99.9% of pixels in fp32, >= 99% in tf32 and fp16.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 #include <tuple>
 
@@ -228,6 +229,64 @@ TEST(CudaBackend, HogLayersAndPyramid) {
       ASSERT_EQ(a[i].det.box.x1, b[i].det.box.x1);
       ASSERT_EQ(a[i].det.box.y1, b[i].det.box.y1);
       ASSERT_NEAR(a[i].det.score, b[i].det.score, 1e-4) << "window " << i << " run " << run;
+    }
+  }
+}
+
+// The hits compacted and fused on the GPU (nms/window_candidates.h) give what the host gives
+// from the same GPU scores: every hit in the same order, and the fused boxes of each rule
+// (greedy and Oro by the GPU NMS, group on the host from the device's hits); beyond the
+// device's capacity, the host path, with the same result.
+TEST(CudaBackend, PyramidFusionOnDevice) {
+  SCENELAB_REQUIRE_GPU();
+  const Model hog = read_model(std::string(SCENELAB_SOURCE_DIR) + "/weights/hog-people.h5");
+  std::mt19937 rng(11);
+  const int h = 301, w = 517;
+  std::vector<uint8_t> px(size_t(h) * w * 3);
+  // Smooth blobs, so that the windows' scores spread around the threshold.
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x)
+      for (int k = 0; k < 3; ++k)
+        px[(size_t(y) * w + x) * 3 + k] = uint8_t(128 + 100 * std::sin(x * 0.07 + k) * std::cos(y * 0.05) +
+                                                  int(rng() % 40) - 20);
+  auto gpu = make_backend("cuda", 0, CudaOptions{});
+  for (const char* fusion : {"none", "greedy", "oro", "group"}) {
+    for (const char* threshold : {"-1.5", "-1e30"}) {
+      const std::string spec = std::string("fusion=") + fusion + " threshold=" + threshold;
+      PyramidDetector dev(hog, *gpu, spec), small(hog, *gpu, spec + " candidates=4");
+      for (int run = 0; run < 3; ++run) {  // plan, record, replay
+        PyramidTimes td, ts;
+        const auto all = small.hits(px.data(), h, w, 3, &ts);  // over capacity: from the host
+        ASSERT_FALSE(ts.on_device) << spec;
+        const auto mine = dev.hits(px.data(), h, w, 3, &td);
+        ASSERT_EQ(td.on_device, td.hits <= 4096) << spec;
+        ASSERT_EQ(td.hits, int(all.size())) << spec;
+        ASSERT_GT(all.size(), 4u) << spec;
+        ASSERT_EQ(mine.size(), all.size()) << spec;
+        for (size_t i = 0; i < all.size(); ++i) {
+          ASSERT_EQ(mine[i].level, all[i].level) << spec << " hit " << i;
+          ASSERT_EQ(mine[i].det.box.x1, all[i].det.box.x1) << spec << " hit " << i;
+          ASSERT_EQ(mine[i].det.box.y1, all[i].det.box.y1) << spec << " hit " << i;
+          ASSERT_EQ(mine[i].det.box.x2, all[i].det.box.x2) << spec << " hit " << i;
+          ASSERT_EQ(mine[i].det.box.y2, all[i].det.box.y2) << spec << " hit " << i;
+          ASSERT_EQ(mine[i].det.score, all[i].det.score) << spec << " hit " << i;
+        }
+        const auto want = dev.fuse(all, h, w);
+        const auto got = dev.detect(px.data(), h, w, 3, &td);
+        const auto host = small.detect(px.data(), h, w, 3, &ts);
+        ASSERT_FALSE(ts.on_device);
+        ASSERT_EQ(got.size(), want.size()) << spec;
+        ASSERT_EQ(host.size(), want.size()) << spec;
+        for (size_t i = 0; i < want.size(); ++i) {
+          for (const auto* d : {&got[i], &host[i]}) {
+            ASSERT_EQ(d->box.x1, want[i].box.x1) << spec << " box " << i;
+            ASSERT_EQ(d->box.y1, want[i].box.y1) << spec << " box " << i;
+            ASSERT_EQ(d->box.x2, want[i].box.x2) << spec << " box " << i;
+            ASSERT_EQ(d->box.y2, want[i].box.y2) << spec << " box " << i;
+            ASSERT_EQ(d->score, want[i].score) << spec << " box " << i;
+          }
+        }
+      }
     }
   }
 }

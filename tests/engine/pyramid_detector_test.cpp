@@ -127,7 +127,7 @@ TEST(PyramidDetector, SmallImagesAndBadInput) {
   EXPECT_TRUE(det.detect(px.data(), 1, 1, 3).empty());
   EXPECT_THROW(det.detect(px.data(), 0, 5, 3), Error);
   EXPECT_THROW(det.detect(px.data(), 10, 10, 2), Error);
-  for (const char* bad : {"fusion=mean", "scale=1", "window=64", "levels=0", "overlap=2", "colour=red", "scale"})
+  for (const char* bad : {"fusion=mean", "scale=1", "window=64", "levels=0", "overlap=2", "colour=red", "scale", "candidates=0"})
     EXPECT_THROW(PyramidDetector(m, cpu, bad), Error) << bad;
   Model scene = m;
   scene.pyramid.clear();
