@@ -165,6 +165,22 @@ void CudaBackend::download(void* dst, const void* src, size_t bytes) const {
   SL_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream), "download");
 }
 
+namespace {
+
+// Ends the capture on `s` and instantiates what it recorded.
+BackendMemory end_capture(cudaStream_t s) {
+  cudaGraph_t graph = nullptr;
+  SL_CUDA_CHECK(cudaStreamEndCapture(s, &graph), "CUDA graph capture");
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t err = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  SL_CUDA_CHECK(err, "CUDA graph instantiation");
+  return BackendMemory(static_cast<void*>(exec),
+                       [](void* e) { cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(e)); });
+}
+
+}  // namespace
+
 BackendMemory CudaBackend::capture(const std::function<void()>& body) const {
   cudaGraph_t graph = nullptr;
   SL_CUDA_CHECK(cudaStreamBeginCapture(ctx_.stream, cudaStreamCaptureModeThreadLocal),
@@ -177,13 +193,7 @@ BackendMemory CudaBackend::capture(const std::function<void()>& body) const {
     cudaGetLastError();
     throw;
   }
-  SL_CUDA_CHECK(cudaStreamEndCapture(ctx_.stream, &graph), "CUDA graph capture");
-  cudaGraphExec_t exec = nullptr;
-  const cudaError_t err = cudaGraphInstantiate(&exec, graph, 0);
-  cudaGraphDestroy(graph);
-  SL_CUDA_CHECK(err, "CUDA graph instantiation");
-  return BackendMemory(static_cast<void*>(exec),
-                       [](void* e) { cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(e)); });
+  return end_capture(ctx_.stream);
 }
 
 void CudaBackend::use_stream(cudaStream_t s) const {
@@ -239,13 +249,7 @@ BackendMemory CudaBackend::capture_branches(const std::vector<std::function<void
     cudaGetLastError();
     throw;
   }
-  SL_CUDA_CHECK(cudaStreamEndCapture(main, &graph), "CUDA graph capture");
-  cudaGraphExec_t exec = nullptr;
-  const cudaError_t err = cudaGraphInstantiate(&exec, graph, 0);
-  cudaGraphDestroy(graph);
-  SL_CUDA_CHECK(err, "CUDA graph instantiation");
-  return BackendMemory(static_cast<void*>(exec),
-                       [](void* e) { cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(e)); });
+  return end_capture(main);
 }
 
 void CudaBackend::replay(const BackendMemory& graph) const {

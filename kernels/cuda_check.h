@@ -24,27 +24,29 @@
 
 namespace scenelab {
 
-// Device memory owner (cudaMalloc/cudaFree); move-only.
-class DeviceBuffer {
+// Owner of memory from a CUDA allocator (Alloc: static allocate(void**, size_t) -> cudaError_t and
+// release(void*)); move-only.
+template <typename Alloc>
+class CudaMemory {
  public:
-  DeviceBuffer() = default;
-  explicit DeviceBuffer(size_t bytes, const char* what = "DeviceBuffer") { resize(bytes, what); }
-  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(o.bytes_) {}
-  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+  CudaMemory() = default;
+  explicit CudaMemory(size_t bytes, const char* what = "CUDA memory") { resize(bytes, what); }
+  CudaMemory(CudaMemory&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(o.bytes_) {}
+  CudaMemory& operator=(CudaMemory&& o) noexcept {
     release();
     ptr_ = std::exchange(o.ptr_, nullptr);
     bytes_ = o.bytes_;
     return *this;
   }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  ~DeviceBuffer() { release(); }
+  CudaMemory(const CudaMemory&) = delete;
+  CudaMemory& operator=(const CudaMemory&) = delete;
+  ~CudaMemory() { release(); }
   // Reallocates (contents lost) when `bytes` exceeds the current size.
-  void resize(size_t bytes, const char* what = "DeviceBuffer") {
+  void resize(size_t bytes, const char* what = "CUDA memory") {
     if (bytes <= bytes_ && ptr_) return;
     release();
     if (bytes == 0) return;
-    SL_CUDA_CHECK(cudaMalloc(&ptr_, bytes), what);
+    SL_CUDA_CHECK(Alloc::allocate(&ptr_, bytes), what);
     bytes_ = bytes;
   }
   template <typename T = void>
@@ -53,7 +55,7 @@ class DeviceBuffer {
 
  private:
   void release() {
-    if (ptr_) cudaFree(ptr_);
+    if (ptr_) Alloc::release(ptr_);
     ptr_ = nullptr;
     bytes_ = 0;
   }
@@ -61,41 +63,16 @@ class DeviceBuffer {
   size_t bytes_ = 0;
 };
 
-// Page-locked host memory owner (cudaMallocHost/cudaFreeHost): asynchronous copies' host side.
-class PinnedBuffer {
- public:
-  PinnedBuffer() = default;
-  PinnedBuffer(PinnedBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(o.bytes_) {}
-  PinnedBuffer& operator=(PinnedBuffer&& o) noexcept {
-    release();
-    ptr_ = std::exchange(o.ptr_, nullptr);
-    bytes_ = o.bytes_;
-    return *this;
-  }
-  PinnedBuffer(const PinnedBuffer&) = delete;
-  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
-  ~PinnedBuffer() { release(); }
-  // Reallocates (contents lost) when `bytes` exceeds the current size.
-  void resize(size_t bytes, const char* what = "PinnedBuffer") {
-    if (bytes <= bytes_ && ptr_) return;
-    release();
-    if (bytes == 0) return;
-    SL_CUDA_CHECK(cudaMallocHost(&ptr_, bytes), what);
-    bytes_ = bytes;
-  }
-  template <typename T = void>
-  T* get() const { return static_cast<T*>(ptr_); }
-  size_t bytes() const { return bytes_; }
-
- private:
-  void release() {
-    if (ptr_) cudaFreeHost(ptr_);
-    ptr_ = nullptr;
-    bytes_ = 0;
-  }
-  void* ptr_ = nullptr;
-  size_t bytes_ = 0;
+struct DeviceAlloc {
+  static cudaError_t allocate(void** p, size_t bytes) { return cudaMalloc(p, bytes); }
+  static void release(void* p) { cudaFree(p); }
 };
+struct PinnedAlloc {
+  static cudaError_t allocate(void** p, size_t bytes) { return cudaMallocHost(p, bytes); }
+  static void release(void* p) { cudaFreeHost(p); }
+};
+using DeviceBuffer = CudaMemory<DeviceAlloc>;  // device memory (cudaMalloc)
+using PinnedBuffer = CudaMemory<PinnedAlloc>;  // page-locked host memory: asynchronous copies' host side
 
 class CudaStream {
  public:
