@@ -13,54 +13,121 @@ constexpr int kThreads = 256;
 
 unsigned blocks_for(size_t n, int threads = kThreads) { return unsigned((n + size_t(threads) - 1) / size_t(threads)); }
 
-// One thread a pixel (layers/hog_gradient.cpp); 32-bit index arithmetic, the batch in z.
-__global__ void hog_gradient_kernel(const float* __restrict__ x, float* __restrict__ y, int c, int h, int w,
-                                    int bins, bool gamma, bool signed_gradient) {
-  const int col = int(blockIdx.x * blockDim.x + threadIdx.x), r = int(blockIdx.y * blockDim.y + threadIdx.y);
-  if (col >= w || r >= h) return;
+// The gradient (layers/hog_gradient.cpp), one thread a pixel, a CTA a 32 x 8 tile, the batch in
+// z: the tile and its one-pixel border (reflected at the image's edges) are read once into
+// shared memory as byte values (square-rooted with gamma), so each input value is read and
+// converted once, not four times.
+constexpr int kGradX = 32, kGradY = 8, kTileChannels = 4;
+
+__global__ void __launch_bounds__(kGradX * kGradY)
+hog_gradient_tile_kernel(const float* __restrict__ x, float* __restrict__ y, int c, int h, int w, int bins,
+                         bool gamma, bool signed_gradient) {
+  __shared__ float tile[kTileChannels][kGradY + 2][kGradX + 2];
+  const int x0 = int(blockIdx.x) * kGradX, y0 = int(blockIdx.y) * kGradY;
   const size_t plane = size_t(h) * w, b = blockIdx.z;
-  const size_t up = size_t(hog::reflect101(r - 1, h)) * w, down = size_t(hog::reflect101(r + 1, h)) * w;
-  const size_t row = size_t(r) * w;
-  const int left = hog::reflect101(col - 1, w), right = hog::reflect101(col + 1, w);
+  const int tid = int(threadIdx.y) * kGradX + int(threadIdx.x);
+  for (int idx = tid; idx < (kGradY + 2) * (kGradX + 2); idx += kGradX * kGradY) {
+    const int ly = idx / (kGradX + 2), lx = idx - ly * (kGradX + 2);
+    // Positions past the far edge feed no pixel of the image: any valid one will do.
+    const int gy = hog::reflect101(min(y0 + ly - 1, h), h), gx = hog::reflect101(min(x0 + lx - 1, w), w);
+    const size_t at = size_t(gy) * w + gx;
+    for (int k = 0; k < c; ++k) tile[k][ly][lx] = hog::byte_value(__ldg(x + (b * c + size_t(k)) * plane + at), gamma);
+  }
+  __syncthreads();
+  const int tx = int(threadIdx.x), ty = int(threadIdx.y), col = x0 + tx, r = y0 + ty;
+  if (col >= w || r >= h) return;
   float best_dx = 0, best_dy = 0, best = -1;
   for (int k = 0; k < c; ++k) {
-    const float* q = x + (b * c + size_t(k)) * plane;
-    const float dx = hog::byte_value(__ldg(q + row + right), gamma) - hog::byte_value(__ldg(q + row + left), gamma);
-    const float dy = hog::byte_value(__ldg(q + down + col), gamma) - hog::byte_value(__ldg(q + up + col), gamma);
+    const float dx = tile[k][ty + 1][tx + 2] - tile[k][ty + 1][tx];
+    const float dy = tile[k][ty + 2][tx + 1] - tile[k][ty][tx + 1];
     const float m = hog::sq_mag(dx, dy);
     if (m >= best) best = m, best_dx = dx, best_dy = dy;
   }
   const hog::Vote v = hog::vote_of(best_dx, best_dy, bins, signed_gradient);
-  float* out = y + b * 3 * plane + row + col;
+  float* out = y + b * 3 * plane + size_t(r) * w + col;
   out[0] = v.w0;
   out[plane] = v.w1;
   out[2 * plane] = float(v.bin);
 }
 
-// One warp a block of cells (kWarpsPerCta blocks of one row a CTA). Every pixel's weight for each
-// cell of the block (Gaussian x bilinear, the same arithmetic as the CPU path) is computed once a
-// CTA into shared memory; each lane then votes its pixels into its own column of the warp's
-// histogram (entry e of lane l at e * 32 + l: no bank conflicts, no atomics, a fixed order), the
-// 32 columns are summed (lane l reads column (t + l) mod 32 at step t: again conflict-free), and
-// L2-Hys runs over the block's entries by warp shuffles. Deterministic.
+// One warp a block of cells (kWarpsPerCta blocks of one row a CTA). Each CTA first lists, once,
+// every block pixel's nonzero cell weights (Gaussian x bilinear, the same arithmetic as the CPU
+// path) and orders the pixels by how many cells they vote into (most first, then in pixel
+// order), so that the 32 lanes of a warp step through pixels with the same number of votes: a
+// 16x16 block of 2x2 cells takes 18 warp-wide vote steps instead of 32. Each lane then votes its
+// pixels into its own column of the warp's histogram (entry e of lane l at e * 32 + l: no bank
+// conflicts, no atomics, a fixed order), the 32 columns are summed (lane l reads column
+// (t + l) mod 32 at step t: again conflict-free), and L2-Hys runs over the block's entries by
+// warp shuffles. Deterministic.
 constexpr int kWarpsPerCta = 8;
-constexpr int kMaxEntries = 64;      // cells^2 x bins
-constexpr int kMaxCellWeights = 4096;  // cells^2 x block pixels
+constexpr int kMaxEntries = 64;       // cells^2 x bins
+constexpr int kMaxBlockPixels = 1024;  // (cell x cells)^2
+constexpr int kMaxVotes = 4;           // cells a pixel votes into: 2 rows x 2 columns at most
+
+struct CellVote {
+  float w;  // the pixel's weight for the cell
+  int e;    // the cell's first histogram entry
+};
+
+size_t blocks_smem_bytes(int BB, int E) {
+  return size_t(BB) * sizeof(int) + size_t(kMaxVotes) * BB * sizeof(CellVote) + size_t(BB / 32 + 1) * sizeof(int) +
+         size_t(kWarpsPerCta) * E * 32 * sizeof(float);
+}
 
 __global__ void __launch_bounds__(kWarpsPerCta * 32)
 hog_blocks_warp_kernel(const float* __restrict__ x, float* __restrict__ y, int h, int w, int bh, int bw,
                        int cell, int cells, int stride, int bins, float sigma, float clip) {
-  extern __shared__ float smem[];
+  extern __shared__ __align__(16) unsigned char smem_bytes[];
   const int B = cell * cells, BB = B * B, ncell = cells * cells, E = ncell * bins;
-  float* T = smem;                      // [ncell][BB]
-  float* H = smem + ncell * BB;         // [warps][E][32]
-  for (int idx = threadIdx.x; idx < ncell * BB; idx += blockDim.x) {
-    const int cc = idx / BB, p = idx % BB, i = p / B, j = p % B;
-    const int cx = cc / cells, cy = cc % cells;  // OpenCV's order: cells by column, then row
-    T[idx] = hog::block_gauss(i, j, B, B, sigma) * (hog::cell_weight(j, cx, cell) * hog::cell_weight(i, cy, cell));
+  CellVote* votes = reinterpret_cast<CellVote*>(smem_bytes);       // [kMaxVotes][BB], by slot
+  int* order = reinterpret_cast<int*>(votes + kMaxVotes * BB);     // slot -> block pixel
+  int* chunk_votes = order + BB;                                    // votes of a chunk's first slot
+  float* H = reinterpret_cast<float*>(chunk_votes + BB / 32 + 1);  // [warps][E][32]
+  __shared__ int total[kMaxVotes + 1], carry[kMaxVotes + 1], counts[kMaxVotes + 1][kWarpsPerCta];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  // The pixel's votes, in cell order.
+  auto pixel_votes = [&](int p, CellVote* v) {
+    const int i = p / B, j = p - (p / B) * B;
+    int n = 0;
+    for (int cc = 0; cc < ncell && n < kMaxVotes; ++cc) {
+      const int cx = cc / cells, cy = cc % cells;  // OpenCV's order: cells by column, then row
+      const float wt =
+          hog::block_gauss(i, j, B, B, sigma) * (hog::cell_weight(j, cx, cell) * hog::cell_weight(i, cy, cell));
+      if (wt != 0.f) v[n++] = CellVote{wt, cc * bins};
+    }
+    return n;
+  };
+  if (threadIdx.x <= kMaxVotes) total[threadIdx.x] = 0, carry[threadIdx.x] = 0;
+  __syncthreads();
+  for (int p = threadIdx.x; p < BB; p += blockDim.x) {
+    CellVote v[kMaxVotes];
+    atomicAdd(&total[pixel_votes(p, v)], 1);
   }
   __syncthreads();
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  for (int r0 = 0; r0 < BB; r0 += blockDim.x) {
+    const int p = r0 + int(threadIdx.x);
+    CellVote v[kMaxVotes];
+    const int n = p < BB ? pixel_votes(p, v) : -1;
+    unsigned mine = 0;
+    for (int k = 0; k <= kMaxVotes; ++k) {
+      const unsigned bal = __ballot_sync(0xffffffffu, n == k);
+      if (n == k) mine = bal;
+      if (lane == 0) counts[k][warp] = __popc(bal);
+    }
+    __syncthreads();
+    if (n >= 0) {
+      int slot = carry[n] + __popc(mine & ((1u << lane) - 1u));
+      for (int k = n + 1; k <= kMaxVotes; ++k) slot += total[k];  // more votes first
+      for (int q = 0; q < warp; ++q) slot += counts[n][q];
+      order[slot] = p;
+      for (int k = 0; k < kMaxVotes; ++k) votes[k * BB + slot] = k < n ? v[k] : CellVote{0.f, 0};
+      if ((slot & 31) == 0) chunk_votes[slot >> 5] = n;  // the most in its chunk: sorted
+    }
+    __syncthreads();
+    if (threadIdx.x <= kMaxVotes)
+      for (int q = 0; q < int(blockDim.x) / 32; ++q) carry[threadIdx.x] += counts[threadIdx.x][q];
+    __syncthreads();
+  }
   const int bx = blockIdx.x * kWarpsPerCta + warp, by = blockIdx.y;
   if (bx >= bw) return;
   const size_t b = blockIdx.z, plane = size_t(h) * w;
@@ -72,29 +139,29 @@ hog_blocks_warp_kernel(const float* __restrict__ x, float* __restrict__ y, int h
   const size_t origin = size_t(by) * stride * w + size_t(bx) * stride;
   // kPixelsPerLane pixels a lane at a time, all their loads issued before any vote.
   constexpr int kPixelsPerLane = 8;
-  for (int p0 = 0; p0 < BB; p0 += 32 * kPixelsPerLane) {
+  for (int s0 = 0; s0 < BB; s0 += 32 * kPixelsPerLane) {
     float A0[kPixelsPerLane], A1[kPixelsPerLane], Hb[kPixelsPerLane];
 #pragma unroll
     for (int u = 0; u < kPixelsPerLane; ++u) {
-      const int p = p0 + lane + 32 * u;
-      if (p < BB) {
-        const int i = p / B, j = p - i * B;
+      const int s = s0 + lane + 32 * u;
+      if (s < BB) {
+        const int p = order[s], i = p / B, j = p - i * B;
         const size_t o = origin + size_t(i) * w + j;
         A0[u] = __ldg(g0 + o), A1[u] = __ldg(g1 + o), Hb[u] = __ldg(gb + o);
       }
     }
 #pragma unroll
     for (int u = 0; u < kPixelsPerLane; ++u) {
-      const int p = p0 + lane + 32 * u;
-      if (p >= BB) break;
+      const int s = s0 + lane + 32 * u;
+      if (s0 + 32 * u >= BB) break;  // warp-uniform
+      const int n = chunk_votes[(s0 >> 5) + u];
       const int h0 = int(Hb[u]), h1 = h0 + 1 < bins ? h0 + 1 : 0;
-      for (int cc = 0; cc < ncell; ++cc) {
-        const float wt = T[cc * BB + p];
-        if (wt != 0.f) {
-          Hw[(cc * bins + h0) * 32 + lane] += A0[u] * wt;
-          Hw[(cc * bins + h1) * 32 + lane] += A1[u] * wt;
+      if (s < BB)  // the last chunk may be partial
+        for (int k = 0; k < n; ++k) {
+          const CellVote v = votes[k * BB + s];  // a zero weight where this pixel has fewer votes
+          Hw[(v.e + h0) * 32 + lane] += A0[u] * v.w;
+          Hw[(v.e + h1) * 32 + lane] += A1[u] * v.w;
         }
-      }
     }
   }
   __syncwarp();
@@ -127,7 +194,7 @@ hog_blocks_warp_kernel(const float* __restrict__ x, float* __restrict__ y, int h
   }
 }
 
-// The general case (more than kMaxEntries entries or kMaxCellWeights weights a block): one
+// The general case (more than kMaxEntries entries or kMaxBlockPixels pixels a block): one
 // thread a (block, cell), the cell's histogram over the block's pixels, then L2-Hys over the
 // block's cells together (a group of `group` lanes, a power of two >= cells^2, by shuffles).
 constexpr int kMaxBins = 32;
@@ -279,6 +346,78 @@ linear_window_tiled_kernel(const float* __restrict__ x, const float* __restrict_
   }
 }
 
+// The same for a kernel of compile-time size KH x KW (the people detector's 15 x 7 blocks): a
+// warp holds one channel's KH x KW weights in registers and runs its tile's rows fully unrolled,
+// so each output costs shared-memory reads of its inputs only (the weights' reads, the most of
+// the general kernel's, are gone).
+template <int KH, int KW>
+__global__ void __launch_bounds__(kSplit * 32)
+linear_window_reg_kernel(const float* __restrict__ x, const float* __restrict__ weight,
+                         const float* __restrict__ bias, float* __restrict__ y, int out, int c, int h, int w,
+                         int ho, int wo) {
+  constexpr int TR = kRows + KH - 1, TC = 32 + KW - 1, PER = (TR * TC + 31) / 32;
+  __shared__ float tiles[kSplit][PER * 32];
+  __shared__ float part[kSplit][kRows][32];
+  const int o = blockIdx.z % out, b = blockIdx.z / out;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int c0 = blockIdx.x * 32, r0 = blockIdx.y * kRows;
+  float* tile = tiles[warp];
+  const size_t plane = size_t(h) * w;
+  float pre[PER];
+  auto fetch = [&](int k) {  // channel k's tile into registers (zero beyond the input)
+    const float* xp = x + (size_t(b) * c + k) * plane;
+#pragma unroll
+    for (int u = 0; u < PER; ++u) {
+      const int e = lane + 32 * u, tr = e / TC, tc = e - tr * TC;
+      const int row = r0 + tr, col = c0 + tc;
+      pre[u] = e < TR * TC && row < h && col < w ? __ldg(xp + size_t(row) * w + col) : 0.f;
+    }
+  };
+  float acc[kRows];
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) acc[r] = 0.f;
+  const int k0 = warp * c / kSplit, k1 = (warp + 1) * c / kSplit;
+  if (k0 < k1) fetch(k0);
+  for (int k = k0; k < k1; ++k) {
+#pragma unroll
+    for (int u = 0; u < PER; ++u) tile[lane + 32 * u] = pre[u];
+    __syncwarp();
+    if (k + 1 < k1) fetch(k + 1);
+    float wr[KH][KW];
+    const float* wk = weight + (size_t(o) * c + k) * KH * KW;
+#pragma unroll
+    for (int i = 0; i < KH; ++i)
+#pragma unroll
+      for (int j = 0; j < KW; ++j) wr[i][j] = __ldg(wk + i * KW + j);
+#pragma unroll
+    for (int yy = 0; yy < TR; ++yy) {
+      float xv[KW];
+#pragma unroll
+      for (int j = 0; j < KW; ++j) xv[j] = tile[yy * TC + lane + j];
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) {
+        const int i = yy - r;
+        if (i >= 0 && i < KH) {
+#pragma unroll
+          for (int j = 0; j < KW; ++j) acc[r] += xv[j] * wr[i][j];
+        }
+      }
+    }
+    __syncwarp();
+  }
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) part[warp][r][lane] = acc[r];
+  __syncthreads();
+  const int col = c0 + lane;
+  if (warp != 0 || col >= wo) return;
+  for (int r = 0; r < kRows && r0 + r < ho; ++r) {
+    float sum = 0.f;
+#pragma unroll
+    for (int p = 0; p < kSplit; ++p) sum += part[p][r][lane];
+    y[((size_t(b) * out + o) * ho + r0 + r) * wo + col] = sum + bias[o];
+  }
+}
+
 // The general case (a kernel wider than 8 or taller than the tile, or weights beyond shared
 // memory): one thread an output.
 __global__ void linear_window_kernel(const float* __restrict__ x, const float* __restrict__ weight,
@@ -301,13 +440,19 @@ __global__ void linear_window_kernel(const float* __restrict__ x, const float* _
   y[((size_t(b) * out + o) * ho + r) * wo + col] = s + bias[o];
 }
 
-// One thread an output pixel (all channels), the batch in z.
-__global__ void resize_u8_kernel(const uint8_t* __restrict__ src, int c, int sh, int sw,
-                                 float* __restrict__ dst, int h, int w, float divisor) {
+// One thread an output pixel (all channels), the batch in z; a CTA's column and row taps computed
+// once into shared memory (blockDim (32, 8)).
+__global__ void __launch_bounds__(256)
+resize_u8_kernel(const uint8_t* __restrict__ src, int c, int sh, int sw, float* __restrict__ dst, int h, int w,
+                 float divisor) {
+  __shared__ LinearTap tys[8], txs[32];
   const int xx = int(blockIdx.x * blockDim.x + threadIdx.x), yy = int(blockIdx.y * blockDim.y + threadIdx.y);
+  if (threadIdx.y == 0 && xx < w) txs[threadIdx.x] = linear_tap(xx, sw, w);
+  if (threadIdx.x == 0 && yy < h) tys[threadIdx.y] = linear_tap(yy, sh, h);
+  __syncthreads();
   if (xx >= w || yy >= h) return;
   const size_t plane = size_t(h) * w, b = blockIdx.z, p = size_t(yy) * w + xx;
-  const LinearTap ty = linear_tap(yy, sh, h), tx = linear_tap(xx, sw, w);
+  const LinearTap ty = tys[threadIdx.y], tx = txs[threadIdx.x];
   const uint8_t* img = src + b * size_t(sh) * sw * c;
   for (int ch = 0; ch < c; ++ch)
     dst[(b * c + size_t(ch)) * plane + p] = float(linear_sample(img, sw, c, ch, ty, tx)) / divisor;
@@ -325,8 +470,10 @@ void hog_gradient(const TensorView& x, const TensorView& y, int bins, bool gamma
   if (!x.shape.numel()) return;
   SL_REQUIRE(x.shape.n <= 65535 && x.shape.h <= 65535 * 8, "hog_gradient on the GPU: input ", x.shape.str(),
              " too large for the grid");
-  const dim3 block(32, 8);
-  hog_gradient_kernel<<<grid2d(x.shape.w, x.shape.h, x.shape.n, block), block, 0, s>>>(
+  SL_REQUIRE(x.shape.c <= kTileChannels, "hog_gradient on the GPU: at most ", kTileChannels, " channels, got ",
+             x.shape.c);
+  const dim3 block(kGradX, kGradY);
+  hog_gradient_tile_kernel<<<grid2d(x.shape.w, x.shape.h, x.shape.n, block), block, 0, s>>>(
       x.f32(), y.f32(), x.shape.c, x.shape.h, x.shape.w, bins, gamma, signed_gradient);
   SL_CUDA_CHECK(cudaGetLastError(), "hog_gradient kernel");
 }
@@ -335,9 +482,8 @@ void hog_blocks(const TensorView& x, const TensorView& y, int cell, int cells, i
                 float clip, cudaStream_t s) {
   if (!y.shape.numel()) return;
   const int B = cell * cells, ncell = cells * cells;
-  if (ncell * bins <= kMaxEntries && ncell * B * B <= kMaxCellWeights && y.shape.h <= 65535 &&
-      y.shape.n <= 65535) {
-    const size_t smem = (size_t(ncell) * B * B + size_t(kWarpsPerCta) * ncell * bins * 32) * sizeof(float);
+  if (ncell * bins <= kMaxEntries && B * B <= kMaxBlockPixels && y.shape.h <= 65535 && y.shape.n <= 65535) {
+    const size_t smem = blocks_smem_bytes(B * B, ncell * bins);
     if (smem > 48 * 1024)  // beyond the default: asked for (per device, so at each launch)
       SL_CUDA_CHECK(cudaFuncSetAttribute(hog_blocks_warp_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          int(smem)),
@@ -386,7 +532,13 @@ void linear_window(const TensorView& x, const float* weight, const float* bias, 
              "linear_window on the GPU: output of ", y.shape.str(), " too large for the grid");
   const size_t smem =
       (size_t(x.shape.c) * kh * kw + size_t(kSplit) * kRows * 32 + size_t(kSplit) * 32 * kTilePerLane) * sizeof(float);
-  if (kw <= 8 && (kRows + kh - 1) * (32 + kw - 1) <= 32 * kTilePerLane && smem <= 96 * 1024) {
+  if (kh == 15 && kw == 7) {  // the people detector's window of 15 x 7 blocks
+    const dim3 grid(unsigned((y.shape.w + 31) / 32), unsigned((y.shape.h + kRows - 1) / kRows),
+                    unsigned(y.shape.n * y.shape.c));
+    linear_window_reg_kernel<15, 7><<<grid, kSplit * 32, 0, s>>>(x.f32(), weight, bias, y.f32(), y.shape.c,
+                                                                x.shape.c, x.shape.h, x.shape.w, y.shape.h,
+                                                                y.shape.w);
+  } else if (kw <= 8 && (kRows + kh - 1) * (32 + kw - 1) <= 32 * kTilePerLane && smem <= 96 * 1024) {
     switch (kw) {
       case 1: launch_tiled<1>(x, weight, bias, y, kh, smem, s); break;
       case 2: launch_tiled<2>(x, weight, bias, y, kh, smem, s); break;

@@ -213,6 +213,25 @@ TEST(CudaBackend, HogLayersAndPyramid) {
       "s = linear_window(b) out=2 kh=5 kw=3\n"
       "output g b s\n", 8);
   compare(m, Shape(2, 3, 77, 93), opts("auto"), 1e-5, "hog layers");
+  // The kernels' other paths: one channel; 12x12 blocks of 3x3 cells, 6 bins, stride 4 (a block
+  // of 144 pixels: a partial last chunk of its pixel order); 9 bins x 9 cells = 81 entries (the
+  // general blocks kernel); signed bins; a 15 x 7 window (the register-weight SVM kernel) and
+  // one wider than 8 (the plain one).
+  Model grey = random_model_from_text(
+      "input x channels=1\n"
+      "g = hog_gradient(x) bins=6 signed=1\n"
+      "b = hog_blocks(g) cell=4 cells=3 stride=4 bins=6\n"
+      "s = linear_window(b) out=1 kh=4 kw=2\n"
+      "output g b s\n", 9);
+  compare(grey, Shape(3, 1, 41, 57), opts("auto"), 1e-5, "hog layers, grey, 3x3 cells of 4");
+  Model wide = random_model_from_text(
+      "input x channels=3\n"
+      "g = hog_gradient(x) gamma=0\n"
+      "b = hog_blocks(g) cell=6 cells=3\n"
+      "s = linear_window(b) out=2 kh=3 kw=9\n"
+      "t = linear_window(b) out=3 kh=15 kw=7\n"
+      "output g b s t\n", 10);
+  compare(wide, Shape(2, 3, 141, 101), opts("auto"), 1e-5, "hog layers, 81 entries, wide and 15x7 windows");
   const Model hog = read_model(std::string(SCENELAB_SOURCE_DIR) + "/weights/hog-people.h5");
   std::mt19937 rng(4);
   const int h = 333, w = 251;
