@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdint>
 
 #include "engine/error.h"
@@ -128,69 +129,74 @@ hog_blocks_warp_kernel(const float* __restrict__ x, float* __restrict__ y, int h
       for (int q = 0; q < int(blockDim.x) / 32; ++q) carry[threadIdx.x] += counts[threadIdx.x][q];
     __syncthreads();
   }
-  const int bx = blockIdx.x * kWarpsPerCta + warp, by = blockIdx.y;
+  // The CTA's rows of blocks (the grid holds fewer rows than the map, so that the table above
+  // serves several).
+  const int bx = blockIdx.x * kWarpsPerCta + warp;
   if (bx >= bw) return;
   const size_t b = blockIdx.z, plane = size_t(h) * w;
   float* Hw = H + size_t(warp) * E * 32;
-  for (int e = 0; e < E; ++e) Hw[e * 32 + lane] = 0.f;
   const float* g0 = x + b * 3 * plane;
   const float* g1 = g0 + plane;
   const float* gb = g1 + plane;
-  const size_t origin = size_t(by) * stride * w + size_t(bx) * stride;
-  // kPixelsPerLane pixels a lane at a time, all their loads issued before any vote.
-  constexpr int kPixelsPerLane = 8;
-  for (int s0 = 0; s0 < BB; s0 += 32 * kPixelsPerLane) {
-    float A0[kPixelsPerLane], A1[kPixelsPerLane], Hb[kPixelsPerLane];
+  for (int by = blockIdx.y; by < bh; by += gridDim.y) {
+    for (int e = 0; e < E; ++e) Hw[e * 32 + lane] = 0.f;
+    const size_t origin = size_t(by) * stride * w + size_t(bx) * stride;
+    // kPixelsPerLane pixels a lane at a time, all their loads issued before any vote.
+    constexpr int kPixelsPerLane = 8;
+    for (int s0 = 0; s0 < BB; s0 += 32 * kPixelsPerLane) {
+      float A0[kPixelsPerLane], A1[kPixelsPerLane], Hb[kPixelsPerLane];
 #pragma unroll
-    for (int u = 0; u < kPixelsPerLane; ++u) {
-      const int s = s0 + lane + 32 * u;
-      if (s < BB) {
-        const int p = order[s], i = p / B, j = p - i * B;
-        const size_t o = origin + size_t(i) * w + j;
-        A0[u] = __ldg(g0 + o), A1[u] = __ldg(g1 + o), Hb[u] = __ldg(gb + o);
+      for (int u = 0; u < kPixelsPerLane; ++u) {
+        const int s = s0 + lane + 32 * u;
+        if (s < BB) {
+          const int p = order[s], i = p / B, j = p - i * B;
+          const size_t o = origin + size_t(i) * w + j;
+          A0[u] = __ldg(g0 + o), A1[u] = __ldg(g1 + o), Hb[u] = __ldg(gb + o);
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kPixelsPerLane; ++u) {
+        const int s = s0 + lane + 32 * u;
+        if (s0 + 32 * u >= BB) break;  // warp-uniform
+        const int n = chunk_votes[(s0 >> 5) + u];
+        const int h0 = int(Hb[u]), h1 = h0 + 1 < bins ? h0 + 1 : 0;
+        if (s < BB)  // the last chunk may be partial
+          for (int k = 0; k < n; ++k) {
+            const CellVote v = votes[k * BB + s];  // a zero weight where this pixel has fewer votes
+            Hw[(v.e + h0) * 32 + lane] += A0[u] * v.w;
+            Hw[(v.e + h1) * 32 + lane] += A1[u] * v.w;
+          }
       }
     }
-#pragma unroll
-    for (int u = 0; u < kPixelsPerLane; ++u) {
-      const int s = s0 + lane + 32 * u;
-      if (s0 + 32 * u >= BB) break;  // warp-uniform
-      const int n = chunk_votes[(s0 >> 5) + u];
-      const int h0 = int(Hb[u]), h1 = h0 + 1 < bins ? h0 + 1 : 0;
-      if (s < BB)  // the last chunk may be partial
-        for (int k = 0; k < n; ++k) {
-          const CellVote v = votes[k * BB + s];  // a zero weight where this pixel has fewer votes
-          Hw[(v.e + h0) * 32 + lane] += A0[u] * v.w;
-          Hw[(v.e + h1) * 32 + lane] += A1[u] * v.w;
-        }
+    __syncwarp();
+    float v[2] = {0.f, 0.f};
+    for (int u = 0; u < 2; ++u) {
+      const int e = lane + 32 * u;
+      if (e >= E) break;
+      float s = 0.f;
+      for (int t = 0; t < 32; ++t) s += Hw[e * 32 + ((t + lane) & 31)];
+      v[u] = s;
     }
-  }
-  __syncwarp();
-  float v[2] = {0.f, 0.f};
-  for (int u = 0; u < 2; ++u) {
-    const int e = lane + 32 * u;
-    if (e >= E) break;
-    float s = 0.f;
-    for (int t = 0; t < 32; ++t) s += Hw[e * 32 + ((t + lane) & 31)];
-    v[u] = s;
-  }
-  const unsigned full = 0xffffffffu;
-  auto warp_sum = [&](float a) {
-    for (int d = 16; d >= 1; d >>= 1) a += __shfl_xor_sync(full, a, d);
-    return a;
-  };
-  const float s1 = warp_sum(v[0] * v[0] + v[1] * v[1]);
-  const float scale = 1.f / (sqrtf(s1) + float(E) * 0.1f);
-  for (int u = 0; u < 2; ++u) {
-    const float t = v[u] * scale;
-    v[u] = t < clip ? t : clip;
-  }
-  const float s2 = warp_sum(v[0] * v[0] + v[1] * v[1]);
-  const float scale2 = 1.f / (sqrtf(s2) + 1e-3f);
-  const size_t oplane = size_t(bh) * bw;
-  float* out = y + b * size_t(E) * oplane + size_t(by) * bw + bx;
-  for (int u = 0; u < 2; ++u) {
-    const int e = lane + 32 * u;
-    if (e < E) out[size_t(e) * oplane] = v[u] * scale2;
+    const unsigned full = 0xffffffffu;
+    auto warp_sum = [&](float a) {
+      for (int d = 16; d >= 1; d >>= 1) a += __shfl_xor_sync(full, a, d);
+      return a;
+    };
+    const float s1 = warp_sum(v[0] * v[0] + v[1] * v[1]);
+    const float scale = 1.f / (sqrtf(s1) + float(E) * 0.1f);
+    for (int u = 0; u < 2; ++u) {
+      const float t = v[u] * scale;
+      v[u] = t < clip ? t : clip;
+    }
+    const float s2 = warp_sum(v[0] * v[0] + v[1] * v[1]);
+    const float scale2 = 1.f / (sqrtf(s2) + 1e-3f);
+    const size_t oplane = size_t(bh) * bw;
+    float* out = y + b * size_t(E) * oplane + size_t(by) * bw + bx;
+    for (int u = 0; u < 2; ++u) {
+      const int e = lane + 32 * u;
+      if (e < E) out[size_t(e) * oplane] = v[u] * scale2;
+    }
+    __syncwarp();  // the histogram is zeroed for the next row
   }
 }
 
@@ -488,8 +494,11 @@ void hog_blocks(const TensorView& x, const TensorView& y, int cell, int cells, i
       SL_CUDA_CHECK(cudaFuncSetAttribute(hog_blocks_warp_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          int(smem)),
                     "hog_blocks: shared memory");
-    const dim3 grid(unsigned((y.shape.w + kWarpsPerCta - 1) / kWarpsPerCta), unsigned(y.shape.h),
-                    unsigned(y.shape.n));
+    // About kBlocksCtas CTAs (or one a row of blocks, where fewer): each builds its pixel table once.
+    constexpr int kBlocksCtas = 2048;
+    const int gx = (y.shape.w + kWarpsPerCta - 1) / kWarpsPerCta;
+    const int gy = std::min(y.shape.h, std::max(1, kBlocksCtas / gx));
+    const dim3 grid(unsigned(gx), unsigned(gy), unsigned(y.shape.n));
     hog_blocks_warp_kernel<<<grid, kWarpsPerCta * 32, smem, s>>>(x.f32(), y.f32(), x.shape.h, x.shape.w,
                                                                  y.shape.h, y.shape.w, cell, cells, stride,
                                                                  bins, sigma, clip);
