@@ -86,15 +86,24 @@ void CpuBackend::resize_u8_to_float(const uint8_t* src, int sh, int sw, float* d
     } else {
       for (size_t i = 0; i < rowlen; ++i) v[i] = uint16_t(top[i] << 8);
     }
-    for (int ch = 0; ch < c; ++ch) {
-      float* out = dst + (b * size_t(c) + size_t(ch)) * plane + size_t(y) * w;
+    auto sample = [&](const uint16_t* p, LinearTap t) {
+      const uint32_t s = t.w1 ? uint32_t(256 - t.w1) * p[0] + uint32_t(t.w1) * p[c] : uint32_t(p[0]) << 8;
+      const uint32_t r = (s + (1u << 15)) >> 16;
+      return value[r > 255u ? 255u : r];
+    };
+    float* out = dst + b * size_t(c) * plane + size_t(y) * w;
+    if (c == 3) {  // RGB: each tap read once for the three channels
       for (int x = 0; x < w; ++x) {
         const LinearTap t = taps[x];
-        const uint16_t* p = v + size_t(t.i0) * c + ch;
-        const uint32_t s = t.w1 ? uint32_t(256 - t.w1) * p[0] + uint32_t(t.w1) * p[c] : uint32_t(p[0]) << 8;
-        const uint32_t r = (s + (1u << 15)) >> 16;
-        out[x] = value[r > 255u ? 255u : r];
+        const uint16_t* p = v + size_t(t.i0) * 3;
+        out[x] = sample(p, t);
+        out[plane + size_t(x)] = sample(p + 1, t);
+        out[2 * plane + size_t(x)] = sample(p + 2, t);
       }
+    } else {
+      for (int ch = 0; ch < c; ++ch)
+        for (int x = 0; x < w; ++x)
+          out[size_t(ch) * plane + size_t(x)] = sample(v + size_t(taps[x].i0) * c + ch, taps[x]);
     }
   });
 }

@@ -6,10 +6,11 @@
 
 namespace scenelab {
 
-// Calls f(i) for i in [0, n), spread over `threads` threads (dynamic schedule).
+// Calls f(i) for i in [0, n), spread over `threads` threads (dynamic schedule); inside another
+// parallel_for (e.g. independent graphs run side by side, a thread each), on the calling thread.
 template <typename F>
 void parallel_for(int64_t n, int threads, F&& f) {
-  if (threads <= 1 || n <= 1) {
+  if (threads <= 1 || n <= 1 || omp_in_parallel()) {
     for (int64_t i = 0; i < n; ++i) f(i);
     return;
   }
