@@ -9,6 +9,10 @@
 
 #include "engine/error.h"
 #include "engine/graph.h"
+#ifdef SCENELAB_WITH_CUDA
+#include "engine/cuda_backend.h"
+#include "kernels/cuda_check.h"
+#endif
 #include "engine/image_io.h"
 #include "engine/file_io.h"
 #include "engine/labeler.h"
@@ -28,6 +32,10 @@ struct Labeler::Impl {
   std::unique_ptr<scenelab::Labeler> single;
   std::unique_ptr<Backend> batch_backend;
   std::unique_ptr<Graph> batch;
+  std::unique_ptr<Graph> device_batch;  // label_device's plan (inputs and outputs on the GPU)
+#ifdef SCENELAB_WITH_CUDA
+  std::unique_ptr<CudaEvent> caller_ready, labels_ready;  // label_device's ordering with the caller
+#endif
   std::unique_ptr<Pipeline> pipeline;  // label_files, made on first use
   std::pair<int, int> pipeline_key{-1, -1};  // its batch and io_threads
   std::string pipeline_cache;
@@ -55,6 +63,7 @@ Labeler::Labeler(const ModelOptions& o) : impl_(std::make_unique<Impl>()) {
   impl_->single = std::make_unique<scenelab::Labeler>(impl_->model, make_backend(o.device, o.threads, co));
   impl_->batch_backend = make_backend(o.device, o.threads, co);
   impl_->batch = std::make_unique<Graph>(impl_->model);
+  impl_->device_batch = std::make_unique<Graph>(impl_->model);
 }
 
 Labeler::~Labeler() = default;
@@ -82,6 +91,49 @@ void Labeler::label(const uint8_t* rgb, int n, int h, int w, uint8_t* labels) {
   g.run_u8(rgb);
   g.fetch_u8_async("labels_full", labels);
   g.synchronize();
+}
+
+void Labeler::label_device(const uint8_t* rgb, int n, int h, int w, uint8_t* labels, void* stream) {
+  SL_REQUIRE(n > 0 && h > 0 && w > 0, "Labeler::label_device: ", n, " images of ", w, "x", h,
+             ": expected at least one image of at least 1x1");
+  SL_REQUIRE(rgb != nullptr && labels != nullptr, "Labeler::label_device: null pixels or labels");
+#ifdef SCENELAB_WITH_CUDA
+  Impl& m = *impl_;
+  const auto* backend = dynamic_cast<const CudaBackend*>(m.batch_backend.get());
+  SL_REQUIRE(backend, "Labeler::label_device: this labeller runs on ", device(),
+             ", not a GPU (label() takes host memory)");
+  backend->activate();
+  for (const void* p : {static_cast<const void*>(rgb), static_cast<const void*>(labels)}) {
+    cudaPointerAttributes a{};
+    SL_CUDA_CHECK(cudaPointerGetAttributes(&a, p), "Labeler::label_device: where the memory is");
+    SL_REQUIRE((a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged) && a.device == backend->device(),
+               "Labeler::label_device: ", p == rgb ? "the pixels" : "the labels", " are not in memory of GPU ",
+               backend->device(), " (", a.type == cudaMemoryTypeDevice ? "memory of GPU " + std::to_string(a.device)
+                                                                        : std::string("host memory"), ")");
+  }
+  Graph& g = *m.device_batch;
+  if (!g.planned() || g.input_shape() != Shape(n, 3, h, w)) {
+    PlanIO io;
+    io.u8_input = true;
+    io.u8_outputs = {"labels_full"};
+    g.plan(n, h, w, *backend, io);
+  }
+  if (!m.caller_ready) {
+    m.caller_ready = std::make_unique<CudaEvent>(cudaEventDisableTiming);
+    m.labels_ready = std::make_unique<CudaEvent>(cudaEventDisableTiming);
+  }
+  const cudaStream_t caller = static_cast<cudaStream_t>(stream), own = backend->cuda()->stream;
+  SL_CUDA_CHECK(cudaEventRecord(m.caller_ready->get(), caller), "Labeler::label_device: the caller's stream");
+  SL_CUDA_CHECK(cudaStreamWaitEvent(own, m.caller_ready->get(), 0), "Labeler::label_device: the caller's stream");
+  g.copy_u8_input(rgb);
+  g.run_resident();
+  backend->copy(labels, g.u8_output_in_backend("labels_full"), size_t(n) * h * w);
+  SL_CUDA_CHECK(cudaEventRecord(m.labels_ready->get(), own), "Labeler::label_device: the labels");
+  SL_CUDA_CHECK(cudaStreamWaitEvent(caller, m.labels_ready->get(), 0), "Labeler::label_device: the labels");
+#else
+  (void)stream;
+  throw_error("Labeler::label_device: this build has no CUDA (label() takes host memory)");
+#endif
 }
 
 std::vector<Labels> Labeler::label(const std::vector<Image>& images) {

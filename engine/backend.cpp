@@ -128,6 +128,10 @@ namespace {
 using Clock = std::chrono::steady_clock;
 }
 
+void Backend::copy(void* dst, const void* src, size_t bytes) const {
+  if (bytes) std::memcpy(dst, src, bytes);
+}
+
 BackendMemory Backend::make_mark() const { return std::make_shared<Clock::time_point>(); }
 void Backend::record_mark(const BackendMemory& m) const {
   *static_cast<Clock::time_point*>(m.get()) = Clock::now();

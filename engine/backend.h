@@ -33,6 +33,8 @@ class Backend {
   // Host <-> backend copies, ordered with the backend's work; download waits for completion.
   virtual void upload(void* dst, const void* src, size_t bytes) const = 0;
   virtual void download(void* dst, const void* src, size_t bytes) const = 0;
+  // A copy within the backend's memory, ordered with its work (returns at once on the GPU).
+  virtual void copy(void* dst, const void* src, size_t bytes) const;
   virtual void synchronize() const {}
   // Host memory the backend copies from and to fastest: page-locked on the GPU (its copies then
   // run asynchronously, beside compute), aligned memory on the CPU.

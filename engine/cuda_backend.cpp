@@ -159,6 +159,10 @@ void CudaBackend::upload(void* dst, const void* src, size_t bytes) const {
     SL_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, ctx_.stream), "upload");
 }
 
+void CudaBackend::copy(void* dst, const void* src, size_t bytes) const {
+  if (bytes) SL_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, ctx_.stream), "device copy");
+}
+
 void CudaBackend::download(void* dst, const void* src, size_t bytes) const {
   if (!bytes) return;
   SL_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, ctx_.stream), "download");

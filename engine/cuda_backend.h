@@ -61,6 +61,7 @@ class CudaBackend : public Backend {
   BackendMemory allocate(size_t bytes) const override;
   void upload(void* dst, const void* src, size_t bytes) const override;
   void download(void* dst, const void* src, size_t bytes) const override;
+  void copy(void* dst, const void* src, size_t bytes) const override;
   void synchronize() const override;
   BackendMemory allocate_host(size_t bytes) const override;
   void upload_async(void* dst, const void* src, size_t bytes) const override;

@@ -471,6 +471,24 @@ void Graph::upload_u8(const uint8_t* pixels) {
   has_input_ = true;
 }
 
+void Graph::copy_u8_input(const uint8_t* backend_pixels) {
+  SL_REQUIRE(planned_, "Graph::copy_u8_input before plan()");
+  SL_REQUIRE(io_.u8_input && !io_.u8_shared, "Graph::copy_u8_input: the plan has no input bytes of its own");
+  backend_->activate();
+  if (input_u8_)
+    backend_->copy(input_u8_.get(), backend_pixels, u8_bytes_);
+  else
+    input_u8_src_ = backend_pixels;  // the CPU reads the caller's pixels where they are
+  has_input_ = true;
+}
+
+const uint8_t* Graph::u8_output_in_backend(const std::string& node) const {
+  SL_REQUIRE(planned_, "Graph::u8_output_in_backend before plan()");
+  const auto it = u8_outputs_.find(index_of(node));
+  SL_REQUIRE(it != u8_outputs_.end(), "Graph: node '", node, "' is not among the plan's u8_outputs");
+  return static_cast<const uint8_t*>(it->second.get());
+}
+
 void Graph::use_u8_input(const uint8_t* backend_pixels) {
   SL_REQUIRE(planned_, "Graph::use_u8_input before plan()");
   SL_REQUIRE(io_.u8_input && io_.u8_shared, "Graph::use_u8_input: the plan does not take shared pixels (PlanIO::u8_shared)");

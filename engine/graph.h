@@ -77,6 +77,11 @@ class Graph {
   // PlanIO::u8_shared: the pixels in the backend's memory (they must stay there while this
   // graph runs on them); then run_resident().
   void use_u8_input(const uint8_t* backend_pixels);
+  // upload_u8 from pixels already in the backend's memory (e.g. a caller's CUDA tensor): copied
+  // there into the plan's own input buffer, ordered with the backend's work.
+  void copy_u8_input(const uint8_t* backend_pixels);
+  // Where a PlanIO::u8_outputs node's bytes are after a run, in the backend's memory.
+  const uint8_t* u8_output_in_backend(const std::string& node) const;
   // Where the pixels of the last upload_u8() are, in the backend's memory.
   const uint8_t* u8_input_in_backend() const { return input_u8_src_; }
   void synchronize() const { backend_->synchronize(); }

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <stdexcept>
 
 #include "nms/nms.h"
 
@@ -210,5 +211,11 @@ std::vector<Detection> group_rectangles(const std::vector<Detection>& d, int min
   }
   return out;
 }
+
+#ifndef SCENELAB_WITH_CUDA
+int nms_on_device(const float*, const float*, const int64_t*, int, const Options&, Method, int64_t*, void*) {
+  throw std::runtime_error("nms_on_device: this build of scenelab has no CUDA");
+}
+#endif
 
 }  // namespace scenelab::nms

@@ -94,6 +94,30 @@ class PyModel {
     return out;
   }
 
+  // The same on a CUDA device: `rgb` and `out` (its shape without the last axis) in the
+  // labeller's GPU memory, the work ordered after `stream` and `stream` waiting for the labels.
+  void label_cuda(const nb::ndarray<const uint8_t, nb::c_contig, nb::device::cuda>& rgb,
+                  const nb::ndarray<uint8_t, nb::c_contig, nb::device::cuda>& out, uintptr_t stream) {
+    const bool batch = rgb.ndim() == 4;
+    if ((rgb.ndim() != 3 && rgb.ndim() != 4) || rgb.shape(rgb.ndim() - 1) != 3)
+      throw nb::value_error(("label: expected RGB pixels of shape (H, W, 3) or (N, H, W, 3), got " +
+                             shape_text(nb::ndarray<>(rgb)))
+                                .c_str());
+    bool same = out.ndim() == rgb.ndim() - 1 && out.device_id() == rgb.device_id();
+    for (size_t i = 0; same && i < out.ndim(); ++i) same = out.shape(i) == rgb.shape(i);
+    if (!same)
+      throw nb::value_error(("label: the output " + shape_text(nb::ndarray<>(out)) + " on GPU " +
+                             std::to_string(out.device_id()) + " does not match the pixels " +
+                             shape_text(nb::ndarray<>(rgb)) + " on GPU " + std::to_string(rgb.device_id()))
+                                .c_str());
+    const size_t n = batch ? rgb.shape(0) : 1, h = rgb.shape(batch ? 1 : 0), w = rgb.shape(batch ? 2 : 1);
+    if (n == 0 || h == 0 || w == 0)
+      throw nb::value_error(("label: an empty image, shape " + shape_text(nb::ndarray<>(rgb))).c_str());
+    nb::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(mu_);
+    labeler_->label_device(rgb.data(), int(n), int(h), int(w), out.data(), reinterpret_cast<void*>(stream));
+  }
+
   api::Image image_of(const Pixels& rgb, const char* what) {
     if (rgb.ndim() != 3 || rgb.shape(2) != 3)
       throw nb::value_error((std::string(what) + ": expected RGB pixels of shape (H, W, 3), got " +
@@ -205,12 +229,12 @@ class PyWindowDetector {
   std::unique_ptr<api::WindowDetector> det_;
 };
 
-// Indices kept, in rank order (as torchvision.ops.nms).
-Array<int64_t> nms(const nb::ndarray<const float, nb::c_contig, nb::device::cpu>& boxes,
-                   const nb::ndarray<const float, nb::c_contig, nb::device::cpu>& scores,
-                   float threshold, const std::string& method, const std::string& criterion,
-                   const std::optional<nb::ndarray<const int64_t, nb::c_contig, nb::device::cpu>>& classes,
-                   float score_threshold, int max_outputs, bool pixel_inclusive) {
+// nms' arguments checked (boxes (N, 4), scores and classes (N,)) and its options; the method.
+template <typename Boxes, typename Scores, typename Classes>
+scenelab::nms::Options nms_options(const Boxes& boxes, const Scores& scores, const std::optional<Classes>& classes,
+                                   float threshold, const std::string& method, const std::string& criterion,
+                                   float score_threshold, int max_outputs, bool pixel_inclusive,
+                                   scenelab::nms::Method* m) {
   if (boxes.ndim() != 2 || boxes.shape(1) != 4)
     throw nb::value_error(("nms: boxes must have shape (N, 4), got " + shape_text(nb::ndarray<>(boxes))).c_str());
   const size_t n = boxes.shape(0);
@@ -227,12 +251,27 @@ Array<int64_t> nms(const nb::ndarray<const float, nb::c_contig, nb::device::cpu>
   if (criterion == "iou") o.criterion = scenelab::nms::Criterion::IoU;
   else if (criterion == "over_candidate") o.criterion = scenelab::nms::Criterion::OverCandidate;
   else throw nb::value_error(("nms: criterion must be 'iou' or 'over_candidate', got '" + criterion + "'").c_str());
-  if (method != "greedy" && method != "oro" && method != "cluster")
-    throw nb::value_error(("nms: method must be 'greedy', 'oro' or 'cluster', got '" + method + "'").c_str());
+  if (method == "greedy") *m = scenelab::nms::Method::Greedy;
+  else if (method == "oro") *m = scenelab::nms::Method::Oro;
+  else if (method == "cluster") *m = scenelab::nms::Method::Cluster;
+  else throw nb::value_error(("nms: method must be 'greedy', 'oro' or 'cluster', got '" + method + "'").c_str());
   o.score_threshold = score_threshold;
   o.max_outputs = max_outputs;
   o.pixel_inclusive = pixel_inclusive;
   o.per_class = classes.has_value();
+  return o;
+}
+
+// Indices kept, in rank order (as torchvision.ops.nms).
+Array<int64_t> nms(const nb::ndarray<const float, nb::c_contig, nb::device::cpu>& boxes,
+                   const nb::ndarray<const float, nb::c_contig, nb::device::cpu>& scores,
+                   float threshold, const std::string& method, const std::string& criterion,
+                   const std::optional<nb::ndarray<const int64_t, nb::c_contig, nb::device::cpu>>& classes,
+                   float score_threshold, int max_outputs, bool pixel_inclusive) {
+  scenelab::nms::Method m;
+  const scenelab::nms::Options o = nms_options(boxes, scores, classes, threshold, method, criterion,
+                                               score_threshold, max_outputs, pixel_inclusive, &m);
+  const size_t n = boxes.shape(0);
   std::vector<scenelab::nms::Detection> d(n);
   for (size_t i = 0; i < n; ++i) {
     const float* b = boxes.data() + 4 * i;
@@ -241,13 +280,34 @@ Array<int64_t> nms(const nb::ndarray<const float, nb::c_contig, nb::device::cpu>
   std::vector<int> keep;
   {
     nb::gil_scoped_release release;
-    if (method == "greedy") keep = scenelab::nms::greedy_nms(d, o);
-    else if (method == "oro") keep = scenelab::nms::fast_nms(d, o);
+    if (m == scenelab::nms::Method::Greedy) keep = scenelab::nms::greedy_nms(d, o);
+    else if (m == scenelab::nms::Method::Oro) keep = scenelab::nms::fast_nms(d, o);
     else keep = scenelab::nms::cluster_nms(d, o);
   }
   Array<int64_t> out = new_array<int64_t>({keep.size()});
   for (size_t i = 0; i < keep.size(); ++i) out.data()[i] = keep[i];
   return out;
+}
+
+// The same on CUDA memory: the kept indices into `keep` (N int64 slots on the boxes' GPU), their
+// count returned; ordered after `stream`.
+int64_t nms_cuda(const nb::ndarray<const float, nb::c_contig, nb::device::cuda>& boxes,
+                 const nb::ndarray<const float, nb::c_contig, nb::device::cuda>& scores, float threshold,
+                 const std::string& method, const std::string& criterion,
+                 const std::optional<nb::ndarray<const int64_t, nb::c_contig, nb::device::cuda>>& classes,
+                 float score_threshold, int max_outputs, bool pixel_inclusive,
+                 const nb::ndarray<int64_t, nb::c_contig, nb::device::cuda>& keep, uintptr_t stream) {
+  scenelab::nms::Method m;
+  const scenelab::nms::Options o = nms_options(boxes, scores, classes, threshold, method, criterion,
+                                               score_threshold, max_outputs, pixel_inclusive, &m);
+  const size_t n = boxes.shape(0);
+  if (keep.ndim() != 1 || keep.shape(0) != n)
+    throw nb::value_error(("nms: keep must have shape (" + std::to_string(n) + ",), got " +
+                           shape_text(nb::ndarray<>(keep)))
+                              .c_str());
+  nb::gil_scoped_release release;
+  return scenelab::nms::nms_on_device(boxes.data(), scores.data(), classes ? classes->data() : nullptr, int(n), o,
+                                      m, keep.data(), reinterpret_cast<void*>(stream));
 }
 
 Array<uint8_t> load_image(const std::string& path) {
@@ -283,6 +343,8 @@ NB_MODULE(_scenelab, m) {
       .def(nb::init<const std::string&, const std::string&, const std::string&, int>(), "path"_a,
            "device"_a, "precision"_a, "threads"_a)
       .def("label", &PyModel::label, "rgb"_a, "Labels of (H, W, 3) or (N, H, W, 3) C-contiguous uint8 pixels.")
+      .def("label_cuda", &PyModel::label_cuda, "rgb"_a, "out"_a, "stream"_a,
+           "Labels of CUDA pixels into CUDA memory, ordered after the stream (a cudaStream_t).")
       .def("scores", &PyModel::scores, "rgb"_a, "Class scores (C, h, w) and their geometry on the image.")
       .def("detect", &PyModel::detect, "rgb"_a, "cls"_a, "Boxes (N, 4) x1 y1 x2 y2 and scores (N,).")
       .def("label_files", &PyModel::label_files, "inputs"_a, "output_bases"_a, "save_classes"_a,
@@ -300,6 +362,9 @@ NB_MODULE(_scenelab, m) {
   m.def("nms", &nms, "boxes"_a, "scores"_a, "threshold"_a, "method"_a, "criterion"_a,
         "classes"_a.none(), "score_threshold"_a, "max_outputs"_a, "pixel_inclusive"_a,
         "Indices kept, in rank order.");
+  m.def("nms_cuda", &nms_cuda, "boxes"_a, "scores"_a, "threshold"_a, "method"_a, "criterion"_a,
+        "classes"_a.none(), "score_threshold"_a, "max_outputs"_a, "pixel_inclusive"_a, "keep"_a, "stream"_a,
+        "Indices kept, in rank order, into keep (CUDA memory); returns their count.");
   m.def("load_image", &load_image, "path"_a, "An image file as (H, W, 3) uint8 RGB.");
   m.def("save_png", &save_png, "path"_a, "pixels"_a, "Writes (H, W) or (H, W, 3) uint8 pixels as a PNG.");
 }

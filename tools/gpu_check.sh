@@ -1,7 +1,7 @@
 #!/bin/bash
 # The GPU machine's run, in one call (../shared/gpu/README.md): build, every test (the gpu-labelled
 # ones run there), compute-sanitizer over the GPU tests, then the benchmarks named by $BENCH
-# (space-separated: pipeline peer1080 plan batch gops torch hog; default: the first four). Logs go to $OUT
+# (space-separated: pipeline peer1080 plan batch gops torch hog python; default: the first four). Logs go to $OUT
 # (or ./gpu-out), a summary at the end of stdout.
 #   source .gpu/env.sh && tools/gpu_check.sh
 set -uo pipefail
@@ -12,7 +12,10 @@ SANITIZE=${SANITIZE-memcheck}  # SANITIZE="" runs none; SANITIZE_FILTER: a gtest
 J=$(nproc)
 log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
 
-cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release >"$OUT/build.log" 2>&1 &&
+# The Python module too where this machine's python3 has nanobind (the GPU machine's does).
+PYARGS=""
+python3 -c "import nanobind" 2>/dev/null && PYARGS="-DPython_EXECUTABLE=$(command -v python3)"
+cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release $PYARGS >"$OUT/build.log" 2>&1 &&
   cmake --build build-gpu -j"$J" >>"$OUT/build.log" 2>&1
 rc=$?
 log "build rc=$rc"
@@ -52,6 +55,16 @@ for b in $BENCH; do
       log "label_image 5050 x 480x360 fp16 --save classes, streams $streams (steady state)"
       python3 tools/peer_pipeline.py --build build-gpu --images "$VAL" --repeat 50 --precision fp16 \
         --save classes --skip-peer -- --streams $streams 2>&1 | tee -a "$OUT/pipeline.log" | tail -2 | tee -a "$OUT/summary.txt"
+    done ;;
+  python)
+    log "pytest: the Python module's cases (the GPU ones: CUDA tensors in and out)"
+    SCENELAB_BUILD_DIR=build-gpu python3 -m pytest -q tests/python/test_module.py 2>&1 | tee "$OUT/pytest.log" |
+      tail -3 | tee -a "$OUT/summary.txt"
+    grep -E "PASSED|SKIPPED|FAILED" "$OUT/pytest.log" | head -20
+    log "Python overhead: Model.label against the C++ call (tools/bench_python.py)"
+    for dev in cuda cpu; do
+      python3 tools/bench_python.py --build build-gpu --device $dev --size 480x360 --runs 50 2>&1 |
+        tail -2 | tee -a "$OUT/summary.txt"
     done ;;
   hog)
     log "bench_hog on the GPU (CUDA events), every level, greedy and group fusion"

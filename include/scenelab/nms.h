@@ -60,6 +60,17 @@ std::vector<int> fast_nms(const std::vector<Detection>& d, const Options& o);
 std::vector<int> cluster_nms(const std::vector<Detection>& d, const Options& o,
                              int* iterations = nullptr);
 
+// The same rules on the GPU, on device memory (a CUDA tensor's data), all on one GPU: boxes
+// n x 4 floats, scores n floats, classes n int64 (nullptr: one class; they count with
+// o.per_class). The kept indices, in rank order, go into `keep` (n int64 slots in device
+// memory). Greedy: the bitmask kernel; Oro: the map/reduce (equals fast_nms); Cluster:
+// Cluster-NMS (equals greedy). Ordered after the work queued on `stream` (a cudaStream_t; null:
+// the legacy default stream); returns the count, so it waits for the GPU. Throws where the
+// library was built without CUDA, or for pointers not in GPU memory.
+enum class Method { Greedy, Oro, Cluster };
+int nms_on_device(const float* boxes, const float* scores, const int64_t* classes, int n, const Options& o,
+                  Method method, int64_t* keep, void* stream = nullptr);
+
 // Soft-NMS (Bodla et al. 2017): instead of removing, decays overlapping scores: linear
 // s *= (1 - overlap) when overlap > threshold; gaussian s *= exp(-overlap^2 / sigma). Returns the
 // detections with decayed scores, in selection order, dropping those below score_threshold.

@@ -89,6 +89,12 @@ class Labeler {
   // The same without copies: n images of height x width, interleaved RGB bytes one after the
   // other (n x height x width x 3), labelled into `labels` (n x height x width bytes).
   void label(const uint8_t* rgb, int n, int height, int width, uint8_t* labels);
+  // The same in GPU memory, for a labeller on a CUDA device: `rgb` and `labels` are device
+  // pointers on the labeller's GPU (a CUDA tensor's data), nothing goes through the host. The
+  // work is ordered after what `stream` (a cudaStream_t; null: the legacy default stream) has
+  // queued, and `stream` waits for the labels: the call returns without waiting for the GPU.
+  // Throws on a CPU labeller, or for pointers not in memory of the labeller's GPU.
+  void label_device(const uint8_t* rgb, int n, int height, int width, uint8_t* labels, void* stream = nullptr);
   // The streaming pipeline over image files (decoding, batching, labelling and writing overlap);
   // a file that fails is listed and the others go on.
   FileSummary label_files(const std::vector<FileJob>& jobs, const FileOptions& options = FileOptions{});

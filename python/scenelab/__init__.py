@@ -76,13 +76,20 @@ def _is_torch(x) -> bool:
     return type(x).__module__.startswith("torch")
 
 
-def _pixels(x, what: str) -> np.ndarray:
-    """A C-contiguous uint8 numpy view of x (copied only if it is not one already)."""
+def _on_gpu(x) -> bool:
+    """A CUDA array: a torch CUDA tensor, or anything with __cuda_array_interface__ (CuPy...)."""
     if _is_torch(x):
-        if x.device.type != "cpu":
-            raise NotImplementedError(
-                f"{what}: tensors on {x.device} are not supported yet; pass x.cpu()")
-        x = x.detach().numpy()
+        return x.device.type == "cuda"
+    return hasattr(x, "__cuda_array_interface__")
+
+
+def _pixels(x, what: str) -> np.ndarray:
+    """A C-contiguous uint8 numpy view of x (copied only if it is not one already; GPU arrays
+    are brought to the host)."""
+    if _is_torch(x):
+        x = x.detach().cpu().numpy()
+    elif hasattr(x, "__cuda_array_interface__") and hasattr(x, "get"):  # CuPy
+        x = x.get()
     a = np.asarray(x)
     if a.dtype != np.uint8:
         raise TypeError(f"{what}: expected uint8 pixels, got {a.dtype}")
@@ -124,7 +131,31 @@ class Model:
         """
         if isinstance(images, (list, tuple)):
             return self._label_list(images)
+        if _on_gpu(images):
+            return self._label_gpu(images)
         return self._m.label(_pixels(images, "label"))
+
+    def _label_gpu(self, x):
+        """A CUDA image (torch tensor or CuPy array) labelled where it is, on a model on its GPU:
+        the labels come back as the same kind of array on the same device, ordered on the
+        current stream of that device; nothing goes through the host."""
+        if _is_torch(x):
+            import torch
+            if x.dtype != torch.uint8:
+                raise TypeError(f"label: expected uint8 pixels, got {x.dtype}")
+            x = x.detach().contiguous()
+            out = torch.empty(x.shape[:-1], dtype=torch.uint8, device=x.device)
+            stream = torch.cuda.current_stream(x.device).cuda_stream
+        else:
+            import cupy
+            x = cupy.ascontiguousarray(x)
+            if x.dtype != cupy.uint8:
+                raise TypeError(f"label: expected uint8 pixels, got {x.dtype}")
+            with cupy.cuda.Device(x.device.id):
+                out = cupy.empty(x.shape[:-1], dtype=cupy.uint8)
+                stream = cupy.cuda.get_current_stream().ptr
+        self._m.label_cuda(x, out, stream)
+        return out
 
     def _label_list(self, images: Sequence) -> list:
         arrays = [_pixels(a, "label") for a in images]
@@ -207,13 +238,17 @@ def nms(boxes, scores, iou: float = 0.5, method: str = "greedy", *, classes=None
     map/reduce, = Fast NMS: a box dies if any higher-ranked box overlaps it, suppressed or not)
     or "cluster" (Cluster-NMS, equal to greedy). classes (N,): only boxes of one class suppress
     each other. criterion: "iou" or "over_candidate" (intersection over the tested box's area).
-    A box is suppressed when its overlap is > iou. NaN scores are dropped. Torch CPU tensors in,
-    a torch int64 tensor out."""
+    A box is suppressed when its overlap is > iou. NaN scores are dropped. Torch tensors in, a
+    torch int64 tensor out; torch CUDA tensors run on their GPU (the GPU kernels: the bitmask
+    kernel, Oro's map/reduce, Cluster-NMS), the indices a CUDA tensor there."""
     torch_in = _is_torch(boxes)
+    if torch_in and boxes.device.type == "cuda":
+        return _nms_cuda(boxes, scores, iou, method, classes, criterion, score_threshold, max_outputs,
+                         pixel_inclusive)
     def arr(x, dtype, what):
         if _is_torch(x):
             if x.device.type != "cpu":
-                raise NotImplementedError(f"nms: {what} on {x.device} are not supported yet; pass .cpu()")
+                raise ValueError(f"nms: {what} on {x.device} but the boxes on the host: pass them on one device")
             x = x.detach().numpy()
         return np.ascontiguousarray(np.asarray(x, dtype=dtype))
     keep = _scenelab.nms(arr(boxes, np.float32, "boxes"), arr(scores, np.float32, "scores"),
@@ -225,6 +260,23 @@ def nms(boxes, scores, iou: float = 0.5, method: str = "greedy", *, classes=None
         import torch
         return torch.from_numpy(keep)
     return keep
+
+
+def _nms_cuda(boxes, scores, iou, method, classes, criterion, score_threshold, max_outputs, pixel_inclusive):
+    import torch
+    dev = boxes.device
+    def on(x, dtype, what):
+        if not _is_torch(x) or x.device != dev:
+            raise ValueError(f"nms: {what} must be a torch tensor on {dev}, like the boxes")
+        return x.detach().to(dtype).contiguous()
+    b, s = on(boxes, torch.float32, "boxes"), on(scores, torch.float32, "scores")
+    c = None if classes is None else on(classes, torch.int64, "classes")
+    keep = torch.empty(b.shape[0] if b.ndim == 2 else 0, dtype=torch.int64, device=dev)
+    count = _scenelab.nms_cuda(b, s, float(iou), method, criterion, c,
+                               float("-inf") if score_threshold is None else float(score_threshold),
+                               int(max_outputs), bool(pixel_inclusive), keep,
+                               torch.cuda.current_stream(dev).cuda_stream)
+    return keep[:count]
 
 
 def load_image(path: str | os.PathLike) -> np.ndarray:

@@ -14,6 +14,9 @@
 #include <unistd.h>
 
 #include <scenelab/scenelab.h>
+#ifdef SCENELAB_API_TEST_CUDA
+#include <cuda_runtime.h>
+#endif
 
 namespace fs = std::filesystem;
 namespace api = scenelab::api;
@@ -111,6 +114,54 @@ TEST(Api, BatchEqualsOneByOne) {
     EXPECT_EQ(batch[i].classes, one.classes) << "image " << i;
   }
 }
+
+#ifdef SCENELAB_API_TEST_CUDA
+// label_device on CUDA memory gives label()'s bytes, ordered on the caller's stream (labels
+// poisoned first); host pointers and a CPU labeller are refused by name.
+TEST(Api, LabelDeviceEqualsHostOnTheGpu) {
+  int gpus = 0;
+  if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus == 0)
+    GTEST_SKIP() << "no GPU: label_device runs on the GPU machine";
+  api::ModelOptions o;
+  o.device = "cuda";
+  api::Labeler gpu(o);
+  const int n = 2, h = 53, w = 71;
+  const size_t px_bytes = size_t(n) * h * w * 3, label_bytes = size_t(n) * h * w;
+  std::vector<uint8_t> px(px_bytes), want(label_bytes), got(label_bytes, 0);
+  std::mt19937 rng(31);
+  for (auto& v : px) v = uint8_t(rng() & 255);
+  gpu.label(px.data(), n, h, w, want.data());
+  uint8_t *d_px = nullptr, *d_out = nullptr;
+  ASSERT_EQ(cudaMalloc(&d_px, px_bytes), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&d_out, label_bytes), cudaSuccess);
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaMemsetAsync(d_out, 0xff, label_bytes, s), cudaSuccess);
+  ASSERT_EQ(cudaMemcpyAsync(d_px, px.data(), px_bytes, cudaMemcpyHostToDevice, s), cudaSuccess);
+  for (int run = 0; run < 3; ++run) {  // planned, recorded, replayed
+    gpu.label_device(d_px, n, h, w, d_out, s);
+    ASSERT_EQ(cudaMemcpyAsync(got.data(), d_out, label_bytes, cudaMemcpyDeviceToHost, s), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+    EXPECT_EQ(got, want) << "run " << run;
+    ASSERT_EQ(cudaMemsetAsync(d_out, 0xff, label_bytes, s), cudaSuccess);
+  }
+  try {
+    gpu.label_device(px.data(), n, h, w, d_out, s);
+    ADD_FAILURE() << "host pixels were taken";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("not in memory of GPU"), std::string::npos) << e.what();
+  }
+  try {
+    cpu_labeler().label_device(d_px, n, h, w, d_out, s);
+    ADD_FAILURE() << "a CPU labeller took device memory";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("not a GPU"), std::string::npos) << e.what();
+  }
+  cudaStreamDestroy(s);
+  cudaFree(d_px);
+  cudaFree(d_out);
+}
+#endif
 
 TEST(Api, ScoresAreTheLabelsBeforeUpsampling) {
   api::Labeler& labeler = cpu_labeler();

@@ -219,6 +219,89 @@ def test_gpu_model_agrees_with_cpu(cpu_model):
     assert gpu.device.startswith("cuda")
 
 
+@pytest.fixture(scope="session")
+def gpu_model():
+    try:
+        import torch
+    except ImportError:
+        pytest.skip("no torch: the CUDA tensor cases need it")
+    if not torch.cuda.is_available():
+        pytest.skip("no GPU: the CUDA tensor cases run on the GPU machine")
+    return scenelab.Model(device="cuda")
+
+
+def test_gpu_label_torch_cuda_tensors_in_place(gpu_model):
+    """A torch CUDA uint8 image is labelled on its GPU, the labels a CUDA tensor there equal to the
+    host path's (same model, same device), single and batched, after work queued on a side stream;
+    nothing goes through the host (the result never left the device: its pointer is on it)."""
+    import torch
+    rng = np.random.default_rng(21)
+    imgs = np.stack([random_image(rng, 97, 131) for _ in range(3)])
+    want = gpu_model.label(imgs)
+    x = torch.from_numpy(imgs).cuda()
+    poisoned = torch.full(x.shape[:-1], 255, dtype=torch.uint8, device=x.device)
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        y = torch.zeros_like(x)
+        y.copy_(x)  # queued on the side stream: the labeller must wait for it
+        out = gpu_model.label(y)
+        poisoned.copy_(out)
+    torch.cuda.synchronize()
+    assert out.is_cuda and out.dtype == torch.uint8 and out.device == x.device and out.shape == (3, 97, 131)
+    np.testing.assert_array_equal(poisoned.cpu().numpy(), want)
+    one = gpu_model.label(x[1])
+    assert one.shape == (97, 131)
+    np.testing.assert_array_equal(one.cpu().numpy(), want[1])
+    # Not contiguous: made so; not uint8: rejected by name.
+    np.testing.assert_array_equal(gpu_model.label(x.permute(0, 2, 1, 3).transpose(1, 2)).cpu().numpy(), want)
+    with pytest.raises(TypeError, match="uint8"):
+        gpu_model.label(x.float())
+
+
+def test_gpu_label_rejects_a_cpu_model_and_bad_shapes(gpu_model, cpu_model):
+    import torch
+    x = torch.zeros((40, 50, 3), dtype=torch.uint8, device="cuda")
+    with pytest.raises(RuntimeError, match="not a GPU"):
+        cpu_model.label(x)
+    with pytest.raises(ValueError, match=r"\(H, W, 3\)"):
+        gpu_model.label(torch.zeros((40, 50, 4), dtype=torch.uint8, device="cuda"))
+
+
+def test_gpu_label_cupy(gpu_model):
+    """CuPy arrays (__cuda_array_interface__ / DLPack) the same way."""
+    cupy = pytest.importorskip("cupy")
+    rng = np.random.default_rng(22)
+    img = random_image(rng, 61, 77)
+    out = gpu_model.label(cupy.asarray(img))
+    assert isinstance(out, cupy.ndarray) and out.shape == (61, 77)
+    np.testing.assert_array_equal(cupy.asnumpy(out), gpu_model.label(img))
+
+
+def test_gpu_nms_torch_cuda_equals_cpu(gpu_model):
+    """scenelab.nms on torch CUDA tensors runs the GPU kernels and gives the CPU's indices, for
+    every method, per class, with a score threshold and a cap; the indices stay on the GPU."""
+    import torch
+    rng = np.random.default_rng(23)
+    n = 700
+    xy = rng.uniform(0, 300, size=(n, 2)).astype(np.float32)
+    wh = rng.uniform(5, 60, size=(n, 2)).astype(np.float32)
+    boxes = np.concatenate([xy, xy + wh], axis=1)
+    scores = rng.uniform(0, 1, size=n).astype(np.float32)
+    scores[::50] = np.nan
+    scores[1::97] = scores[2::97][: len(scores[1::97])]  # ties
+    classes = rng.integers(0, 4, size=n)
+    for method in ("greedy", "oro", "cluster"):
+        for kw in ({}, {"classes": classes}, {"score_threshold": 0.3, "max_outputs": 40},
+                   {"criterion": "over_candidate"}):
+            cpu = scenelab.nms(boxes, scores, 0.4, method, **kw)
+            gkw = {k: (torch.from_numpy(v).cuda() if isinstance(v, np.ndarray) else v) for k, v in kw.items()}
+            gpu = scenelab.nms(torch.from_numpy(boxes).cuda(), torch.from_numpy(scores).cuda(), 0.4, method, **gkw)
+            assert gpu.is_cuda and gpu.dtype == torch.int64, (method, kw)
+            assert gpu.cpu().tolist() == cpu.tolist(), (method, kw)
+    empty = scenelab.nms(torch.zeros((0, 4), device="cuda"), torch.zeros(0, device="cuda"))
+    assert empty.is_cuda and empty.numel() == 0
+
+
 def test_window_detector_equals_label_image(sample, label_image, tmp_path):
     """The HOG pedestrian detector: label_image --detector hog's boxes; grey, RGBA and small images;
     bad specs raise with the engine's message."""
