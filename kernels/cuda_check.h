@@ -46,7 +46,12 @@ class CudaMemory {
     if (bytes <= bytes_ && ptr_) return;
     release();
     if (bytes == 0) return;
-    SL_CUDA_CHECK(Alloc::allocate(&ptr_, bytes), what);
+    const cudaError_t err = Alloc::allocate(&ptr_, bytes);
+    if (err != cudaSuccess) {
+      ptr_ = nullptr;
+      cudaGetLastError();  // not sticky: cleared, so that later calls do not report it again
+      ::scenelab::throw_error(what, ": ", Alloc::name, " of ", bytes, " bytes failed: ", cudaGetErrorString(err));
+    }
     bytes_ = bytes;
   }
   template <typename T = void>
@@ -64,10 +69,12 @@ class CudaMemory {
 };
 
 struct DeviceAlloc {
+  static constexpr const char* name = "cudaMalloc";
   static cudaError_t allocate(void** p, size_t bytes) { return cudaMalloc(p, bytes); }
   static void release(void* p) { cudaFree(p); }
 };
 struct PinnedAlloc {
+  static constexpr const char* name = "cudaMallocHost";
   static cudaError_t allocate(void** p, size_t bytes) { return cudaMallocHost(p, bytes); }
   static void release(void* p) { cudaFreeHost(p); }
 };
