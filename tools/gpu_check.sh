@@ -7,7 +7,7 @@
 set -uo pipefail
 OUT=${OUT:-gpu-out}
 mkdir -p "$OUT"
-BENCH=${BENCH:-"pipeline peer1080 plan batch"}
+BENCH=${BENCH-"pipeline peer1080 plan batch"}  # BENCH="" runs none
 SANITIZE=${SANITIZE-memcheck}  # SANITIZE="" runs none; SANITIZE_FILTER: a gtest filter
 J=$(nproc)
 log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
