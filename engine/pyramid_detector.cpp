@@ -189,7 +189,6 @@ void PyramidDetector::plan_for(int h, int w) {
     levels_.push_back(std::move(lv));
   }
 #ifdef SCENELAB_WITH_CUDA
-  gpu_.reset();
   bool f32_scores = true;  // else (a model scoring in another format) the host collects the hits
   for (const auto& lv : levels_) f32_scores = f32_scores && lv->graph->format_of(score_node_) == Format{};
   if (backend_.cuda() && f32_scores) {
@@ -376,6 +375,17 @@ std::vector<PyramidHit> PyramidDetector::hits_on_host() {
   return out;
 }
 
+PyramidTimes PyramidDetector::times_of(double run_ms, double fuse_ms, bool on_device) const {
+  PyramidTimes t;
+  t.run_ms = run_ms;
+  t.fuse_ms = fuse_ms;
+  t.device_ms = device_ms_;
+  t.levels = int(levels_.size());
+  t.hits = last_hits_;
+  t.on_device = on_device;
+  return t;
+}
+
 std::vector<PyramidHit> PyramidDetector::hits(const uint8_t* pixels, int h, int w, int channels,
                                               PyramidTimes* times) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -383,14 +393,7 @@ std::vector<PyramidHit> PyramidDetector::hits(const uint8_t* pixels, int h, int 
   std::vector<PyramidHit> out;
   const bool device = fuse_on_device(out);
   if (!device) out = hits_on_host();
-  if (times) {
-    times->run_ms = seconds_ms(t0);
-    times->fuse_ms = 0;
-    times->levels = int(levels_.size());
-    times->hits = last_hits_;
-    times->on_device = device;
-    times->device_ms = device_ms_;
-  }
+  if (times) *times = times_of(seconds_ms(t0), 0, device);
   return out;
 }
 
@@ -445,14 +448,7 @@ std::vector<nms::Detection> PyramidDetector::detect(const uint8_t* pixels, int h
   } else {
     out = fuse(found, h, w);
   }
-  if (times) {
-    times->run_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
-    times->fuse_ms = seconds_ms(t1);
-    times->levels = int(levels_.size());
-    times->hits = last_hits_;
-    times->on_device = device;
-    times->device_ms = device_ms_;
-  }
+  if (times) *times = times_of(std::chrono::duration<double, std::milli>(t1 - t0).count(), seconds_ms(t1), device);
   return out;
 }
 

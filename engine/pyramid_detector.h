@@ -105,6 +105,7 @@ class PyramidDetector {
   // too few (more hits than its capacity).
   bool fuse_on_device(std::vector<PyramidHit>& out);
   std::vector<PyramidHit> hits_on_host();  // every level's scores fetched, hits collected
+  PyramidTimes times_of(double run_ms, double fuse_ms, bool on_device) const;  // of the last run
   static std::vector<nms::Detection> clip(const std::vector<nms::Detection>& d, int h, int w);
   std::unique_ptr<nms::GpuWindowCandidates> gpu_;
   int last_hits_ = 0;
