@@ -1,14 +1,16 @@
 #!/bin/bash
 # The GPU machine's run, in one call (../shared/gpu/README.md): build, every test (the gpu-labelled
 # ones run there), compute-sanitizer over the GPU tests, then the benchmarks named by $BENCH
-# (space-separated: pipeline peer1080 plan batch gops torch hog python; default: the first four). Logs go to $OUT
+# (space-separated: pipeline peer1080 plan batch gops torch hog python cluster soak twoproc;
+# default: the first four). Logs go to $OUT
 # (or ./gpu-out), a summary at the end of stdout.
 #   source .gpu/env.sh && tools/gpu_check.sh
 set -uo pipefail
 OUT=${OUT:-gpu-out}
 mkdir -p "$OUT"
 BENCH=${BENCH-"pipeline peer1080 plan batch"}  # BENCH="" runs none
-SANITIZE=${SANITIZE-memcheck}  # SANITIZE="" runs none; SANITIZE_FILTER: a gtest filter
+SANITIZE=${SANITIZE-memcheck}  # SANITIZE="" runs none; SANITIZE_FILTER: a gtest filter;
+# SANITIZE_TIMEOUT: seconds per tool (rc 124 when it ran out); SKIP_CPU_TESTS=1: the gpu label only
 J=$(nproc)
 log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
 
@@ -30,18 +32,31 @@ export SCENELAB_CAMVID_DIR=$(readlink -f "$CAMVID")
 [ -n "${SKIP_TESTS:-}" ] || ctest --test-dir build-gpu -L gpu --output-on-failure >"$OUT/ctest-gpu.log" 2>&1
 log "gpu tests: $(grep -E 'tests passed|tests failed' "$OUT/ctest-gpu.log")"
 grep -E "Skipped|Failed|\*\*\*" "$OUT/ctest-gpu.log" | head -20
-[ -n "${SKIP_TESTS:-}" ] || ctest --test-dir build-gpu -L cpu -j8 --output-on-failure >"$OUT/ctest-cpu.log" 2>&1
+[ -n "${SKIP_TESTS:-}${SKIP_CPU_TESTS:-}" ] || ctest --test-dir build-gpu -L cpu -j8 --output-on-failure >"$OUT/ctest-cpu.log" 2>&1
 log "cpu tests: $(grep -E 'tests passed|tests failed' "$OUT/ctest-cpu.log")"
 grep -E "\(Failed\)" "$OUT/ctest-cpu.log" | head
 
 for tool in $SANITIZE; do
-  compute-sanitizer --tool "$tool" --error-exitcode 9 build-gpu/tests/scenelab_gpu_tests \
+  timeout "${SANITIZE_TIMEOUT:-0}" compute-sanitizer --tool "$tool" --error-exitcode 9 build-gpu/tests/scenelab_gpu_tests \
     --gtest_filter="${SANITIZE_FILTER:-*}" >"$OUT/sanitizer-$tool.log" 2>&1
   log "compute-sanitizer $tool rc=$? $(grep -E 'ERROR SUMMARY|PASSED|FAILED' "$OUT/sanitizer-$tool.log" | tr '\n' ' ')"
 done
 
 VAL=$SCENELAB_CAMVID_DIR/val/images
 export PYTHONUNBUFFERED=1
+# DIR REPEAT: DIR holds the val images REPEAT times, as links under new names.
+frames() {
+  mkdir -p "$1"
+  for r in $(seq 0 $(($2 - 1))); do for f in "$VAL"/*.jpg; do
+    ln -sf "$(readlink -f "$f")" "$1/r${r}_$(basename "$f")"; done; done
+}
+# Dask for the cluster benchmark: the wheels tools/stage_gpu.sh put in .gpu/whl, where python3
+# lacks it (installed for this user; pip takes what the machine has already).
+if [[ " $BENCH " == *" cluster "* ]] && ! python3 -c "import distributed" 2>/dev/null; then
+  python3 -m pip install -q --user --break-system-packages --no-index --find-links .gpu/whl \
+    dask==2024.12.1 distributed==2024.12.1 >"$OUT/pip.log" 2>&1
+  log "Dask from .gpu/whl: rc=$? $(python3 -c 'import distributed; print(distributed.__version__)' 2>&1 | tail -1)"
+fi
 for b in $BENCH; do
   case $b in
   pipeline)
@@ -91,9 +106,33 @@ EOF
         grep -E "timing took|cudnn" "$OUT/tuning-$prec-$k.log" | cut -c1-220 | tee -a "$OUT/summary.txt"
       done
     done ;;
+  cluster)
+    G=$(nvidia-smi -L | grep -c '^GPU ')
+    W=1; [ "$G" -ge 2 ] && W="1,$G"
+    log "Dask: scenelab.cluster, workers $W (one per GPU), against one GPU's label_image (tools/bench_cluster.py)"
+    python3 tools/bench_cluster.py --build build-gpu --images "$VAL" --repeat "${CLUSTER_REPEAT:-100}" \
+      --workers "$W" --precision fp16 --save classes 2>&1 | tee "$OUT/cluster.log" | grep -v '^$' |
+      tail -9 | tee -a "$OUT/summary.txt" ;;
+  soak)
+    log "GPU soak: ${SOAK_IMAGES:-20000} generated images of 8 sizes through one label_image, fp16 (tools/soak.py)"
+    python3 tools/soak.py --label-image build-gpu/tools/label_image --images "${SOAK_IMAGES:-20000}" \
+      --device cuda --json "$OUT/soak.json" -- --precision fp16 >"$OUT/soak.log" 2>&1
+    log "soak rc=$? $(grep -E '"(labelled|wall_s|images_per_s|rss_mib_kept_at_end|fds_kept_at_end|gpu_mib_after_warmup|gpu_mib_max_growth|gpu_mib_kept_at_end|verdict)"' "$OUT/soak.log" | tr -d '\n ')" ;;
+  twoproc)
+    log "two label_image processes on one GPU at once: 1010 frames each, fp16, one fresh plan cache shared"
+    frames /tmp/two-in 10
+    rm -rf /tmp/two1 /tmp/two2 /tmp/two-pc
+    pids=()
+    for k in 1 2; do
+      build-gpu/tools/label_image --device cuda:0 --precision fp16 --save classes --quiet --plan-cache /tmp/two-pc \
+        --out /tmp/two$k --json /tmp/two$k.json /tmp/two-in >/dev/null 2>"$OUT/two$k.err" &
+      pids+=($!)
+    done
+    for k in 1 2; do wait "${pids[$((k - 1))]}"; echo "rc$k=$? $(grep -E '"ok"|"failed"|"images_per_s"' /tmp/two$k.json | tr -d '\n ')"; done |
+      tee -a "$OUT/summary.txt"
+    log "outputs: $(ls /tmp/two1 | wc -l) and $(ls /tmp/two2 | wc -l) files, $(diff -rq /tmp/two1 /tmp/two2 | wc -l) differ" ;;
   batch)
-    mkdir -p /tmp/b1010 && i=0
-    for r in 0 1 2 3 4 5 6 7 8 9; do for f in "$VAL"/*.jpg; do ln -sf "$(readlink -f "$f")" /tmp/b1010/r${r}_$(basename "$f"); done; done
+    frames /tmp/b1010 10
     for streams in 1 2 3; do for batch in 4 8 16; do
       build-gpu/tools/label_image --precision fp16 --save classes --quiet --batch $batch --streams $streams \
         --out /tmp/bout --json /tmp/b.json /tmp/b1010 >/dev/null

@@ -93,3 +93,19 @@ def test_command_line(inputs, reference, tmp_path):
     assert r.returncode == 0, r.stderr
     assert "12 images labelled, 0 failed" in r.stdout
     same_outputs(tmp_path / "out", reference)
+
+
+def test_default_chunk():
+    assert cluster.default_chunk(12, 2) == 1
+    assert cluster.default_chunk(100, 1) == 13
+    assert cluster.default_chunk(200, 1) == 32  # 25 rounded up
+    assert cluster.default_chunk(10201, 2) == 640  # 638 rounded up to a multiple of 16
+    assert cluster.default_chunk(10**7, 2) == 4096
+    assert cluster.default_chunk(0, 0) == 1
+
+
+def test_warm_up_is_reported_apart(client, inputs, tmp_path):
+    files = cluster.expand_inputs([str(inputs)])
+    s = cluster.run(files[:4], str(tmp_path / "out"), client, device="cpu", threads=1)
+    assert s["images"] == 4 and s["startup_s"] > 0 and s["seconds"] > 0
+    assert not [p for p in (tmp_path / "out").iterdir() if p.name.startswith("w")]  # warm-up stays out
