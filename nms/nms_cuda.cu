@@ -401,6 +401,10 @@ __global__ void cluster_step_kernel(const unsigned long long* mask, const int* n
                                     unsigned long long* next, int* changed) {
   const int c = blockIdx.x;
   const int nv = *num_valid;
+  if (c * kBlock >= nv) {  // no valid box in this word: the mask kernel wrote none of its column
+    if (threadIdx.x == 0) next[c] = 0;
+    return;
+  }
   const int rows_above = min(nv, (c + 1) * kBlock);
   unsigned long long acc = 0;
   for (int q = threadIdx.x; q < rows_above; q += blockDim.x)

@@ -34,7 +34,7 @@ def main() -> int:
     a = ap.parse_args()
     sys.path.insert(0, os.path.join(os.path.abspath(a.build), "python"))  # the built module
 
-    from distributed import Client, LocalCluster
+    from distributed import Client
     from scenelab import cluster
 
     src = cluster.expand_inputs([a.images])
@@ -71,7 +71,7 @@ def main() -> int:
         save = a.save.split(",")
         rates = {}
         for w in (int(x) for x in a.workers.split(",")):
-            with LocalCluster(n_workers=w, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
+            with cluster.local_cluster(w) as lc, \
                     Client(lc) as client:
                 for k in range(a.runs):
                     out = os.path.join(tmp, f"cluster{w}-{k}")

@@ -40,6 +40,7 @@ for tool in $SANITIZE; do
   timeout "${SANITIZE_TIMEOUT:-0}" compute-sanitizer --tool "$tool" --error-exitcode 9 build-gpu/tests/scenelab_gpu_tests \
     --gtest_filter="${SANITIZE_FILTER:-*}" >"$OUT/sanitizer-$tool.log" 2>&1
   log "compute-sanitizer $tool rc=$? $(grep -E 'ERROR SUMMARY|PASSED|FAILED' "$OUT/sanitizer-$tool.log" | tr '\n' ' ')"
+  pkill -9 -f scenelab_gpu_tests 2>/dev/null && sleep 1  # a timed-out tool leaves its target running
 done
 
 VAL=$SCENELAB_CAMVID_DIR/val/images
@@ -51,9 +52,9 @@ frames() {
     ln -sf "$(readlink -f "$f")" "$1/r${r}_$(basename "$f")"; done; done
 }
 # Dask for the cluster benchmark: the wheels tools/stage_gpu.sh put in .gpu/whl, where python3
-# lacks it (installed for this user; pip takes what the machine has already).
+# lacks it (into its environment, a virtualenv there; pip takes what is installed already).
 if [[ " $BENCH " == *" cluster "* ]] && ! python3 -c "import distributed" 2>/dev/null; then
-  python3 -m pip install -q --user --break-system-packages --no-index --find-links .gpu/whl \
+  python3 -m pip install -q --break-system-packages --no-index --find-links .gpu/whl \
     dask==2024.12.1 distributed==2024.12.1 >"$OUT/pip.log" 2>&1
   log "Dask from .gpu/whl: rc=$? $(python3 -c 'import distributed; print(distributed.__version__)' 2>&1 | tail -1)"
 fi
@@ -128,8 +129,10 @@ EOF
         --out /tmp/two$k --json /tmp/two$k.json /tmp/two-in >/dev/null 2>"$OUT/two$k.err" &
       pids+=($!)
     done
-    for k in 1 2; do wait "${pids[$((k - 1))]}"; echo "rc$k=$? $(grep -E '"ok"|"failed"|"images_per_s"' /tmp/two$k.json | tr -d '\n ')"; done |
-      tee -a "$OUT/summary.txt"
+    for k in 1 2; do
+      wait "${pids[$((k - 1))]}"
+      log "process $k rc=$? $(python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); print("ok", j["ok"], "failed", j["failed"], "images/s", round(j["images_per_s"], 1))' /tmp/two$k.json)"
+    done
     log "outputs: $(ls /tmp/two1 | wc -l) and $(ls /tmp/two2 | wc -l) files, $(diff -rq /tmp/two1 /tmp/two2 | wc -l) differ" ;;
   batch)
     frames /tmp/b1010 10

@@ -109,3 +109,18 @@ def test_warm_up_is_reported_apart(client, inputs, tmp_path):
     s = cluster.run(files[:4], str(tmp_path / "out"), client, device="cpu", threads=1)
     assert s["images"] == 4 and s["startup_s"] > 0 and s["seconds"] > 0
     assert not [p for p in (tmp_path / "out").iterdir() if p.name.startswith("w")]  # warm-up stays out
+
+
+def test_local_cluster_workers_start_without_dasks_malloc_trim(tmp_path):
+    # Dask's nannies set MALLOC_TRIM_THRESHOLD_ in workers (and in the process running them), so
+    # this runs in a fresh interpreter.
+    script = tmp_path / "probe.py"
+    script.write_text("import os\nfrom distributed import Client\nfrom scenelab import cluster\n"
+                      "if __name__ == '__main__':\n"
+                      "    with cluster.local_cluster(1) as lc, Client(lc) as c:\n"
+                      "        print(list(c.run(lambda: os.environ.get('MALLOC_TRIM_THRESHOLD_')).values()))\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    env.pop("MALLOC_TRIM_THRESHOLD_", None)
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().splitlines()[-1] == "[None]"
