@@ -1,7 +1,7 @@
 #!/bin/bash
 # The GPU machine's run, in one call (../shared/gpu/README.md): build, every test (the gpu-labelled
 # ones run there), compute-sanitizer over the GPU tests, then the benchmarks named by $BENCH
-# (space-separated: pipeline peer1080 plan batch gops torch hog python cluster soak twoproc;
+# (space-separated: pipeline peer1080 plan batch gops torch hog python cluster soak twoproc allgpus;
 # default: the first four). Logs go to $OUT
 # (or ./gpu-out), a summary at the end of stdout.
 #   source .gpu/env.sh && tools/gpu_check.sh
@@ -119,6 +119,15 @@ EOF
     python3 tools/soak.py --label-image build-gpu/tools/label_image --images "${SOAK_IMAGES:-20000}" \
       --device cuda --json "$OUT/soak.json" -- --precision fp16 >"$OUT/soak.log" 2>&1
     log "soak rc=$? $(grep -E '"(labelled|wall_s|images_per_s|rss_mib_kept_at_end|fds_kept_at_end|gpu_mib_after_warmup|gpu_mib_max_growth|gpu_mib_kept_at_end|verdict)"' "$OUT/soak.log" | tr -d '\n ')" ;;
+  allgpus)
+    log "label_image --device cuda:0 against cuda:all (one pipeline per GPU), $(nvidia-smi -L | grep -c '^GPU ') GPUs, 10100 frames, fp16, classes"
+    frames /tmp/all-in 100
+    for dev in cuda:0 cuda:all cuda:0 cuda:all; do
+      build-gpu/tools/label_image --device $dev --precision fp16 --save classes --quiet --out /tmp/all-out-$dev \
+        --json /tmp/all.json /tmp/all-in >/dev/null 2>>"$OUT/allgpus.err"
+      log "$dev rc=$? $(python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); print("ok", j["ok"], "images/s", round(j["images_per_s"], 1), "stage ms/image", j["stage_ms_per_image"])' /tmp/all.json)"
+      rm -rf /tmp/all-out-$dev
+    done ;;
   twoproc)
     log "two label_image processes on one GPU at once: 1010 frames each, fp16, one fresh plan cache shared"
     frames /tmp/two-in 10
