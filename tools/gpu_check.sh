@@ -9,7 +9,8 @@ set -uo pipefail
 OUT=${OUT:-gpu-out}
 mkdir -p "$OUT"
 BENCH=${BENCH-"pipeline peer1080 plan batch"}  # BENCH="" runs none
-SANITIZE=${SANITIZE-memcheck}  # SANITIZE="" runs none; SANITIZE_FILTER: a gtest filter;
+SANITIZE=${SANITIZE-memcheck}  # SANITIZE="" runs none; entries TOOL or TOOL=GTEST_FILTER;
+# SANITIZE_FILTER: the gtest filter of entries without one;
 # SANITIZE_TIMEOUT: seconds per tool (rc 124 when it ran out); SKIP_CPU_TESTS=1: the gpu label only
 J=$(nproc)
 log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
@@ -36,12 +37,21 @@ grep -E "Skipped|Failed|\*\*\*" "$OUT/ctest-gpu.log" | head -20
 log "cpu tests: $(grep -E 'tests passed|tests failed' "$OUT/ctest-cpu.log")"
 grep -E "\(Failed\)" "$OUT/ctest-cpu.log" | head
 
-for tool in $SANITIZE; do
-  timeout "${SANITIZE_TIMEOUT:-0}" compute-sanitizer --tool "$tool" --error-exitcode 9 build-gpu/tests/scenelab_gpu_tests \
-    --gtest_filter="${SANITIZE_FILTER:-*}" >"$OUT/sanitizer-$tool.log" 2>&1
-  log "compute-sanitizer $tool rc=$? $(grep -E 'ERROR SUMMARY|PASSED|FAILED' "$OUT/sanitizer-$tool.log" | tr '\n' ' ')"
+set -f  # filters hold '*'
+for spec in $SANITIZE; do  # TOOL or TOOL=GTEST_FILTER
+  tool=${spec%%=*}
+  filter=${SANITIZE_FILTER:-*}
+  [ "$spec" != "$tool" ] && filter=${spec#*=}
+  extra=()
+  # cuDNN's Hopper kernels use more cuda::barrier objects than the default tracks
+  [ "$tool" = synccheck ] || [ "$tool" = racecheck ] && extra=(--num-cuda-barriers 1024)
+  logname="$tool-$(echo "$filter" | tr -c 'A-Za-z0-9\n' '_' | cut -c1-40)"
+  timeout "${SANITIZE_TIMEOUT:-0}" compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 9 \
+    build-gpu/tests/scenelab_gpu_tests --gtest_filter="$filter" >"$OUT/sanitizer-$logname.log" 2>&1
+  log "compute-sanitizer $tool ($filter) rc=$? $(grep -E 'ERROR SUMMARY|PASSED|FAILED' "$OUT/sanitizer-$logname.log" | tr '\n' ' ')"
   pkill -9 -f scenelab_gpu_tests 2>/dev/null && sleep 1  # a timed-out tool leaves its target running
 done
+set +f
 
 VAL=$SCENELAB_CAMVID_DIR/val/images
 export PYTHONUNBUFFERED=1
