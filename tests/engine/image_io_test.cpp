@@ -1,11 +1,15 @@
 // Image decoding and the PNG writer: JPEG (baseline, progressive, grey, CMYK, truncated), PNG
 // (8/16-bit, grey, grey+alpha, RGBA, palette, interlaced, truncated, oversized header), other
-// formats through stb, a directory named like an image, the pixel limit, and our PNG writer's
-// output decoded back exactly (RGB, grey, indexed colour).
+// formats through stb, a directory named like an image, the pixel limit, a decompression bomb, an
+// unreadable file, and our PNG writer's output decoded back exactly (RGB, grey, indexed colour).
 #include <gtest/gtest.h>
 #include <jpeglib.h>
 #include <png.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csetjmp>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -237,4 +241,75 @@ TEST(ImageIo, BadInputsGetClearErrorsNamingTheFile) {
   EXPECT_NE(e.find("lossless"), std::string::npos) << e;
   e = error_of([&] { load_label_image(png); });
   EXPECT_NE(e.find("expected 8-bit single-channel"), std::string::npos) << e;
+}
+
+// A decompression bomb: a complete, valid PNG of 17000 x 17000 zero pixels (289 megapixels, above
+// the default limit of 16384 x 16384) in a few hundred kilobytes. Refused from its header, naming
+// the file and the limit, before any pixel is inflated or allocated.
+TEST(ImageIo, DecompressionBombIsRefusedFromItsHeader) {
+  const std::string path = (tmpdir() / "bomb.png").string();
+  const int side = 17000;
+  {
+    FILE* f = std::fopen(path.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
+    png_infop info = png_create_info_struct(png);
+    ASSERT_TRUE(png && info);
+    if (setjmp(png_jmpbuf(png))) FAIL() << "libpng could not write the test file";
+    png_init_io(png, f);
+    png_set_compression_level(png, 9);
+    png_set_filter(png, 0, PNG_FILTER_NONE);
+    png_set_IHDR(png, info, side, side, 8, PNG_COLOR_TYPE_GRAY, PNG_INTERLACE_NONE,
+                 PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    png_write_info(png, info);
+    std::vector<uint8_t> row(side, 0);
+    for (int y = 0; y < side; ++y) png_write_row(png, row.data());
+    png_write_end(png, info);
+    png_destroy_write_struct(&png, &info);
+    std::fclose(f);
+  }
+  const auto bytes = fs::file_size(path);
+  EXPECT_LT(bytes, 2u << 20) << "the test file should be small: " << bytes;
+  const std::string e = error_of([&] { load_image(path); });
+  EXPECT_NE(e.find("bomb.png"), std::string::npos) << e;
+  EXPECT_NE(e.find("17000x17000"), std::string::npos) << e;
+  EXPECT_NE(e.find("larger than the limit"), std::string::npos) << e;
+}
+
+// A file the process may not read: the error names it and says why. Root reads anything, so as
+// root the check runs in a child process that gives up root for the `nobody` user first.
+TEST(ImageIo, UnreadableFileNamesTheFileAndTheReason) {
+  const std::string path = (tmpdir() / "locked.png").string();
+  save_png(path, smooth(8, 6, 3));
+  fs::permissions(path, fs::perms::none);
+  fs::permissions(tmpdir(), fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                fs::perms::others_read | fs::perms::others_exec);
+  auto attempt = [&] { return error_of([&] { load_image(path); }); };
+  std::string e;
+  if (::geteuid() != 0) {
+    e = attempt();
+  } else {
+    int fds[2];
+    ASSERT_EQ(::pipe(fds), 0);
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      ::close(fds[0]);
+      std::string msg = "could not give up root";
+      if (::setgid(65534) == 0 && ::setuid(65534) == 0) msg = attempt();
+      const ssize_t w = ::write(fds[1], msg.data(), msg.size());
+      ::_exit(w == ssize_t(msg.size()) ? 0 : 1);
+    }
+    ::close(fds[1]);
+    char buf[512];
+    ssize_t n;
+    while ((n = ::read(fds[0], buf, sizeof buf)) > 0) e.append(buf, size_t(n));
+    ::close(fds[0]);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << e;
+  }
+  fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write);
+  EXPECT_NE(e.find("locked.png"), std::string::npos) << e;
+  EXPECT_NE(e.find("cannot open file (Permission denied)"), std::string::npos) << e;
 }
