@@ -9,7 +9,7 @@
 namespace scenelab {
 
 Labeler::Labeler(const Model& model, std::unique_ptr<Backend> backend)
-    : model_(model), backend_(std::move(backend)), graph_(model) {
+    : backend_(std::move(backend)), graph_(model) {
   SL_REQUIRE(model.graph.find("labels_full"), "model '", model.name,
              "' has no node 'labels_full' (class index per input pixel)");
 }

@@ -35,7 +35,6 @@ class Labeler {
                                                       Geometry* geometry) const;
 
  private:
-  const Model& model_;
   std::unique_ptr<Backend> backend_;
   Graph graph_;
   double last_ms_ = 0;

@@ -231,7 +231,8 @@ std::vector<std::pair<std::string, double>> PyramidDetector::stage_ms() const {
   return out;
 }
 
-void PyramidDetector::run_levels(const uint8_t* pixels, int h, int w, int channels, Fusion rule) {
+void PyramidDetector::run_levels(const uint8_t* pixels, int h, int w, int channels,
+                                 [[maybe_unused]] Fusion rule) {  // used by the CUDA path
   SL_REQUIRE(h >= 1 && w >= 1, "detect: empty image ", w, "x", h);
   SL_REQUIRE(channels == 1 || channels == 3 || channels == 4, "detect: images of 1, 3 or 4 channels, got ",
              channels);
