@@ -32,7 +32,10 @@ std::string CpuBackend::describe() const { return str_cat("cpu (", threads_, " t
 
 void CpuBackend::activate() const {
   omp_set_num_threads(threads_);
-  Eigen::setNbThreads(threads_);
+  // The layers split their GEMMs into bands of a size that does not depend on the thread count
+  // and run them on our threads; Eigen's own threading would choose its blocking by the number of
+  // threads, and the sums' order (the results' last bits) with it.
+  Eigen::setNbThreads(1);
 }
 
 BackendMemory CpuBackend::allocate(size_t bytes) const {

@@ -35,6 +35,7 @@ namespace {
 // as rows, which measured 3-8% faster than Cout-as-rows for these shapes.
 using ColMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor>;
 constexpr size_t kBandFloats = size_t(1) << 21;  // im2col floats per thread (8 MB)
+constexpr int kMinBands = 16;  // bands an image's rows are cut into at least (where it has them)
 
 class Conv2d : public Layer {
  public:
@@ -89,7 +90,7 @@ class Conv2d : public Layer {
     }
 #endif
     const int threads = backend.threads();
-    return size_t(threads) * band_rows(in[0], o, threads) * size_t(o.w) * kdim(in[0]);
+    return size_t(threads) * band_rows(in[0], o) * size_t(o.w) * kdim(in[0]);
   }
 
 #ifdef SCENELAB_WITH_CUDA
@@ -363,7 +364,7 @@ class Conv2d : public Layer {
     const size_t K = kdim(x.shape);
     const float* w = a.params->data("weight");
     const float* b = bias_ ? a.params->data("bias") : nullptr;
-    const int rows = band_rows(x.shape, y.shape, a.threads);
+    const int rows = band_rows(x.shape, y.shape);
     const int bands = (y.shape.h + rows - 1) / rows;
     const size_t plane = y.shape.plane();
     Eigen::Map<const ColMat> Wt(w, Eigen::Index(K), out_);
@@ -394,10 +395,13 @@ class Conv2d : public Layer {
 
  private:
   size_t kdim(const Shape& in) const { return size_t(in.c) * k_ * k_; }
-  int band_rows(const Shape& in, const Shape& o, int threads) const {
+  // Output rows per band: the im2col bound, and at least kMinBands bands so that the threads share
+  // the work. Never the thread count: a band's GEMM shape decides Eigen's blocking and so the
+  // order of its sums, and results must not depend on how many threads ran them.
+  int band_rows(const Shape& in, const Shape& o) const {
     size_t per_row = kdim(in) * size_t(o.w);
     int rows = int(std::max<size_t>(1, kBandFloats / std::max<size_t>(1, per_row)));
-    int fair = (o.h + threads - 1) / std::max(1, threads);  // at least one band per thread
+    int fair = (o.h + kMinBands - 1) / kMinBands;
     return std::max(1, std::min({rows, fair, o.h}));
   }
   // X[(c*k + dy)*k + dx][(yy - y0)*wo + xx] = x[c][yy + dy - pad][xx + dx - pad], zero outside.

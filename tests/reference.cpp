@@ -264,6 +264,7 @@ LayerRun run_layer(const std::string& line, const std::vector<const Tensor*>& in
   a.workspace = ws.data();
   a.threads = threads;
   a.fused_relu = fused_relu;
+  cpu.activate();  // as a Graph does before its layers run (thread counts for OpenMP and Eigen)
   r.layer->forward_cpu(a);
   return r;
 }
