@@ -8,8 +8,16 @@ The network is tools/scenelab_torch.py's TorchNet on the engine's own graph text
 the engine's preprocessing (RGB->YUV, 13x13 contrast normalisation, standardisation with
 statistics measured on the training set) and the engine's score resampling ('full' node).
 Loss: cross-entropy with median-frequency class weights on every input pixel, void ignored.
-Training uses TF32 tensor cores. Augmentation on the GPU: horizontal flips, scale jitter, random crops. Fixed seed. Logs loss and
-val metrics each eval; keeps the epoch with the best val mean IoU (select on val) and exports it.
+Training uses TF32 tensor cores. Augmentation (--aug full, the default): random scale 0.5-2.0 with
+random crops (padding with void where the scaled image is smaller than the crop), horizontal
+flips, rotations of up to 5 degrees, brightness, contrast and per-channel colour jitter, mild
+blur or noise, and JPEG re-compression at a random quality 50-95 with 4:2:0 chroma (OpenCV's
+encoder on the CPU); --aug basic is the earlier scale 1-1.35, flip and crop. Fixed seed. Logs loss
+and metrics each eval; keeps the epoch with the best mean IoU on the selection set and exports it.
+
+Selection: by default train on `train`, select on `val`. `--holdout SEQ` pools train and val and
+holds out one sequence (file names start with it: 0001TP, 0006R0, 0016E5) for selection - the
+cross-sequence figure; `--final` trains on train + val for --epochs and exports the last epoch.
 """
 import argparse
 import glob
@@ -94,23 +102,88 @@ def evaluate(net, x, y, dev, batch=8):
     return conf
 
 
-def augment(x, y, crop_h, crop_w, gen, dev):
-    """GPU batch: random scale (so the crop fits), flip, crop. x uint8 N,3,H,W; y N,H,W."""
+def augment(x, y, crop_h, crop_w, gen, dev, full=True):
+    """A batch for training: x uint8 N,3,H,W, y N,H,W (on dev) -> float N,3,crop_h,crop_w in [0, 1]
+    and labels N,crop_h,crop_w. basic: scale so the crop fits up to 1.35x, flip, crop. full: scale
+    0.5-2.0 (void around an image smaller than the crop), flip, rotation, photometric jitter,
+    blur or noise, then JPEG re-compression (see the module's text). Draws come from gen only."""
     n, _, h, w = x.shape
     xs, ys = [], []
+
+    def u(lo, hi):
+        return lo + (hi - lo) * torch.rand(1, generator=gen).item()
+
     for i in range(n):
-        lo = max(crop_h / h, crop_w / w)
-        s = lo + (1.35 - lo) * torch.rand(1, generator=gen).item()
-        nh, nw = max(crop_h, round(h * s)), max(crop_w, round(w * s))
+        if full:
+            s = math.exp(u(math.log(0.5), math.log(2.0)))
+        else:
+            lo = max(crop_h / h, crop_w / w)
+            s = lo + (1.35 - lo) * torch.rand(1, generator=gen).item()
+        nh, nw = max(1, round(h * s)), max(1, round(w * s))
+        if not full:
+            nh, nw = max(crop_h, nh), max(crop_w, nw)
         xi = F.interpolate(x[i:i + 1].float() / 255, size=(nh, nw), mode="bilinear", align_corners=False)
         yi = F.interpolate(y[i:i + 1, None].float(), size=(nh, nw), mode="nearest")[:, 0].long()
-        if torch.rand(1, generator=gen).item() < 0.5:
+        if u(0, 1) < 0.5:
             xi, yi = xi.flip(3), yi.flip(2)
+        if full and u(0, 1) < 0.5:  # small rotation about the centre; void where nothing maps
+            a = math.radians(u(-5, 5))
+            theta = torch.tensor([[[math.cos(a), -math.sin(a) * nh / nw, 0.0],
+                                   [math.sin(a) * nw / nh, math.cos(a), 0.0]]], device=xi.device)
+            grid = F.affine_grid(theta, list(xi.shape), align_corners=False)
+            xi = F.grid_sample(xi, grid, mode="bilinear", padding_mode="border", align_corners=False)
+            yv = F.grid_sample(yi[:, None].float() + 1, grid, mode="nearest", padding_mode="zeros",
+                               align_corners=False)[:, 0].long() - 1
+            yi = torch.where(yv < 0, torch.full_like(yv, VOID), yv)
+        if nh < crop_h or nw < crop_w:  # smaller than the crop: placed at random on void
+            ph, pw = max(crop_h, nh), max(crop_w, nw)
+            oy, ox = int(u(0, ph - nh + 1 - 1e-9)), int(u(0, pw - nw + 1 - 1e-9))
+            xp = torch.zeros(1, 3, ph, pw, device=xi.device) + xi.mean((2, 3), keepdim=True)
+            yp = torch.full((1, ph, pw), VOID, dtype=torch.long, device=yi.device)
+            xp[:, :, oy:oy + nh, ox:ox + nw] = xi
+            yp[:, oy:oy + nh, ox:ox + nw] = yi
+            xi, yi, nh, nw = xp, yp, ph, pw
         oy = int(torch.randint(0, nh - crop_h + 1, (1,), generator=gen))
         ox = int(torch.randint(0, nw - crop_w + 1, (1,), generator=gen))
-        xs.append(xi[:, :, oy:oy + crop_h, ox:ox + crop_w])
-        ys.append(yi[:, oy:oy + crop_h, ox:ox + crop_w])
+        xi = xi[:, :, oy:oy + crop_h, ox:ox + crop_w]
+        yi = yi[:, oy:oy + crop_h, ox:ox + crop_w]
+        if full:
+            mean = xi.mean((1, 2, 3), keepdim=True)
+            gain = torch.tensor([u(0.9, 1.1) for _ in range(3)], device=xi.device).view(1, 3, 1, 1)
+            xi = ((xi - mean) * u(0.7, 1.3) + mean + u(-0.12, 0.12)) * gain
+            r = u(0, 1)
+            if r < 0.15:  # mild blur: a 3x3 binomial filter
+                k = torch.tensor([1.0, 2.0, 1.0], device=xi.device)
+                k = (k[:, None] * k[None, :] / 16).expand(3, 1, 3, 3)
+                xi = F.conv2d(F.pad(xi, (1, 1, 1, 1), mode="replicate"), k, groups=3)
+            elif r < 0.3:  # sensor noise
+                noise = torch.randn(xi.shape, generator=gen).to(xi.device)
+                xi = xi + noise * u(0.005, 0.02)
+            xi = xi.clamp(0, 1)
+            if u(0, 1) < 0.5:
+                xi = jpeg_recompress(xi, int(u(50, 96)))
+        xs.append(xi)
+        ys.append(yi)
     return torch.cat(xs), torch.cat(ys)
+
+
+def jpeg_recompress(xi, quality):
+    """One image (1,3,H,W float in [0, 1]) through a JPEG of this quality with 4:2:0 chroma."""
+    import cv2
+    rgb = (xi[0].permute(1, 2, 0).clamp(0, 1) * 255 + 0.5).byte().cpu().numpy()
+    params = [cv2.IMWRITE_JPEG_QUALITY, quality]
+    if hasattr(cv2, "IMWRITE_JPEG_SAMPLING_FACTOR"):  # OpenCV >= 4.5.5; libjpeg's default is 4:2:0
+        params += [cv2.IMWRITE_JPEG_SAMPLING_FACTOR, cv2.IMWRITE_JPEG_SAMPLING_FACTOR_420]
+    ok, buf = cv2.imencode(".jpg", np.ascontiguousarray(rgb[:, :, ::-1]), params)
+    if not ok:
+        raise SystemExit("train: JPEG re-compression failed")
+    back = cv2.imdecode(buf, cv2.IMREAD_COLOR)[:, :, ::-1].copy()
+    return torch.from_numpy(back).to(xi.device).permute(2, 0, 1)[None].float() / 255
+
+
+def sequence_of(name):
+    """CamVid file names start with their sequence: 0016E5_07959 -> 0016E5."""
+    return name.split("_")[0]
 
 
 def main():
@@ -127,7 +200,14 @@ def main():
     ap.add_argument("--eval-every", type=int, default=5)
     ap.add_argument("--limit", type=int, default=None, help="images per split (smoke tests)")
     ap.add_argument("--log", default=None, help="JSON lines log file")
+    ap.add_argument("--aug", default="full", choices=["full", "basic"])
+    ap.add_argument("--holdout", default=None,
+                    help="pool train and val, select on this sequence (e.g. 0001TP), train on the rest")
+    ap.add_argument("--final", action="store_true",
+                    help="train on train + val for --epochs, export the last epoch (no selection)")
     a = ap.parse_args()
+    if a.holdout and a.final:
+        raise SystemExit("train: --holdout and --final exclude each other")
     torch.manual_seed(a.seed)
     np.random.seed(a.seed)
     dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -138,9 +218,23 @@ def main():
     torch.backends.cudnn.allow_tf32 = True
     crop_h, crop_w = map(int, a.crop.split("x"))
     t_start = time.time()
-    _, xtr, ytr = load_split(a.data, "train", a.limit)
-    _, xva, yva = load_split(a.data, "val", a.limit)
-    print(f"train {tuple(xtr.shape)}  val {tuple(xva.shape)}  device {dev}", flush=True)
+    ntr, xtr, ytr = load_split(a.data, "train", a.limit)
+    nva, xva, yva = load_split(a.data, "val", a.limit)
+    selection = "val"
+    if a.holdout or a.final:
+        names = ntr + nva
+        x_all, y_all = torch.cat([xtr, xva]), torch.cat([ytr, yva])
+        held = torch.tensor([a.holdout is not None and sequence_of(n) == a.holdout for n in names])
+        if a.holdout and not held.any():
+            raise SystemExit(f"train: no image of sequence {a.holdout} "
+                             f"(sequences: {sorted({sequence_of(n) for n in names})})")
+        if held.all():
+            raise SystemExit(f"train: every image is of sequence {a.holdout}: nothing left to train on")
+        xtr, ytr = x_all[~held], y_all[~held]
+        xva, yva = (x_all[held], y_all[held]) if a.holdout else (xva, yva)
+        selection = f"sequence {a.holdout}" if a.holdout else "none (--final; val shown, not used)"
+    print(f"train {tuple(xtr.shape)}  selection set {tuple(xva.shape)} ({selection})  device {dev}",
+          flush=True)
 
     net = st.TorchNet(st.network_text(a.network, 11)).to(dev)
     # He init for convs, zero biases.
@@ -179,7 +273,11 @@ def main():
     opt = torch.optim.AdamW(trainable, lr=a.lr, weight_decay=1e-4)
     steps_per_epoch = math.ceil(xtr.shape[0] / a.batch)
     total_steps = a.epochs * steps_per_epoch
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=a.lr, total_steps=total_steps, pct_start=0.1)
+    if total_steps >= 4:  # one cycle: warm-up over 10% of the steps (at least 2), then cosine decay
+        sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=a.lr, total_steps=total_steps,
+                                                    pct_start=max(0.1, 2.0 / total_steps))
+    else:  # too short a run for a cycle (smoke tests)
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda _: 1.0)
     xtr_d, ytr_d = xtr.to(dev), ytr.to(dev)
     gen = torch.Generator().manual_seed(a.seed + 1)
     best, best_state, best_epoch = -1.0, None, -1
@@ -192,7 +290,7 @@ def main():
         losses = []
         for b in range(steps_per_epoch):
             idx = perm[b * a.batch:(b + 1) * a.batch].to(dev)
-            xb, yb = augment(xtr_d[idx], ytr_d[idx], crop_h, crop_w, gen, dev)
+            xb, yb = augment(xtr_d[idx], ytr_d[idx], crop_h, crop_w, gen, dev, full=a.aug == "full")
             full = net(xb, ["full"])["full"]
             loss = F.cross_entropy(full.float(), yb, weight=weights, ignore_index=VOID)
             opt.zero_grad(set_to_none=True)
@@ -208,7 +306,7 @@ def main():
         if epoch % a.eval_every == 0 or last:
             m = metrics(evaluate(net, xva, yva, dev))
             rec.update({k: round(v, 4) for k, v in m.items() if k != "iou"})
-            if m["mean_iou"] > best:
+            if a.final or m["mean_iou"] > best:  # --final keeps the last epoch
                 best, best_epoch = m["mean_iou"], epoch
                 best_state = {k: v.detach().clone() for k, v in net.state_dict().items()}
         print(json.dumps(rec), flush=True)
@@ -219,6 +317,7 @@ def main():
     net.load_state_dict(best_state)
     m = metrics(evaluate(net, xva, yva, dev))
     summary = {"network": a.network, "best_epoch": best_epoch, "epochs_run": epoch, "seed": a.seed,
+               "selection": selection, "aug": a.aug,
                "train_minutes": round((time.time() - t_train) / 60, 2),
                "total_minutes": round((time.time() - t_start) / 60, 2), "device": str(
                    torch.cuda.get_device_name() if dev.type == "cuda" else "cpu"),
