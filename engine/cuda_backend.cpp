@@ -83,8 +83,8 @@ CudaBackend::CudaBackend(const CudaOptions& o) : select_(o.device) {
   ctx_.cublas = cublas_.h;
   SL_CUBLAS_CHECK(cublasSetStream(ctx_.cublas, ctx_.stream), "CUDA backend");
   cublas_workspace_.resize(size_t(32) << 20, "cuBLAS workspace");
-  // Zeroed once: compute-sanitizer initcheck reports cuBLASLt's split-K reduction reading
-  // uninitialised memory otherwise; this keeps the sanitizer runs about our own code.
+  // Zeroed once, at creation: compute-sanitizer initcheck reported cuBLASLt's split-K reduction
+  // reading parts of it that nothing had written (docs/RELIABILITY.md); zeroed, it reports none.
   SL_CUDA_CHECK(cudaMemsetAsync(cublas_workspace_.get(), 0, cublas_workspace_.bytes(), ctx_.stream),
                 "cuBLAS workspace");
   SL_CUBLAS_CHECK(cublasSetWorkspace(ctx_.cublas, cublas_workspace_.get(), cublas_workspace_.bytes()),

@@ -61,6 +61,16 @@ frames() {
   for r in $(seq 0 $(($2 - 1))); do for f in "$VAL"/*.jpg; do
     ln -sf "$(readlink -f "$f")" "$1/r${r}_$(basename "$f")"; done; done
 }
+# REPORT.json KEY...: those fields of a label_image JSON report on one line (floats rounded).
+report() {
+  python3 - "$@" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+r = lambda v: {k: r(x) for k, x in v.items()} if isinstance(v, dict) else round(v, 3) if isinstance(v, float) else v
+print(", ".join(f"{k} {r(j[k])}" for k in sys.argv[2:]))
+PY
+}
+GPUS=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
 # Dask for the cluster benchmark: the wheels tools/stage_gpu.sh put in .gpu/whl, where python3
 # lacks it (into its environment, a virtualenv there; pip takes what is installed already).
 if [[ " $BENCH " == *" cluster "* ]] && ! python3 -c "import distributed" 2>/dev/null; then
@@ -118,8 +128,7 @@ EOF
       done
     done ;;
   cluster)
-    G=$(nvidia-smi -L | grep -c '^GPU ')
-    W=1; [ "$G" -ge 2 ] && W="1,$G"
+    W=1; [ "$GPUS" -ge 2 ] && W="1,$GPUS"
     log "Dask: scenelab.cluster, workers $W (one per GPU), against one GPU's label_image (tools/bench_cluster.py)"
     python3 tools/bench_cluster.py --build build-gpu --images "$VAL" --repeat "${CLUSTER_REPEAT:-100}" \
       --workers "$W" --precision fp16 --save classes 2>&1 | tee "$OUT/cluster.log" | grep -v '^$' |
@@ -134,14 +143,14 @@ EOF
     # one process (finish 3.6 ms an image there against 1.1 on tmpfs), and outputs removed and
     # written again under the same names ran slower still; each run writes into a fresh folder.
     AO=${ALLGPUS_OUT:-/dev/shm}
-    log "label_image --device cuda:0 against cuda:all (one pipeline per GPU), $(nvidia-smi -L | grep -c '^GPU ') GPUs, 30300 frames, fp16, classes into $AO"
+    log "label_image --device cuda:0 against cuda:all (one pipeline per GPU), $GPUS GPUs, 30300 frames, fp16, classes into $AO"
     frames /tmp/all-in 300
     k=0
     for dev in cuda:all cuda:0 cuda:all cuda:0 cuda:all; do  # the first fills the plan cache
       k=$((k + 1))
       build-gpu/tools/label_image --device $dev --precision fp16 --save classes --quiet --out "$AO/all-out-$k" \
         --json /tmp/all.json /tmp/all-in >/dev/null 2>>"$OUT/allgpus.err"
-      log "$dev rc=$? $(python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); print("ok", j["ok"], "images/s", round(j["images_per_s"], 1), "first pass ms", round(j["first_pass_ms"]), "stage ms/image", {k: round(v, 3) for k, v in j["stage_ms_per_image"].items()})' /tmp/all.json)"
+      log "$dev rc=$? $(report /tmp/all.json ok images_per_s first_pass_ms stage_ms_per_image)"
       rm -rf "$AO/all-out-$k"
     done ;;
   twoproc)
@@ -156,7 +165,7 @@ EOF
     done
     for k in 1 2; do
       wait "${pids[$((k - 1))]}"
-      log "process $k rc=$? $(python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); print("ok", j["ok"], "failed", j["failed"], "images/s", round(j["images_per_s"], 1))' /tmp/two$k.json)"
+      log "process $k rc=$? $(report /tmp/two$k.json ok failed images_per_s)"
     done
     log "outputs: $(ls /tmp/two1 | wc -l) and $(ls /tmp/two2 | wc -l) files, $(diff -rq /tmp/two1 /tmp/two2 | wc -l) differ" ;;
   batch)

@@ -23,7 +23,7 @@ The files and the output folder must be reachable under the same paths from ever
 shared file system).
 
 Before the clock starts, every worker loads the model and labels a few copies of the first file
-into a scratch folder, so that its plans (for the first size, at full batches) exist and the
+(writing nothing), so that its plans (for the first size, at full batches) exist and the
 figure measures labelling, not start-up (reported apart as startup_s). Chunks of about an eighth
 of a worker's share, in multiples of 16 files, keep per-task costs small and batches full.
 
@@ -151,18 +151,15 @@ WARM_FRAMES_GPU, WARM_FRAMES_CPU = 64, 2
 
 def _warm(first: str, settings: dict) -> dict:
     """Runs on a worker before timing: loads the model and plans the first file's size by labelling
-    copies of it into a scratch folder (deleted after). A file that fails here fails again, named,
-    in its chunk; the warm-up itself never fails the run."""
-    import tempfile
+    copies of it, nothing written (planning does not depend on the outputs). A file that fails
+    here fails again, named, in its chunk; the warm-up itself never fails the run."""
     from distributed import get_worker
 
     t0 = time.perf_counter()
     model = _worker_model(settings)
     frames = WARM_FRAMES_CPU if model.device.startswith("cpu") else WARM_FRAMES_GPU
-    with tempfile.TemporaryDirectory(prefix="scenelab-warm-") as tmp:
-        bases = [os.path.join(tmp, f"w{i}") for i in range(frames)]
-        model.label_files([first] * frames, output_bases=bases, save=settings["save"],
-                          batch=settings["batch"], io_threads=settings["io_threads"])
+    model.label_files([first] * frames, output_bases=[""] * frames, save=(),
+                      batch=settings["batch"], io_threads=settings["io_threads"])
     return dict(worker=get_worker().address, seconds=time.perf_counter() - t0)
 
 
