@@ -2,7 +2,7 @@
 # Run here, from the project root, before a GPU run: ../shared/gpu/stage.sh's packages, and what
 # this project adds to them in .gpu/ (git-ignored): libdeflate (the PNG writer) as Debian
 # packages, unpacked there by .gpu/env.sh, Dask as wheels (installed by tools/gpu_check.sh when
-# its cluster benchmark runs) and a copy of the CamVid val images for benchmarks.
+# its cluster benchmark runs) and a copy of the CamVid images (val for benchmarks, train for training there).
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
 ../shared/gpu/stage.sh >/dev/null
@@ -15,7 +15,9 @@ if ! ls .gpu/whl/distributed-2024.12.1-*.whl >/dev/null 2>&1; then
     --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 -d .gpu/whl
 fi
-if [ -d ../shared/data/camvid/val ] && [ ! -d .gpu/camvid/val ]; then
-  mkdir -p .gpu/camvid && cp -r ../shared/data/camvid/val .gpu/camvid/
-fi
+for split in val train; do  # train: for tools/train.py and tools/crossval.py there
+  if [ -d ../shared/data/camvid/$split ] && [ ! -d .gpu/camvid/$split ]; then
+    mkdir -p .gpu/camvid && cp -r ../shared/data/camvid/$split .gpu/camvid/
+  fi
+done
 du -sh .gpu

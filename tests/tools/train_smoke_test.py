@@ -70,6 +70,25 @@ def run(root, out, *extra):
     return summary[0]
 
 
+def check_crossval(root, work):
+    """tools/crossval.py: one run per held-out sequence plus the final, a table of the three."""
+    cmd = [sys.executable, os.path.join(src, "tools", "crossval.py"), "--data", root, "--networks",
+           "reference", "--epochs", "1", "--work", work, "--final", "--jobs", "2", "--",
+           "--batch", "2", "--crop", "64x80", "--eval-every", "1"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    import json
+    cv = json.load(open(os.path.join(work, "crossval.json")))
+    assert cv["sequences"] == ["AAA1", "BBB2", "CCC3"], cv
+    assert sorted(cv["runs"]) == ["camvid-reference", "reference-full-AAA1", "reference-full-BBB2",
+                                  "reference-full-CCC3"], cv["runs"]
+    mean = cv["means"]["reference-full"]["global_acc"]
+    runs = [cv["runs"]["reference-full-" + s]["global_acc"] for s in cv["sequences"]]
+    assert abs(mean - sum(runs) / 3) < 1e-9, (mean, runs)
+    assert os.path.getsize(os.path.join(work, "camvid-reference.h5")) > 0
+    assert "mean reference-full" in r.stdout, r.stdout
+
+
 def main():
     check_augment()
     with tempfile.TemporaryDirectory() as tmp:
@@ -77,6 +96,7 @@ def main():
         make_set(root)
         s = run(root, os.path.join(tmp, "holdout.h5"), "--holdout", "BBB2")
         assert '"selection": "sequence BBB2"' in s, s
+        check_crossval(root, os.path.join(tmp, "cv"))
         s = run(root, os.path.join(tmp, "final.h5"), "--final", "--aug", "basic")
         assert '"best_epoch": 2' in s and "--final" in s, s
         r = subprocess.run([sys.executable, os.path.join(src, "tools", "train.py"), "--data", root,

@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""Cross-sequence selection for tools/train.py: train on two CamVid sequences, score on the third.
+
+  python3 tools/crossval.py --data ../shared/data/camvid --networks multiscale,reference \
+         --augs full,basic --epochs 120 --work cv [--final] [--jobs 6] [-- EXTRA train.py ARGS]
+
+For every network x augmentation x sequence (0001TP, 0006R0, 0016E5: the prefixes of the file
+names in train + val) it runs `train.py --holdout SEQ` - the sequence held out is never trained on
+and is where the epoch is chosen - as parallel processes (one GPU serves them all), then prints
+and writes (WORK/crossval.json) each held-out sequence's global accuracy, class-average accuracy
+and mean IoU, their mean over the sequences and the best epochs. `--final` also trains, in the same
+batch of processes, each network on train + val for --epochs with the first augmentation listed
+(`train.py --final`, the last epoch exported to WORK/camvid-NET.h5): the candidates to ship.
+Logs: WORK/*.log (train.py's JSON lines) and WORK/*.out (its stdout).
+"""
+import argparse
+import glob
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def sequences(data):
+    names = [os.path.basename(p) for split in ("train", "val")
+             for p in glob.glob(os.path.join(data, split, "images", "*.jpg"))]
+    return sorted({n.split("_")[0] for n in names})
+
+
+def summary_of(out_path):
+    with open(out_path) as f:
+        for line in f:
+            if line.startswith("SUMMARY "):
+                return json.loads(line[len("SUMMARY "):])
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", required=True)
+    ap.add_argument("--networks", default="multiscale")
+    ap.add_argument("--augs", default="full")
+    ap.add_argument("--epochs", type=int, default=120)
+    ap.add_argument("--minutes", type=float, default=60.0, help="train.py's time limit per run")
+    ap.add_argument("--work", required=True, help="folder for models, logs and crossval.json")
+    ap.add_argument("--final", action="store_true", help="also train each network on train + val")
+    ap.add_argument("--jobs", type=int, default=0, help="processes at once (default: all)")
+    ap.add_argument("extra", nargs="*", help="after --: more train.py arguments")
+    a = ap.parse_args()
+    seqs = sequences(a.data)
+    if len(seqs) < 2:
+        raise SystemExit(f"crossval: {a.data}: need images of at least two sequences, found {seqs}")
+    os.makedirs(a.work, exist_ok=True)
+    nets, augs = a.networks.split(","), a.augs.split(",")
+    runs = [(f"{n}-{g}-{s}", ["--network", n, "--aug", g, "--holdout", s])
+            for n in nets for g in augs for s in seqs]
+    if a.final:
+        runs += [(f"camvid-{n}", ["--network", n, "--aug", augs[0], "--final"]) for n in nets]
+    todo, live, t0 = list(runs), [], time.time()
+    jobs = a.jobs or len(runs)
+    while todo or live:
+        while todo and len(live) < jobs:
+            name, args = todo.pop(0)
+            cmd = [sys.executable, os.path.join(HERE, "train.py"), "--data", a.data,
+                   "--epochs", str(a.epochs), "--minutes", str(a.minutes),
+                   "--out", os.path.join(a.work, name + ".h5"),
+                   "--log", os.path.join(a.work, name + ".log")] + args + a.extra
+            out = open(os.path.join(a.work, name + ".out"), "w")
+            live.append((name, subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT), out))
+        time.sleep(2)
+        for item in [x for x in live if x[1].poll() is not None]:
+            live.remove(item)
+            item[2].close()
+            print(f"{item[0]}: exit {item[1].returncode} after {time.time() - t0:.0f} s", flush=True)
+    table = {}
+    failed = False
+    for name, _ in runs:
+        s = summary_of(os.path.join(a.work, name + ".out"))
+        if s is None:
+            print(f"crossval: {name} gave no summary (see {a.work}/{name}.out)", file=sys.stderr)
+            failed = True
+            continue
+        table[name] = {"best_epoch": s["best_epoch"], "epochs_run": s["epochs_run"],
+                       "train_minutes": s["train_minutes"],
+                       **{k: s["val"][k] for k in ("global_acc", "class_acc", "mean_iou")}}
+    print(f"{'run':34s} {'global':>7s} {'class':>7s} {'mIoU':>7s}  best/run epochs  minutes")
+    for name, r in table.items():
+        print(f"{name:34s} {100 * r['global_acc']:7.2f} {100 * r['class_acc']:7.2f} "
+              f"{100 * r['mean_iou']:7.2f}  {r['best_epoch']:4d}/{r['epochs_run']:<4d}  {r['train_minutes']:6.2f}")
+    means = {}
+    for n in nets:
+        for g in augs:
+            rows = [table[k] for k in (f"{n}-{g}-{s}" for s in seqs) if k in table]
+            if len(rows) == len(seqs):
+                means[f"{n}-{g}"] = {k: sum(r[k] for r in rows) / len(rows)
+                                     for k in ("global_acc", "class_acc", "mean_iou")}
+                m = means[f"{n}-{g}"]
+                print(f"{'mean ' + n + '-' + g:34s} {100 * m['global_acc']:7.2f} "
+                      f"{100 * m['class_acc']:7.2f} {100 * m['mean_iou']:7.2f}")
+    with open(os.path.join(a.work, "crossval.json"), "w") as f:
+        json.dump({"sequences": seqs, "epochs": a.epochs, "runs": table, "means": means}, f, indent=1)
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
