@@ -24,7 +24,9 @@ import glob
 import json
 import math
 import os
+import queue
 import sys
+import threading
 import time
 
 import numpy as np
@@ -103,16 +105,24 @@ def evaluate(net, x, y, dev, batch=8):
 
 
 def augment(x, y, crop_h, crop_w, gen, dev, full=True):
-    """A batch for training: x uint8 N,3,H,W, y N,H,W (on dev) -> float N,3,crop_h,crop_w in [0, 1]
-    and labels N,crop_h,crop_w. basic: scale so the crop fits up to 1.35x, flip, crop. full: scale
-    0.5-2.0 (void around an image smaller than the crop), flip, rotation, photometric jitter,
-    blur or noise, then JPEG re-compression (see the module's text). Draws come from gen only."""
+    """A batch for training: x uint8 N,3,H,W, y N,H,W -> float N,3,crop_h,crop_w in [0, 1] and
+    labels N,crop_h,crop_w, on x's device (the training loop runs it on the CPU in a thread while
+    the GPU trains). basic: scale so the crop fits up to 1.35x, flip, crop. full: scale 0.5-2.0
+    (void around an image smaller than the crop), flip, rotation, photometric jitter, blur or
+    noise, then JPEG re-compression (see the module's text). Scale, rotation, flip and crop are
+    one resampling per image (one grid_sample for the batch), so the work is the crop's size
+    whatever the scale. Draws come from gen only, in a fixed order. (dev: unused, kept for
+    callers.)"""
     n, _, h, w = x.shape
-    xs, ys = [], []
 
     def u(lo, hi):
         return lo + (hi - lo) * torch.rand(1, generator=gen).item()
 
+    rows = torch.arange(crop_h, dtype=torch.float32) + 0.5  # output pixel centres
+    cols = torch.arange(crop_w, dtype=torch.float32) + 0.5
+    pr, pc = torch.meshgrid(rows, cols, indexing="ij")
+    base = torch.stack([pc.flatten(), pr.flatten(), torch.ones(crop_h * crop_w)], 1)  # P,3
+    maps = []
     for i in range(n):
         if full:
             s = math.exp(u(math.log(0.5), math.log(2.0)))
@@ -122,49 +132,101 @@ def augment(x, y, crop_h, crop_w, gen, dev, full=True):
         nh, nw = max(1, round(h * s)), max(1, round(w * s))
         if not full:
             nh, nw = max(crop_h, nh), max(crop_w, nw)
-        xi = F.interpolate(x[i:i + 1].float() / 255, size=(nh, nw), mode="bilinear", align_corners=False)
-        yi = F.interpolate(y[i:i + 1, None].float(), size=(nh, nw), mode="nearest")[:, 0].long()
+        flip = u(0, 1) < 0.5
+        a = math.radians(u(-5, 5)) if full and u(0, 1) < 0.5 else 0.0
+        # The crop's top-left corner in the scaled image: negative where the scaled image is
+        # smaller than the crop (it then lies at a random place on void).
+        oy = -int(u(0, crop_h - nh + 1 - 1e-9)) if nh < crop_h else \
+            int(torch.randint(0, nh - crop_h + 1, (1,), generator=gen))
+        ox = -int(u(0, crop_w - nw + 1 - 1e-9)) if nw < crop_w else \
+            int(torch.randint(0, nw - crop_w + 1, (1,), generator=gen))
+        # output pixel (pc, pr) -> scaled image (pc + ox, pr + oy) -> rotated by a about the
+        # scaled image's centre -> mirrored if flip -> grid_sample's [-1, 1] (align_corners=False)
+        ca, sa = math.cos(a), math.sin(a)
+        dx, dy = ox - nw / 2, oy - nh / 2
+        cx = [ca, -sa, ca * dx - sa * dy + nw / 2]
+        if flip:
+            cx = [-cx[0], -cx[1], nw - cx[2]]
+        cy = [sa, ca, sa * dx + ca * dy + nh / 2]
+        maps.append([[2 / nw * v for v in cx[:2]] + [2 / nw * cx[2] - 1],
+                     [2 / nh * v for v in cy[:2]] + [2 / nh * cy[2] - 1]])
+    grid = (base @ torch.tensor(maps).transpose(1, 2)).view(n, crop_h, crop_w, 2).to(x.device)
+    xf = x.float() / 255
+    mean = xf.mean((2, 3), keepdim=True)
+    # Outside the image: its mean colour (zero padding of the centred image) and void labels.
+    xb = F.grid_sample(xf - mean, grid, mode="bilinear", padding_mode="zeros", align_corners=False) + mean
+    yb = F.grid_sample(y[:, None].float() + 1, grid, mode="nearest", padding_mode="zeros",
+                       align_corners=False)[:, 0].round().long() - 1
+    yb[yb < 0] = VOID
+    if not full:
+        return xb, yb
+    out = []
+    for i in range(n):
+        xi = xb[i:i + 1]
+        m = xi.mean((1, 2, 3), keepdim=True)
+        gain = torch.tensor([u(0.9, 1.1) for _ in range(3)]).view(1, 3, 1, 1).to(xi.device)
+        xi = ((xi - m) * u(0.7, 1.3) + m + u(-0.12, 0.12)) * gain
+        r = u(0, 1)
+        if r < 0.15:  # mild blur: a 3x3 binomial filter
+            k = torch.tensor([1.0, 2.0, 1.0], device=xi.device)
+            k = (k[:, None] * k[None, :] / 16).expand(3, 1, 3, 3)
+            xi = F.conv2d(F.pad(xi, (1, 1, 1, 1), mode="replicate"), k, groups=3)
+        elif r < 0.3:  # sensor noise
+            noise = torch.randn(xi.shape, generator=gen).to(xi.device)
+            xi = xi + noise * u(0.005, 0.02)
+        xi = xi.clamp(0, 1)
         if u(0, 1) < 0.5:
-            xi, yi = xi.flip(3), yi.flip(2)
-        if full and u(0, 1) < 0.5:  # small rotation about the centre; void where nothing maps
-            a = math.radians(u(-5, 5))
-            theta = torch.tensor([[[math.cos(a), -math.sin(a) * nh / nw, 0.0],
-                                   [math.sin(a) * nw / nh, math.cos(a), 0.0]]], device=xi.device)
-            grid = F.affine_grid(theta, list(xi.shape), align_corners=False)
-            xi = F.grid_sample(xi, grid, mode="bilinear", padding_mode="border", align_corners=False)
-            yv = F.grid_sample(yi[:, None].float() + 1, grid, mode="nearest", padding_mode="zeros",
-                               align_corners=False)[:, 0].long() - 1
-            yi = torch.where(yv < 0, torch.full_like(yv, VOID), yv)
-        if nh < crop_h or nw < crop_w:  # smaller than the crop: placed at random on void
-            ph, pw = max(crop_h, nh), max(crop_w, nw)
-            oy, ox = int(u(0, ph - nh + 1 - 1e-9)), int(u(0, pw - nw + 1 - 1e-9))
-            xp = torch.zeros(1, 3, ph, pw, device=xi.device) + xi.mean((2, 3), keepdim=True)
-            yp = torch.full((1, ph, pw), VOID, dtype=torch.long, device=yi.device)
-            xp[:, :, oy:oy + nh, ox:ox + nw] = xi
-            yp[:, oy:oy + nh, ox:ox + nw] = yi
-            xi, yi, nh, nw = xp, yp, ph, pw
-        oy = int(torch.randint(0, nh - crop_h + 1, (1,), generator=gen))
-        ox = int(torch.randint(0, nw - crop_w + 1, (1,), generator=gen))
-        xi = xi[:, :, oy:oy + crop_h, ox:ox + crop_w]
-        yi = yi[:, oy:oy + crop_h, ox:ox + crop_w]
-        if full:
-            mean = xi.mean((1, 2, 3), keepdim=True)
-            gain = torch.tensor([u(0.9, 1.1) for _ in range(3)], device=xi.device).view(1, 3, 1, 1)
-            xi = ((xi - mean) * u(0.7, 1.3) + mean + u(-0.12, 0.12)) * gain
-            r = u(0, 1)
-            if r < 0.15:  # mild blur: a 3x3 binomial filter
-                k = torch.tensor([1.0, 2.0, 1.0], device=xi.device)
-                k = (k[:, None] * k[None, :] / 16).expand(3, 1, 3, 3)
-                xi = F.conv2d(F.pad(xi, (1, 1, 1, 1), mode="replicate"), k, groups=3)
-            elif r < 0.3:  # sensor noise
-                noise = torch.randn(xi.shape, generator=gen).to(xi.device)
-                xi = xi + noise * u(0.005, 0.02)
-            xi = xi.clamp(0, 1)
-            if u(0, 1) < 0.5:
-                xi = jpeg_recompress(xi, int(u(50, 96)))
-        xs.append(xi)
-        ys.append(yi)
-    return torch.cat(xs), torch.cat(ys)
+            xi = jpeg_recompress(xi, int(u(50, 96)))
+        out.append(xi)
+    return torch.cat(out), yb
+
+
+class BatchMaker:
+    """The training batches, made on the CPU by a thread ahead of the GPU (a queue of a few): each
+    epoch's permutation, then augment() on each batch, in order, all draws from gen alone, so the
+    batches do not depend on timing. Batches go to the device from pinned memory without a host
+    sync."""
+
+    def __init__(self, x, y, a, crop_h, crop_w, gen, steps_per_epoch, dev):
+        self.q = queue.Queue(maxsize=4)
+        self.halt = threading.Event()
+        self.dev = dev
+        self.error = None
+
+        def run():
+            try:
+                for _ in range(a.epochs):
+                    perm = torch.randperm(x.shape[0], generator=gen)
+                    for b in range(steps_per_epoch):
+                        idx = perm[b * a.batch:(b + 1) * a.batch]
+                        xb, yb = augment(x[idx], y[idx], crop_h, crop_w, gen, "cpu", full=a.aug == "full")
+                        if dev.type == "cuda":
+                            xb, yb = xb.pin_memory(), yb.pin_memory()
+                        while not self.halt.is_set():
+                            try:
+                                self.q.put((xb, yb), timeout=0.5)
+                                break
+                            except queue.Full:
+                                pass
+                        if self.halt.is_set():
+                            return
+            except BaseException as e:  # surfaced by next()
+                self.error = e
+                self.q.put(None)
+
+        self.thread = threading.Thread(target=run, daemon=True)
+        self.thread.start()
+
+    def next(self):
+        item = self.q.get()
+        if item is None:
+            raise SystemExit(f"train: making a batch failed: {self.error!r}")
+        xb, yb = item
+        return xb.to(self.dev, non_blocking=True), yb.to(self.dev, non_blocking=True)
+
+    def stop(self):
+        self.halt.set()
+        self.thread.join()
 
 
 def jpeg_recompress(xi, quality):
@@ -278,19 +340,17 @@ def main():
                                                     pct_start=max(0.1, 2.0 / total_steps))
     else:  # too short a run for a cycle (smoke tests)
         sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda _: 1.0)
-    xtr_d, ytr_d = xtr.to(dev), ytr.to(dev)
     gen = torch.Generator().manual_seed(a.seed + 1)
+    batches = BatchMaker(xtr, ytr, a, crop_h, crop_w, gen, steps_per_epoch, dev)
     best, best_state, best_epoch = -1.0, None, -1
     log = open(a.log, "w") if a.log else None
     budget_s = a.minutes * 60
     t_train = time.time()
     step = 0
     for epoch in range(1, a.epochs + 1):
-        perm = torch.randperm(xtr.shape[0], generator=gen)
-        losses = []
-        for b in range(steps_per_epoch):
-            idx = perm[b * a.batch:(b + 1) * a.batch].to(dev)
-            xb, yb = augment(xtr_d[idx], ytr_d[idx], crop_h, crop_w, gen, dev, full=a.aug == "full")
+        loss_sum = torch.zeros((), device=dev)
+        for _ in range(steps_per_epoch):
+            xb, yb = batches.next()
             full = net(xb, ["full"])["full"]
             loss = F.cross_entropy(full.float(), yb, weight=weights, ignore_index=VOID)
             opt.zero_grad(set_to_none=True)
@@ -299,10 +359,10 @@ def main():
             if step < total_steps - 1:
                 sched.step()
             step += 1
-            losses.append(loss.item())
+            loss_sum += loss.detach()  # read once an epoch: no host sync per step
         elapsed = time.time() - t_train
         last = elapsed > budget_s or epoch == a.epochs
-        rec = {"epoch": epoch, "loss": float(np.mean(losses)), "time_s": round(elapsed, 1)}
+        rec = {"epoch": epoch, "loss": loss_sum.item() / steps_per_epoch, "time_s": round(elapsed, 1)}
         if epoch % a.eval_every == 0 or last:
             m = metrics(evaluate(net, xva, yva, dev))
             rec.update({k: round(v, 4) for k, v in m.items() if k != "iou"})
@@ -314,6 +374,7 @@ def main():
             log.write(json.dumps(rec) + "\n")
         if last:
             break
+    batches.stop()
     net.load_state_dict(best_state)
     m = metrics(evaluate(net, xva, yva, dev))
     summary = {"network": a.network, "best_epoch": best_epoch, "epochs_run": epoch, "seed": a.seed,
