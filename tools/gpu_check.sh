@@ -11,14 +11,15 @@ mkdir -p "$OUT"
 BENCH=${BENCH-"pipeline peer1080 plan batch"}  # BENCH="" runs none
 SANITIZE=${SANITIZE-memcheck}  # SANITIZE="" runs none; entries TOOL or TOOL=GTEST_FILTER;
 # SANITIZE_FILTER: the gtest filter of entries without one;
-# SANITIZE_TIMEOUT: seconds per tool (rc 124 when it ran out); SKIP_CPU_TESTS=1: the gpu label only
+# SANITIZE_TIMEOUT: seconds per tool (rc 124 when it ran out); SKIP_CPU_TESTS=1: the gpu label only;
+# CMAKE_ARGS: more arguments for the configure step
 J=$(nproc)
 log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
 
 # The Python module too where this machine's python3 has nanobind (the GPU machine's does).
 PYARGS=""
 python3 -c "import nanobind" 2>/dev/null && PYARGS="-DPython_EXECUTABLE=$(command -v python3)"
-cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release $PYARGS >"$OUT/build.log" 2>&1 &&
+cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release $PYARGS ${CMAKE_ARGS:-} >"$OUT/build.log" 2>&1 &&
   cmake --build build-gpu -j"$J" >>"$OUT/build.log" 2>&1
 rc=$?
 log "build rc=$rc"
