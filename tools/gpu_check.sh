@@ -16,6 +16,19 @@ SANITIZE=${SANITIZE-memcheck}  # SANITIZE="" runs none; entries TOOL or TOOL=GTE
 J=$(nproc)
 log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
 
+# The staged packages where .gpu/env.sh left no stb header (seen 2026-11-23: the build could not
+# find stb/stb_image.h after sourcing it): .gpu/debs unpacked into a folder of our own.
+if [ -d .gpu/debs ] && ! ls /opt/deps/usr/include/stb/stb_image.h >/dev/null 2>&1; then
+  D=${TMPDIR:-/tmp}/scenelab-deps
+  mkdir -p "$D" && for f in .gpu/debs/*.deb; do dpkg -x "$f" "$D"; done
+  export CMAKE_PREFIX_PATH=$D/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
+  export HDF5_ROOT=$D/usr/lib/x86_64-linux-gnu/hdf5/serial
+  export CPATH=$D/usr/include:$D/usr/include/hdf5/serial${CPATH:+:$CPATH}
+  export LD_LIBRARY_PATH=$D/usr/lib/x86_64-linux-gnu:$D/usr/lib/x86_64-linux-gnu/hdf5/serial${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  CMAKE_ARGS="${CMAKE_ARGS:-} -DSTB_INCLUDE_DIR=$D/usr/include"
+  log "staged packages unpacked into $D"
+fi
+
 # The Python module too where this machine's python3 has nanobind (the GPU machine's does).
 PYARGS=""
 python3 -c "import nanobind" 2>/dev/null && PYARGS="-DPython_EXECUTABLE=$(command -v python3)"
