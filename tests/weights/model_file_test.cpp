@@ -4,6 +4,8 @@
 #include <hdf5.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <functional>
 #include <cstdio>
 #include <fstream>
@@ -100,6 +102,51 @@ TEST(ModelFile, MissingFileAndNonHdf5AndTruncated) {
     std::string e = read_error(cut);
     expect_contains(e, {cut});
   }
+}
+
+// HDF5 1.10 never finishes reading a global heap collection (where variable-length strings such
+// as the graph live) whose walk meets an object of size 0: such files are refused before HDF5
+// reads them. The fuzzer's file, then a valid model damaged by hand in both ways the check names.
+TEST(ModelFile, CorruptGlobalHeapIsRefusedNotAHang) {
+  std::string found = std::string(SCENELAB_SOURCE_DIR) + "/tests/fuzz/findings/model-hdf5-global-heap-hang.h5";
+  expect_contains(read_error(found), {found, "global heap collection at byte 2048", "claims 0 bytes"});
+
+  std::string good = tmp_path("heap_good");
+  write_model(good, make_random_model("reference", 8, 1));
+  std::ifstream in(good, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  size_t at = bytes.find(std::string("GCOL\x01", 5));
+  ASSERT_NE(at, std::string::npos) << "the model's strings are not in a global heap any more";
+  uint64_t size = 0;
+  std::memcpy(&size, bytes.data() + at + 8, 8);
+  // Walk to the free space (index 0) and to the first object.
+  size_t p = at + 16, first = p, free_at = 0;
+  while (p + 16 <= at + size) {
+    uint16_t index = 0;
+    uint64_t osize = 0;
+    std::memcpy(&index, bytes.data() + p, 2);
+    std::memcpy(&osize, bytes.data() + p + 8, 8);
+    if (index == 0) {
+      free_at = p;
+      break;
+    }
+    p += 16 + ((osize + 7) & ~uint64_t{7});
+  }
+  ASSERT_GT(free_at, first);
+  auto write_with = [&](const char* name, size_t field, uint64_t value) {
+    std::string b = bytes;
+    std::memcpy(&b[field], &value, 8);
+    std::string path = tmp_path(name);
+    std::ofstream(path, std::ios::binary).write(b.data(), std::streamsize(b.size()));
+    return path;
+  };
+  std::string zero = write_with("heap_zero", free_at + 8, 0);
+  expect_contains(read_error(zero), {zero, "its free space at byte " + std::to_string(free_at),
+                                     "claims 0 bytes"});
+  std::string past = write_with("heap_past", first + 8, uint64_t{1} << 40);
+  expect_contains(read_error(past), {past, "an object at byte " + std::to_string(first),
+                                     "past the collection's end"});
+  EXPECT_EQ(read_error(good), "");
 }
 
 TEST(ModelFile, MissingDataset) {
