@@ -1,3 +1,6 @@
+#ifdef SCENELAB_WITH_OPENBLAS
+#include <cblas.h>
+#endif
 #include "engine/backend.h"
 
 #include <omp.h>
@@ -36,6 +39,9 @@ void CpuBackend::activate() const {
   // and run them on our threads; Eigen's own threading would choose its blocking by the number of
   // threads, and the sums' order (the results' last bits) with it.
   Eigen::setNbThreads(1);
+#ifdef SCENELAB_WITH_OPENBLAS
+  openblas_set_num_threads(1);  // likewise OpenBLAS (the convolutions' GEMM where built with it)
+#endif
 }
 
 BackendMemory CpuBackend::allocate(size_t bytes) const {

@@ -20,6 +20,9 @@
 #include "engine/layer.h"
 #include "engine/parallel.h"
 #include "layers/formats.h"
+#ifdef SCENELAB_WITH_OPENBLAS
+#include <cblas.h>
+#endif
 #ifdef SCENELAB_WITH_CUDA
 #include "engine/cuda_backend.h"
 #include "kernels/conv_cuda.h"
@@ -367,26 +370,19 @@ class Conv2d : public Layer {
     const int rows = band_rows(x.shape, y.shape);
     const int bands = (y.shape.h + rows - 1) / rows;
     const size_t plane = y.shape.plane();
-    Eigen::Map<const ColMat> Wt(w, Eigen::Index(K), out_);
     for (int n = 0; n < x.shape.n; ++n) {
       parallel_for(bands, a.threads, [&](int64_t band) {
         const int y0 = int(band) * rows, y1 = std::min(y.shape.h, y0 + rows);
         const size_t cols = size_t(y1 - y0) * y.shape.w;
         float* out = y.channel(n, 0) + size_t(y0) * y.shape.w;
-        Eigen::Map<ColMat, 0, Eigen::OuterStride<>> Yt(out, Eigen::Index(cols), out_,
-                                                       Eigen::OuterStride<>(Eigen::Index(plane)));
         if (k_ == 1) {  // pixel-wise fully connected: the input is already the matrix X
           const float* in = x.channel(n, 0) + size_t(y0) * x.shape.w;
-          Eigen::Map<const ColMat, 0, Eigen::OuterStride<>> Xt(
-              in, Eigen::Index(cols), Eigen::Index(K),
-              Eigen::OuterStride<>(Eigen::Index(x.shape.plane())));
-          Yt.noalias() = Xt * Wt;
+          gemm(in, x.shape.plane(), cols, K, w, out, plane);
         } else {
           const int tid = omp_get_thread_num();
           float* ws = a.workspace + size_t(tid) * size_t(rows) * y.shape.w * K;
           im2col(x, n, y0, y1, y.shape.w, ws);
-          Eigen::Map<const ColMat> Xt(ws, Eigen::Index(cols), Eigen::Index(K));
-          Yt.noalias() = Xt * Wt;
+          gemm(ws, cols, cols, K, w, out, plane);
         }
         epilogue(out, plane, cols, b, a.fused_relu);
       });
@@ -395,6 +391,22 @@ class Conv2d : public Layer {
 
  private:
   size_t kdim(const Shape& in) const { return size_t(in.c) * k_ * k_; }
+  // Y^T (cols x out, column stride ldy) = X^T (cols x K, column stride ldx) * W^T (K x out): one
+  // band, on the calling thread. OpenBLAS's sgemm where the build has it, else Eigen's product.
+  void gemm(const float* x, size_t ldx, size_t cols, size_t K, const float* w, float* y,
+            size_t ldy) const {
+#ifdef SCENELAB_WITH_OPENBLAS
+    cblas_sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, blasint(cols), blasint(out_), blasint(K),
+                1.f, x, blasint(ldx), w, blasint(K), 0.f, y, blasint(ldy));
+#else
+    Eigen::Map<ColMat, 0, Eigen::OuterStride<>> Yt(y, Eigen::Index(cols), out_,
+                                                   Eigen::OuterStride<>(Eigen::Index(ldy)));
+    Eigen::Map<const ColMat, 0, Eigen::OuterStride<>> Xt(x, Eigen::Index(cols), Eigen::Index(K),
+                                                         Eigen::OuterStride<>(Eigen::Index(ldx)));
+    Eigen::Map<const ColMat> Wt(w, Eigen::Index(K), out_);
+    Yt.noalias() = Xt * Wt;
+#endif
+  }
   // Output rows per band: the im2col bound, and at least kMinBands bands so that the threads share
   // the work. Never the thread count: a band's GEMM shape decides Eigen's blocking and so the
   // order of its sums, and results must not depend on how many threads ran them.

@@ -39,6 +39,8 @@ with h5py.File(sys.argv[1], "w") as f:
 PY
 fi
 export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+# leaks reviewed and found inside libraries we do not build (each explained there)
+export LSAN_OPTIONS=suppressions=$PWD/tests/fuzz/lsan.supp
 status=0
 for h in $harnesses; do
   name=${h#fuzz_}
