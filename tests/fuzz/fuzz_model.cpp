@@ -1,8 +1,10 @@
 // libFuzzer: the HDF5 model loader (graph parser, validator, parameter reads) on arbitrary bytes
 // written to a file, then, for a model that loads, planning it at a small size on the CPU.
+#include <hdf5.h>
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstdio>
 #include <string>
 
@@ -25,6 +27,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     scenelab::CpuBackend cpu(1);
     g.plan(1, 48, 48, cpu);
   } catch (const scenelab::Error&) {
+  }
+  // Whatever the file held, HDF5 must have no file of ours left open: one it could not close
+  // would be found again, with its stale cache, by the next open of the same path.
+  if (H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_FILE) != 0) {
+    std::fprintf(stderr, "fuzz_model: HDF5 still holds %zd open file(s) after read_model\n",
+                 ssize_t(H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_FILE)));
+    std::abort();
   }
   return 0;
 }
