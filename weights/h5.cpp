@@ -140,6 +140,11 @@ void check_global_heaps(FILE* f, const std::string& path) {
 
 }  // namespace
 
+std::recursive_mutex& h5_mutex() {
+  static std::recursive_mutex m;
+  return m;
+}
+
 H5Id open_h5_read(const std::string& path, const char* what) {
   silence_hdf5();
   {

@@ -3,6 +3,7 @@
 #pragma once
 #include <hdf5.h>
 
+#include <mutex>
 #include <string>
 
 namespace scenelab {
@@ -43,6 +44,9 @@ void silence_hdf5();
 hid_t h5_check(hid_t r, const std::string& file, const std::string& what);
 // True when every level of a/b/c exists.
 bool path_exists(hid_t file, const std::string& path);
+// HDF5 (Debian's build) is not thread-safe: every use of it holds this lock, which also keeps
+// other threads out of the library while a reader forks (weights/isolated.h).
+std::recursive_mutex& h5_mutex();
 // Opens a file for reading with clear errors for missing, non-HDF5 and truncated files.
 H5Id open_h5_read(const std::string& path, const char* what);
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/error.h"
+#include "weights/isolated.h"
 #include "weights/h5.h"
 
 namespace scenelab {
@@ -186,8 +187,21 @@ int model_num_classes(const GraphDesc& g) {
   return node_channels(g, "scores");
 }
 
+namespace {
+Model read_model_here(const std::string& path, const ModelLimits& limits);
+}  // namespace
+
 Model read_model(const std::string& path, const ModelLimits& limits) {
+  std::lock_guard<std::recursive_mutex> lock(h5_mutex());
   silence_hdf5();
+  // The child must not take the lock: after fork it is held by a thread the child does not have.
+  if (limits.isolate_timeout_s > 0)
+    run_isolated([&] { (void)read_model_here(path, limits); }, limits.isolate_timeout_s, path);
+  return read_model_here(path, limits);
+}
+
+namespace {
+Model read_model_here(const std::string& path, const ModelLimits& limits) {
   H5Id file = open_h5_read(path, "model file");
   Model m;
   long long version = read_int_attr(file.get(), "format_version", path);
@@ -268,7 +282,10 @@ Model read_model(const std::string& path, const ModelLimits& limits) {
   return m;
 }
 
+}  // namespace
+
 void write_model(const std::string& path, const Model& m) {
+  std::lock_guard<std::recursive_mutex> lock(h5_mutex());
   silence_hdf5();
   const int classes = model_num_classes(m.graph);
   SL_REQUIRE(int(m.class_names.size()) == classes && int(m.palette.size()) == classes,

@@ -18,6 +18,10 @@ struct ModelLimits {
   size_t max_graph_bytes = size_t(16) << 20;     // the graph's text
   size_t max_nodes = 100000;                     // layers in the graph
   uint64_t max_param_bytes = uint64_t(4) << 30;  // all parameter tensors together
+  // The file is read first in a child process with this time limit (weights/isolated.h), then
+  // here: a crash or hang of the HDF5 library on a malformed file becomes an error naming the
+  // file. 0: read in this process only (trusted files).
+  double isolate_timeout_s = 120;
 };
 
 Model read_model(const std::string& path, const ModelLimits& limits = ModelLimits{});

@@ -8,6 +8,7 @@
 namespace scenelab {
 
 Tensor read_tensor_h5(const std::string& path, const std::string& name) {
+  std::lock_guard<std::recursive_mutex> lock(h5_mutex());
   H5Id file = open_h5_read(path, "tensor file");
   SL_REQUIRE(path_exists(file.get(), name), path, ": missing dataset '", name, "'");
   H5Id ds(h5_check(H5Dopen2(file.get(), name.c_str(), H5P_DEFAULT), path, "open " + name),
@@ -29,6 +30,7 @@ Tensor read_tensor_h5(const std::string& path, const std::string& name) {
 
 void write_tensors_h5(const std::string& path,
                       const std::vector<std::pair<std::string, TensorView>>& tensors) {
+  std::lock_guard<std::recursive_mutex> lock(h5_mutex());
   silence_hdf5();
   hid_t fid = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
   if (fid < 0) throw_error(path, ": cannot create file (", h5_reason(), ")");

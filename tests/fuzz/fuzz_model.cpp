@@ -21,6 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   scenelab::ModelLimits lim;
   lim.max_param_bytes = 64 << 20;
   lim.max_nodes = 1000;
+  lim.isolate_timeout_s = 10;  // the reader's child, under libFuzzer's 20 s timeout
   try {
     const scenelab::Model m = scenelab::read_model(path, lim);
     scenelab::Graph g(m);
