@@ -114,13 +114,18 @@ Tensor read_param(hid_t file, const std::string& path, const std::vector<int>& w
   return t;
 }
 
+// `count` strings (what the graph says there must be: checked before anything is allocated for
+// them, as is each fixed-length string's size).
 std::vector<std::string> read_string_list(hid_t file, const std::string& path,
-                                          const std::string& fname) {
+                                          const std::string& fname, int count, const char* of) {
   std::vector<hsize_t> dims;
   H5Id ds = open_dataset(file, path, fname, H5T_STRING, 0, "string", &dims);
   SL_REQUIRE(dims.size() == 1, fname, ": dataset '", path, "' should be 1-D, found shape ",
              dims_str(dims));
+  SL_REQUIRE(dims[0] == hsize_t(count), fname, ": dataset '", path, "' has ", dims[0],
+             " names, but the graph outputs ", count, " ", of);
   H5Id type(h5_check(H5Dget_type(ds.get()), fname, "dataset type"), H5Tclose);
+  constexpr size_t kMaxName = 4096;
   std::vector<std::string> out;
   if (H5Tis_variable_str(type.get()) > 0) {
     H5Id mem(H5Tcopy(H5T_C_S1), H5Tclose);
@@ -135,6 +140,8 @@ std::vector<std::string> read_string_list(hid_t file, const std::string& path,
     }
   } else {
     size_t n = H5Tget_size(type.get());
+    SL_REQUIRE(n >= 1 && n <= kMaxName, fname, ": dataset '", path, "' holds strings of ", n,
+               " bytes, outside 1-", kMaxName);
     std::vector<char> buf(n * dims[0]);
     h5_check(H5Dread(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()), fname,
              str_cat("read dataset '", path, "'"));
@@ -249,9 +256,7 @@ Model read_model_here(const std::string& path, const ModelLimits& limits) {
   } catch (const Error& e) {
     throw_error(path, ": attribute 'graph': ", e.what());
   }
-  m.class_names = read_string_list(file.get(), "meta/class_names", path);
-  SL_REQUIRE(int(m.class_names.size()) == classes, path, ": dataset 'meta/class_names' has ",
-             m.class_names.size(), " names, but the graph outputs ", classes, " classes");
+  m.class_names = read_string_list(file.get(), "meta/class_names", path, classes, "classes");
   std::vector<hsize_t> dims;
   H5Id pal = open_dataset(file.get(), "meta/palette", path, H5T_INTEGER, 1, "uint8", &dims);
   SL_REQUIRE(dims.size() == 2 && dims[0] == hsize_t(classes) && dims[1] == 3, path,

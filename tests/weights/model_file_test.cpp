@@ -267,4 +267,22 @@ TEST(ModelFile, ClassNamesAndPaletteMustMatchClasses) {
     replace_dataset(f, "meta/palette", H5T_STD_U8LE, {5, 3}, pal.data(), H5T_NATIVE_UINT8);
   });
   expect_contains(read_error(p), {p, "'meta/palette'", "[5, 3]", "expected [8, 3]"});
+  // A names dataset declaring 2^38 entries (fuzz_model's find: 2 TiB of pointers were asked for
+  // before the count was compared): refused from its shape, nothing allocated.
+  p = damaged("many_names", [](hid_t f) {
+    H5Ldelete(f, "meta/class_names", H5P_DEFAULT);
+    hsize_t n = hsize_t(1) << 38;
+    hid_t s = H5Screate_simple(1, &n, nullptr);
+    hid_t t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, H5T_VARIABLE);
+    hid_t pl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_alloc_time(pl, H5D_ALLOC_TIME_LATE);
+    hid_t d = H5Dcreate2(f, "meta/class_names", t, s, H5P_DEFAULT, pl, H5P_DEFAULT);
+    EXPECT_GE(d, 0);
+    H5Dclose(d);
+    H5Pclose(pl);
+    H5Tclose(t);
+    H5Sclose(s);
+  });
+  expect_contains(read_error(p), {p, "'meta/class_names' has 274877906944 names", "outputs 8 classes"});
 }
