@@ -408,8 +408,9 @@ class Conv2d : public Layer {
 #endif
   }
   // Output rows per band: the im2col bound, and at least kMinBands bands so that the threads share
-  // the work. Never the thread count: a band's GEMM shape decides the GEMM's blocking (Eigen's or OpenBLAS's) and so the
-  // order of its sums, and results must not depend on how many threads ran them.
+  // the work. Never the thread count: a band's GEMM shape decides the GEMM's blocking (Eigen's or
+  // OpenBLAS's) and so the order of its sums, and results must not depend on how many threads ran
+  // them.
   int band_rows(const Shape& in, const Shape& o) const {
     size_t per_row = kdim(in) * size_t(o.w);
     int rows = int(std::max<size_t>(1, kBandFloats / std::max<size_t>(1, per_row)));
