@@ -110,8 +110,10 @@ struct Graph::Node {
   Format in_format;         // what it reads (inputs in another format are converted)
   Format format;            // what it writes
   double ops = 0;
-  int alias_of = -2;        // >= -1: this node's output is that node's (fused ReLU)
-  bool fused_relu = false;  // this node applies the following ReLU
+  int alias_of = -2;        // >= 0: this node was fused into that one, whose memory holds its output
+  bool fused_relu = false;  // this node applies a following ReLU
+  std::vector<Epilogue> epilogue;  // the followers fused into this node, in order
+  Shape written;            // what its memory holds: its shape, or its last fused follower's
 };
 
 // A tensor of the plan: a node's output (value id = node index), the graph input (-1), or a
@@ -119,7 +121,7 @@ struct Graph::Node {
 struct Graph::Value {
   Shape shape;
   Format format;
-  int alias_of = -2;  // >= -1: the same memory as that value (a fused ReLU's output)
+  int alias_of = -2;  // >= -1: the same memory as that value (a fused follower's output)
   int buffer = -1;
   int last_use = 0;   // the last step reading it
 };
@@ -159,32 +161,34 @@ Graph::Graph(const Model& model) : model_(model) {
   }
 }
 
-// Fuses conv -> relu where the ReLU is the conv's only reader and the conv is neither an output
-// nor kept (PlanIO::keep): the ReLU's output is then the conv's memory.
-void Graph::fuse_relus(const std::vector<std::string>& keep) {
-  std::vector<int> readers(nodes_.size(), 0);
-  for (auto& n : nodes_) {
-    n->fused_relu = false;
-    n->alias_of = -2;
-    for (int k : n->inputs)
-      if (k >= 0) readers[size_t(k)]++;
+// Where node i's output may be fused into its producer as an epilogue (Layer::as_epilogue): the
+// producer (or the node it was itself fused into) applies it on the way out, so the follower
+// does not run and its output is that node's memory. Only where the producer's output has no
+// other reader and is not read after the pass (an output, PlanIO::keep/u8_outputs/f32_outputs),
+// and where that node's layer says it can (Layer::can_fuse, at this plan's shapes and formats).
+void Graph::try_fuse(size_t i, const std::vector<int>& readers, const std::vector<bool>& read_after,
+                     const Backend& backend) {
+  Node& n = *nodes_[i];
+  const Epilogue e = n.layer->as_epilogue();
+  if (e.kind == Epilogue::Kind::None || n.inputs.size() != 1 || n.inputs[0] < 0) return;
+  const size_t src = size_t(n.inputs[0]);
+  if (readers[src] != 1 || read_after[src]) return;
+  const size_t root = nodes_[src]->alias_of >= 0 ? size_t(nodes_[src]->alias_of) : src;
+  Node& r = *nodes_[root];
+  std::vector<Epilogue> chain = r.epilogue;
+  chain.push_back(e);
+  std::vector<Shape> shapes;
+  std::vector<Format> formats;
+  for (int k : r.inputs) {
+    shapes.push_back(k < 0 ? input_shape_ : nodes_[size_t(k)]->shape);
+    formats.push_back(k < 0 ? Format{} : nodes_[size_t(k)]->format);
   }
-  auto is_output = [&](size_t i) {
-    const auto& o = model_.graph.outputs;
-    const std::string& name = nodes_[i]->layer->name();
-    return std::find(o.begin(), o.end(), name) != o.end() ||
-           std::find(keep.begin(), keep.end(), name) != keep.end();
-  };
-  for (size_t i = 0; i < nodes_.size(); ++i) {
-    Node& n = *nodes_[i];
-    if (std::string(n.layer->type()) != "relu" || n.inputs[0] < 0) continue;
-    size_t src = size_t(n.inputs[0]);
-    Node& s = *nodes_[src];
-    if (s.layer->can_fuse_relu() && readers[src] == 1 && !is_output(src) && !s.fused_relu) {
-      s.fused_relu = true;
-      n.alias_of = int(src);
-    }
-  }
+  if (!r.layer->can_fuse(chain, shapes, formats, backend)) return;
+  r.epilogue = std::move(chain);
+  r.fused_relu = r.fused_relu || e.kind == Epilogue::Kind::Relu;
+  r.written = n.shape;
+  n.alias_of = int(root);
+  n.format = r.format;
 }
 
 Graph::~Graph() = default;
@@ -222,7 +226,6 @@ size_t Graph::conversions() const {
 void Graph::plan(int n, int h, int w, const Backend& backend, const PlanIO& io) {
   planned_ = false;
   io_ = io;
-  fuse_relus(io.keep);
   std::vector<int> u8_nodes, f32_nodes;
   for (const auto& name : io.u8_outputs) {
     const int k = index_of(name);
@@ -238,8 +241,25 @@ void Graph::plan(int n, int h, int w, const Backend& backend, const PlanIO& io) 
   backend_ = &backend;
   input_shape_ = Shape(n, model_.graph.input_channels, h, w);
   const size_t N = nodes_.size();
-  // Shapes, geometry and the format each layer computes in on this backend.
+  // Fusion (try_fuse) is decided anew for every plan: it depends on the shapes, the formats and
+  // the backend. Readers per node, and the nodes read after the pass.
+  std::vector<int> readers(N, 0);
+  std::vector<bool> read_after(N, false);
   for (auto& node : nodes_) {
+    node->alias_of = -2;
+    node->fused_relu = false;
+    node->epilogue.clear();
+    for (int k : node->inputs)
+      if (k >= 0) readers[size_t(k)]++;
+  }
+  for (const auto* names : {&model_.graph.outputs, &io.keep, &io.u8_outputs, &io.f32_outputs})
+    for (const auto& name : *names) {
+      const int k = index_of(name);
+      if (k >= 0) read_after[size_t(k)] = true;
+    }
+  // Shapes, geometry and the format each layer computes in on this backend.
+  for (size_t i = 0; i < N; ++i) {
+    auto& node = nodes_[i];
     std::vector<Shape> shapes;
     std::vector<Geometry> geos;
     std::vector<Format> formats;
@@ -259,13 +279,15 @@ void Graph::plan(int n, int h, int w, const Backend& backend, const PlanIO& io) 
     node->geometry = node->layer->infer_geometry(geos);
     node->ops = node->layer->ops(shapes, node->shape);
     node->in_format = node->layer->format(formats, backend);
-    node->format = node->alias_of >= -1 ? formats[0] : node->layer->output_format(formats, backend);
+    node->format = node->layer->output_format(formats, backend);
+    node->written = node->shape;
+    try_fuse(i, readers, read_after, backend);
   }
   // Values and steps: a conversion is placed before the first layer that reads a tensor in
   // another format than its producer's, and shared by every later reader wanting that format.
   values_.assign(N, Value{});
   for (size_t i = 0; i < N; ++i) {
-    values_[i].shape = nodes_[i]->shape;
+    values_[i].shape = nodes_[i]->alias_of >= -1 ? nodes_[i]->shape : nodes_[i]->written;
     values_[i].format = nodes_[i]->format;
     values_[i].alias_of = nodes_[i]->alias_of;
   }
@@ -562,6 +584,7 @@ void Graph::run_layers() {
     a.params = &node.params;
     a.threads = backend_->threads();
     a.fused_relu = node.fused_relu;
+    if (!node.epilogue.empty()) a.epilogue = &node.epilogue;
     auto t0 = std::chrono::steady_clock::now();
     try {
       if (const CudaContext* ctx = backend_->cuda())

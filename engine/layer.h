@@ -53,6 +53,17 @@ class LayerParams {
   std::map<std::string, const float*> data_;
 };
 
+// A layer that another may apply to its own output before writing it (an epilogue), described
+// by what it does, so that the planner can fuse without knowing layer types: the follower's
+// output is then the producer's memory and the follower does not run (Layer::as_epilogue,
+// Layer::can_fuse).
+struct Epilogue {
+  enum class Kind : uint8_t { None, Relu, MaxPool, Argmax };
+  Kind kind = Kind::None;
+  int k = 0, stride = 0;  // MaxPool: window and stride
+  bool operator==(const Epilogue& o) const { return kind == o.kind && k == o.k && stride == o.stride; }
+};
+
 // Arguments of one layer's forward pass. All pointers live in the backend's memory: host on the
 // CPU, device on the GPU (parameters: LayerParams::data). Views carry the format the layer said
 // it computes in (Layer::format).
@@ -65,6 +76,9 @@ struct ForwardArgs {
   const LayerParams* params = nullptr;
   int threads = 1;
   bool fused_relu = false;  // the following ReLU was fused into this layer
+  // Every follower fused into this layer, in order (a ReLU among them also sets fused_relu);
+  // `out` is then the last one's output (e.g. the pooled map). Null: none.
+  const std::vector<Epilogue>* epilogue = nullptr;
 };
 
 class Layer {
@@ -105,8 +119,16 @@ class Layer {
   }
   // False for an input whose values are not read (only its size: upsample's reference).
   virtual bool reads_values(int /*input*/) const { return true; }
-  // True when this layer can apply a following ReLU itself (ForwardArgs::fused_relu).
-  virtual bool can_fuse_relu() const { return false; }
+  // What this layer is as an epilogue of another (Kind::None: it cannot be one). A layer saying
+  // so has one input and computes exactly that.
+  virtual Epilogue as_epilogue() const { return {}; }
+  // True when this layer can apply `chain` (its followers in order, each the only reader of the
+  // one before) to its own output, at these input shapes and formats on this backend
+  // (ForwardArgs::epilogue). Asked once per plan for each longer chain.
+  virtual bool can_fuse(const std::vector<Epilogue>& /*chain*/, const std::vector<Shape>& /*in*/,
+                        const std::vector<Format>& /*in_formats*/, const Backend& /*backend*/) const {
+    return false;
+  }
   // What this layer timed to choose how it runs at these input shapes on this backend (e.g. a
   // convolution algorithm), as one line of text; empty when it timed nothing. Plan caches keep
   // it, keyed by the size, the model and Backend::identity().

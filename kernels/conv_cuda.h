@@ -71,6 +71,13 @@ void conv1x1_nhwc(const ConvShape& c, const void* x, const void* w16, const floa
                   bool relu, DType t, cublasHandle_t h, cudaStream_t s);
 void conv2d_direct(const ConvShape& c, const float* x, const float* w, const float* b, float* y,
                    bool relu, cudaStream_t s);
+// kernels/conv_fused_cuda.cu: convolution + bias + optional ReLU + max-pool (pool_k x pool_k,
+// stride pool_stride) in one tensor-core kernel on f16/bf16 NHWC tensors, writing only the pooled
+// map (n x ho/2 x wo/2 x cout). Supported: 3 -> 16 channels, 7x7, pad 0 or 3, pool 2 stride 2, on
+// a device whose binary has sm_80+ code. w: KRSC weights in the tensors' type (HalfWeights).
+bool conv_pool_supported(const ConvShape& c, int pool_k, int pool_stride, DType t);
+void conv_relu_pool_nhwc(const ConvShape& c, const void* x, const void* w, const float* b, void* y,
+                         bool relu, DType t, cudaStream_t s);
 
 }  // namespace scenelab::cuda
 #endif

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cfloat>
+#include <cstdint>
 #include <type_traits>
 
 #include "kernels/cuda_check.h"
@@ -265,6 +266,64 @@ __global__ void upsample_nhwc_kernel(const T* x, T* y, int c, int hi, int wi, in
   st(y, i, top + t.w1 * (bot - top));
 }
 
+// 2-byte types with channels a multiple of 8: one thread 8 channels of an output pixel, 16-byte
+// loads and stores (the pools after cuDNN's convolutions read 16..64 channels a pixel).
+template <typename T>
+__global__ void maxpool_nhwc8_kernel(const T* x, T* y, int c, int h, int w, int ho, int wo, int k,
+                                     int s, size_t total) {
+  size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;  // one 8-channel group
+  if (i >= total) return;
+  const int groups = c / 8;
+  const int cg = int(i % groups);
+  const size_t pix = i / groups;
+  const int ox = int(pix % wo), oy = int((pix / wo) % ho);
+  const size_t b = pix / (size_t(wo) * ho);
+  float m[8];
+  for (int q = 0; q < 8; ++q) m[q] = -FLT_MAX * 2;
+  for (int dy = 0; dy < k; ++dy)
+    for (int dx = 0; dx < k; ++dx) {
+      const size_t at = ((b * h + size_t(oy * s + dy)) * w + size_t(ox * s + dx)) * c + 8 * size_t(cg);
+      const uint4 v = *reinterpret_cast<const uint4*>(x + at);
+      const T* e = reinterpret_cast<const T*>(&v);
+      for (int q = 0; q < 8; ++q) m[q] = fmaxf(m[q], ld(e, q));
+    }
+  uint4 out;
+  T* o = reinterpret_cast<T*>(&out);
+  for (int q = 0; q < 8; ++q) st(o, q, m[q]);
+  *reinterpret_cast<uint4*>(y + pix * c + 8 * size_t(cg)) = out;
+}
+
+// One thread an output pixel: its taps once, every channel resampled in float and compared.
+template <typename T>
+__global__ void upsample_argmax_kernel(const T* x, T* y, int c, int hi, int wi, int ho, int wo,
+                                       bool nhwc, bool geometry, bool bilinear, Geometry gi,
+                                       Geometry go, size_t total) {
+  size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= total) return;
+  const int ox = int(i % wo), oy = int((i / wo) % ho);
+  const size_t b = i / (size_t(wo) * ho);
+  const UpsampleTap t = upsample_tap(oy, hi, ho, geometry, bilinear, gi.offset_y, gi.stride_y,
+                                     go.offset_y, go.stride_y);
+  const UpsampleTap u = upsample_tap(ox, wi, wo, geometry, bilinear, gi.offset_x, gi.stride_x,
+                                     go.offset_x, go.stride_x);
+  const size_t plane = size_t(hi) * wi;
+  // Element (channel k, pixel p) of image b: NHWC or NCHW.
+  const size_t cs = nhwc ? 1 : plane, ps = nhwc ? size_t(c) : 1;
+  const T* xb = x + b * c * plane;
+  const size_t p00 = (size_t(t.i0) * wi + u.i0) * ps, p01 = (size_t(t.i0) * wi + u.i1) * ps;
+  const size_t p10 = (size_t(t.i1) * wi + u.i0) * ps, p11 = (size_t(t.i1) * wi + u.i1) * ps;
+  int best = 0;
+  float bv = 0;
+  for (int k = 0; k < c; ++k) {
+    const size_t o = size_t(k) * cs;
+    const float a0 = ld(xb, p00 + o), a1 = ld(xb, p01 + o), b0 = ld(xb, p10 + o), b1 = ld(xb, p11 + o);
+    const float top = a0 + u.w1 * (a1 - a0), bot = b0 + u.w1 * (b1 - b0);
+    const float v = top + t.w1 * (bot - top);
+    if (k == 0 || v > bv || (bv != bv && v == v)) bv = v, best = k;
+  }
+  st(y, i, float(best));
+}
+
 // One thread a pixel: the channels are contiguous.
 template <typename T>
 __global__ void argmax_nhwc_kernel(const T* x, T* y, int c, size_t pixels) {
@@ -365,6 +424,13 @@ void maxpool2d(const TensorView& x, const TensorView& y, int k, int stride, cuda
   const size_t n = b.numel();
   if (is_nchw_f32(x)) {
     maxpool_kernel<<<blocks_for(n), kThreads, 0, s>>>(x.f32(), y.f32(), a.n * a.c, a.h, a.w, b.h, b.w, k, stride);
+  } else if (dtype_bytes(y.format.dtype) == 2 && a.c % 8 == 0 &&
+             reinterpret_cast<uintptr_t>(x.data) % 16 == 0 && reinterpret_cast<uintptr_t>(y.data) % 16 == 0) {
+    with_type(y, [&](auto* t) {
+      using T = std::remove_pointer_t<decltype(t)>;
+      maxpool_nhwc8_kernel<<<blocks_for(n / 8), kThreads, 0, s>>>(x.as<const T>(), y.as<T>(), a.c, a.h,
+                                                                  a.w, b.h, b.w, k, stride, n / 8);
+    });
   } else {
     with_type(y, [&](auto* t) {
       using T = std::remove_pointer_t<decltype(t)>;
@@ -408,6 +474,22 @@ void upsample(const TensorView& x, const TensorView& y, bool geometry, bool bili
     });
   }
   SL_LAUNCH_CHECK("upsample kernel");
+}
+
+void upsample_argmax(const TensorView& x, const TensorView& y, bool geometry, bool bilinear,
+                     const Geometry& gin, const Geometry& gout, cudaStream_t s) {
+  require_same_format(x, y, "upsample + argmax");
+  const Shape &a = x.shape, &b = y.shape;
+  SL_REQUIRE(b.c == 1 && b.n == a.n, "upsample + argmax: output ", b.str(), " for input ", a.str());
+  const size_t n = b.numel();
+  if (!n) return;
+  with_type(y, [&](auto* t) {
+    using T = std::remove_pointer_t<decltype(t)>;
+    upsample_argmax_kernel<<<blocks_for(n), kThreads, 0, s>>>(
+        x.as<const T>(), y.as<T>(), a.c, a.h, a.w, b.h, b.w, x.format.layout == Layout::NHWC, geometry,
+        bilinear, gin, gout, n);
+  });
+  SL_LAUNCH_CHECK("upsample + argmax kernel");
 }
 
 void argmax(const TensorView& x, const TensorView& y, cudaStream_t s) {

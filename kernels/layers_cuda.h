@@ -21,6 +21,11 @@ void downscale(const TensorView& x, const TensorView& y, int f, cudaStream_t s);
 void upsample(const TensorView& x, const TensorView& y, bool geometry, bool bilinear,
               const Geometry& gin, const Geometry& gout, cudaStream_t s);
 void argmax(const TensorView& x, const TensorView& y, cudaStream_t s);
+// upsample then argmax in one pass (the argmax fused into the upsample): y (n x 1 x h x w, the
+// format of x) holds the index of the largest resampled channel at each output pixel, computed
+// from the resampled values in float (not rounded to x's type between the two).
+void upsample_argmax(const TensorView& x, const TensorView& y, bool geometry, bool bilinear,
+                     const Geometry& gin, const Geometry& gout, cudaStream_t s);
 void softmax(const TensorView& x, const TensorView& y, cudaStream_t s);
 void concat(const std::vector<TensorView>& xs, const TensorView& y, cudaStream_t s);
 // y = act(y + b[c]) in place on an NHWC tensor of any dtype (the cuDNN convolutions' epilogue).

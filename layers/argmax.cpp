@@ -21,6 +21,7 @@ class Argmax : public Layer {
   Shape infer_shape(const std::vector<Shape>& in) const override {
     return Shape(in[0].n, 1, in[0].h, in[0].w);
   }
+  Epilogue as_epilogue() const override { return {Epilogue::Kind::Argmax}; }
   void forward_cpu(const ForwardArgs& a) const override {
     const TensorView& x = a.in[0];
     for (int n = 0; n < x.shape.n; ++n) {

@@ -56,7 +56,26 @@ class Conv2d : public Layer {
   }
   const char* type() const override { return "conv2d"; }
   std::string param_group() const override { return group_; }
-  bool can_fuse_relu() const override { return true; }
+  // A following ReLU always (every path applies it on the way out); a 2x2 max-pool after it
+  // where the GPU's fused kernel runs this shape (kernels/conv_fused_cuda.cu: half-precision
+  // NHWC under --conv auto).
+  bool can_fuse(const std::vector<Epilogue>& chain, const std::vector<Shape>& in,
+                const std::vector<Format>& /*in_formats*/, const Backend& backend) const override {
+    using K = Epilogue::Kind;
+    if (chain.size() == 1 && chain[0].kind == K::Relu) return true;
+    const Epilogue& last = chain.back();
+    if (last.kind != K::MaxPool || chain.size() > 2 || (chain.size() == 2 && chain[0].kind != K::Relu))
+      return false;
+#ifdef SCENELAB_WITH_CUDA
+    const CudaContext* ctx = backend.cuda();
+    const Format f = activation_format_of(backend);
+    if (!ctx || ctx->conv != ConvAlgo::Auto || f.layout != Layout::NHWC) return false;
+    return cuda::conv_pool_supported(conv_shape(in[0], infer_shape(in)), last.k, last.stride, f.dtype);
+#else
+    (void)in, (void)backend;
+    return false;
+#endif
+  }
   // fp16/bf16 with cuDNN (--conv auto or cudnn): half-precision NHWC tensors; else f32 NCHW.
   Format format(const std::vector<Format>& /*in*/, const Backend& b) const override {
     return activation_format_of(b);
@@ -106,9 +125,18 @@ class Conv2d : public Layer {
   // kept. The first run at a size is never captured into a CUDA graph (engine/graph.cpp), so
   // the timing (host-synchronising) happens outside capture.
   void forward_cuda(const ForwardArgs& a, const CudaContext& ctx) const override {
-    const cuda::ConvShape c = conv_shape(a.in[0].shape, a.out.shape);
+    // The convolution's own output size (a.out is the pooled map when a pool was fused).
+    const Shape& x = a.in[0].shape;
+    const cuda::ConvShape c = conv_shape(x, Shape(x.n, out_, x.h + 2 * pad_ - k_ + 1, x.w + 2 * pad_ - k_ + 1));
     const float* w = a.params->data("weight");
     const float* b = bias_ ? a.params->data("bias") : nullptr;
+    if (a.epilogue && a.epilogue->back().kind == Epilogue::Kind::MaxPool) {  // can_fuse said so
+      const DType t = a.out.format.dtype;
+      cuda::conv_relu_pool_nhwc(c, a.in[0].data, w16_.get(w, c, /*krsc=*/true, t, ctx.stream), b,
+                                a.out.data, a.fused_relu, t, ctx.stream);
+      last_ = "fused conv + bias + ReLU + 2x2 pool (mma)";
+      return;
+    }
     const size_t bound = ctx.conv_workspace_bytes / sizeof(float);
     const bool fp16 = ctx.precision == Precision::FP16;
     // Choices are per input size, precision and backend (its workspace bound and cuDNN handle:

@@ -36,6 +36,7 @@ class MaxPool2d : public Layer {
   Geometry infer_geometry(const std::vector<Geometry>& in) const override {
     return after_window(in[0], k_, s_);
   }
+  Epilogue as_epilogue() const override { return {Epilogue::Kind::MaxPool, k_, s_}; }
   void forward_cpu(const ForwardArgs& a) const override {
     const TensorView &x = a.in[0], &y = a.out;
     parallel_for(int64_t(y.shape.n) * y.shape.c, a.threads, [&](int64_t p) {

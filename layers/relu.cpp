@@ -20,6 +20,7 @@ class Relu : public Layer {
     return follow_on_gpu(in[0], b);
   }
   Shape infer_shape(const std::vector<Shape>& in) const override { return in[0]; }
+  Epilogue as_epilogue() const override { return {Epilogue::Kind::Relu}; }
   void forward_cpu(const ForwardArgs& a) const override {
     const size_t n = a.out.shape.numel(), chunk = 1 << 16;
     parallel_for(int64_t((n + chunk - 1) / chunk), a.threads, [&](int64_t b) {

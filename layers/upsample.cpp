@@ -45,6 +45,13 @@ class Upsample : public Layer {
     return Shape(in[0].n, in[0].c, in[1].h, in[1].w);
   }
   Geometry infer_geometry(const std::vector<Geometry>& in) const override { return in[1]; }
+  // A following argmax on the GPU: the class of each output pixel straight from the coarse map,
+  // the resampled scores never written (cuda::upsample_argmax).
+  bool can_fuse(const std::vector<Epilogue>& chain, const std::vector<Shape>& /*in*/,
+                const std::vector<Format>& in_formats, const Backend& backend) const override {
+    return chain.size() == 1 && chain[0].kind == Epilogue::Kind::Argmax &&
+           follow_on_gpu(in_formats[0], backend) == in_formats[0] && backend.cuda() != nullptr;
+  }
 
   void forward_cpu(const ForwardArgs& a) const override {
     const TensorView &x = a.in[0], &y = a.out;
@@ -71,6 +78,11 @@ class Upsample : public Layer {
 
 #ifdef SCENELAB_WITH_CUDA
   void forward_cuda(const ForwardArgs& a, const CudaContext& ctx) const override {
+    if (a.epilogue) {  // the argmax (can_fuse)
+      cuda::upsample_argmax(a.in[0], a.out, geometry_, bilinear_, a.in_geometry[0], a.in_geometry[1],
+                            ctx.stream);
+      return;
+    }
     cuda::upsample(a.in[0], a.out, geometry_, bilinear_, a.in_geometry[0], a.in_geometry[1],
                    ctx.stream);
   }

@@ -5,12 +5,17 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <random>
 #include <tuple>
 
 #include "engine/graph.h"
 #include "engine/networks.h"
 #include "engine/pyramid_detector.h"
+#ifdef SCENELAB_WITH_CUDA
+#include "kernels/conv_cuda.h"
+#include "kernels/cuda_check.h"
+#endif
 #include "weights/model_file.h"
 #include "tests/gpu_skip.h"
 #include "tests/reference.h"
@@ -306,6 +311,122 @@ TEST(CudaBackend, PyramidFusionOnDevice) {
           }
         }
       }
+    }
+  }
+}
+
+#ifdef SCENELAB_WITH_CUDA
+// The fused first-layer kernel alone (kernels/conv_fused_cuda.cu) against a float64 convolution,
+// bias, ReLU and 2x2 max-pool of the same half-rounded operands: f16 and bf16, valid and same
+// padding, with and without ReLU and bias, odd sizes whose last conv row/column the pool drops,
+// batch 1..3; the output poisoned with NaN first, so an unwritten pixel fails. Bound: the output's
+// rounding (f16 2^-11, bf16 2^-8 of the largest value, times 2 for the accumulation order).
+TEST(CudaBackend, FusedConvPoolKernelAgainstFloat64) {
+  SCENELAB_REQUIRE_GPU();
+  struct Case {
+    int n, h, w, pad;
+    bool relu, bias;
+  };
+  const std::vector<Case> cases = {{3, 37, 53, 0, true, true}, {2, 29, 40, 3, true, true},
+                                   {1, 8, 9, 0, false, true},  {2, 70, 131, 3, false, false},
+                                   {1, 7, 7, 0, true, true}};
+  std::mt19937 rng(21);
+  std::uniform_real_distribution<float> uni(-1.f, 1.f);
+  for (DType t : {DType::F16, DType::BF16}) {
+    for (const Case& k : cases) {
+      SCOPED_TRACE(std::string(dtype_name(t)) + " " + std::to_string(k.n) + "x" + std::to_string(k.h) +
+                   "x" + std::to_string(k.w) + " pad " + std::to_string(k.pad) + (k.relu ? " relu" : "") +
+                   (k.bias ? " bias" : ""));
+      const int cin = 3, cout = 16, ks = 7;
+      const int ho = k.h + 2 * k.pad - ks + 1, wo = k.w + 2 * k.pad - ks + 1;
+      const cuda::ConvShape c{k.n, cin, k.h, k.w, cout, ks, k.pad, ho, wo};
+      if (!cuda::conv_pool_supported(c, 2, 2, t)) {
+        ASSERT_LT(ho, 2) << "a shape the fused kernel should take";
+        continue;
+      }
+      auto round = [&](float v) {
+        return t == DType::F16 ? half_to_float(float_to_half(v)) : bf16_to_float(float_to_bf16(v));
+      };
+      auto bits = [&](float v) { return t == DType::F16 ? float_to_half(v) : float_to_bf16(v); };
+      // Input NHWC, weights KRSC, in the half type; the references from the same rounded values.
+      Ref x(Shape(k.n, cin, k.h, k.w)), wr(Shape(cout, cin, ks, ks)), bvec(Shape(cout, 1, 1, 1));
+      std::vector<uint16_t> xh(x.v.size()), wh(wr.v.size());
+      for (int n = 0; n < k.n; ++n)
+        for (int y = 0; y < k.h; ++y)
+          for (int xx = 0; xx < k.w; ++xx)
+            for (int ci = 0; ci < cin; ++ci) {
+              const float v = round(uni(rng));
+              x.at(n, ci, y, xx) = v;
+              xh[((size_t(n) * k.h + y) * k.w + xx) * cin + ci] = bits(v);
+            }
+      for (int o = 0; o < cout; ++o)
+        for (int ky = 0; ky < ks; ++ky)
+          for (int kx = 0; kx < ks; ++kx)
+            for (int ci = 0; ci < cin; ++ci) {
+              const float v = round(0.3f * uni(rng));
+              wr.at(o, ci, ky, kx) = v;
+              wh[size_t(o) * ks * ks * cin + (ky * ks + kx) * cin + ci] = bits(v);
+            }
+      std::vector<float> bias(cout);
+      for (int o = 0; o < cout; ++o) bvec.v[size_t(o)] = bias[size_t(o)] = k.bias ? 0.5f * uni(rng) : 0.f;
+      const Ref want = ref_maxpool(ref_conv2d(x, wr, &bvec, k.pad, k.relu), 2, 2);
+      const int hp = ho / 2, wp = wo / 2;
+      ASSERT_EQ(want.shape, Shape(k.n, cout, hp, wp));
+      DeviceBuffer dx(xh.size() * 2), dw(wh.size() * 2), db(cout * sizeof(float)),
+          dy(size_t(k.n) * hp * wp * cout * 2);
+      ASSERT_EQ(cudaMemcpy(dx.get(), xh.data(), xh.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(dw.get(), wh.data(), wh.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(db.get(), bias.data(), cout * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+      ASSERT_EQ(cudaMemset(dy.get(), 0xff, dy.bytes()), cudaSuccess);  // NaN in f16 and bf16
+      cuda::conv_relu_pool_nhwc(c, dx.get(), dw.get(), k.bias ? db.get<float>() : nullptr, dy.get(), k.relu,
+                                t, nullptr);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      std::vector<uint16_t> yh(dy.bytes() / 2);
+      ASSERT_EQ(cudaMemcpy(yh.data(), dy.get(), dy.bytes(), cudaMemcpyDeviceToHost), cudaSuccess);
+      Tensor got(want.shape);
+      to_f32_nchw(TensorView{yh.data(), want.shape, Format{t, Layout::NHWC}}, got.data());
+      for (size_t i = 0; i < got.numel(); ++i) ASSERT_TRUE(std::isfinite(got[i])) << "output " << i << " unwritten";
+      EXPECT_LT(rel_error(got.view(), want), t == DType::F16 ? 1e-3 : 8e-3);
+    }
+  }
+}
+#endif
+
+// The planner's fusions on the GPU (Layer::can_fuse): conv + ReLU + 2x2 pool into the fused
+// kernel under fp16/bf16 (not under fp32, where the pool runs alone), and argmax into the upsample
+// before it at every precision; the fused followers do not run (profiled time 0) and results
+// agree with the CPU path.
+TEST(CudaBackend, PlannerFusesPoolAndArgmax) {
+  SCENELAB_REQUIRE_GPU();
+  const std::string text =
+      "input x channels=3\n"
+      "c = conv2d(x) out=16 k=7 pad=same\n"
+      "r = relu(c)\n"
+      "p = maxpool2d(r) k=2\n"
+      "s = conv2d(p) out=5 k=1\n"
+      "u = upsample(s, x) mode=bilinear align=geometry\n"
+      "labels = argmax(u)\n"
+      "output p labels\n";
+  Model m = random_model_from_text(text, 31);
+  for (const char* prec : {"fp32", "fp16", "bf16"}) {
+    for (Shape in : {Shape(3, 3, 45, 61), Shape(1, 3, 16, 17)}) {
+      SCOPED_TRACE(std::string(prec) + " " + in.str());
+      const bool half = std::string(prec) != "fp32";
+      compare(m, in, opts("auto", prec), half ? 2e-2 : 1e-4, std::string("fusions ") + prec,
+              half ? 0.97 : 0.999);
+      auto gpu = make_backend("cuda", 0, opts("auto", prec));
+      Graph g(m);
+      g.plan(in.n, in.h, in.w, *gpu);
+      g.set_profiling(true);
+      Tensor x = random_tensor(in, 3, 0.f, 1.f);
+      g.run(x.view());
+      std::map<std::string, LayerStat> st;
+      for (const auto& s : g.stats()) st[s.name] = s;
+      EXPECT_EQ(st["r"].time_ms, 0.0) << "the ReLU was not fused";
+      EXPECT_EQ(st["p"].time_ms == 0.0, half) << "pool fused: " << (st["p"].time_ms == 0.0);
+      EXPECT_EQ(st["c"].detail.find("fused") != std::string::npos, half) << st["c"].detail;
+      EXPECT_EQ(st["labels"].time_ms, 0.0) << "the argmax was not fused";
+      EXPECT_EQ(g.shape_of("p"), Shape(in.n, 16, in.h / 2, in.w / 2));
     }
   }
 }
