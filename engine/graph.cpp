@@ -169,7 +169,8 @@ Graph::Graph(const Model& model) : model_(model) {
 void Graph::try_fuse(size_t i, const std::vector<int>& readers, const std::vector<bool>& read_after,
                      const Backend& backend) {
   Node& n = *nodes_[i];
-  const Epilogue e = n.layer->as_epilogue();
+  Epilogue e = n.layer->as_epilogue();
+  e.params = &n.params;
   if (e.kind == Epilogue::Kind::None || n.inputs.size() != 1 || n.inputs[0] < 0) return;
   const size_t src = size_t(n.inputs[0]);
   if (readers[src] != 1 || read_after[src]) return;
@@ -188,7 +189,7 @@ void Graph::try_fuse(size_t i, const std::vector<int>& readers, const std::vecto
   r.fused_relu = r.fused_relu || e.kind == Epilogue::Kind::Relu;
   r.written = n.shape;
   n.alias_of = int(root);
-  n.format = r.format;
+  r.format = n.format;  // what the last follower writes (a standardisation may write half NHWC)
 }
 
 Graph::~Graph() = default;

@@ -58,10 +58,11 @@ class LayerParams {
 // output is then the producer's memory and the follower does not run (Layer::as_epilogue,
 // Layer::can_fuse).
 struct Epilogue {
-  enum class Kind : uint8_t { None, Relu, MaxPool, Argmax };
+  enum class Kind : uint8_t { None, Relu, MaxPool, Argmax, Standardize };
   Kind kind = Kind::None;
   int k = 0, stride = 0;  // MaxPool: window and stride
-  bool operator==(const Epilogue& o) const { return kind == o.kind && k == o.k && stride == o.stride; }
+  // The follower's parameters (e.g. Standardize's mean and std), set by the planner.
+  const LayerParams* params = nullptr;
 };
 
 // Arguments of one layer's forward pass. All pointers live in the backend's memory: host on the

@@ -266,6 +266,201 @@ __global__ void upsample_nhwc_kernel(const T* x, T* y, int c, int hi, int wi, in
   st(y, i, top + t.w1 * (bot - top));
 }
 
+// ---- Contrast normalisation in two passes (+ a reduction), the standardisation fused ----
+// A block takes a tile of kLcnW x kLcnH pixels of one image, every channel in turn, and rebuilds
+// in shared memory what the multi-pass path writes to global memory: the channel over the tile and
+// a 2R margin (zero outside the image), its local mean on a margin of R (horizontal then vertical
+// Gaussian, each divided by the window's mass inside the image), the centred values (zero
+// outside), and the local variance on the tile. Each 1-D pass is a sliding window in registers
+// (kSeg outputs a thread from kSeg + 2R loads). Pass 1 writes the centred values and the local
+// deviations sd and adds each tile's sd in double (per-block partial sums, then added in a fixed
+// order: bit-identical runs); pass 2, one thread an output element, writes
+// y = c / max(sd, mean(sd), eps), standardised, in the output's format.
+constexpr int kLcnW = 32, kLcnH = 16, kSeg = 4;
+
+template <int R>
+struct LcnSmem {
+  static constexpr int XW = kLcnW + 4 * R, XH = kLcnH + 4 * R;  // the channel, margin 2R
+  static constexpr int MW = kLcnW + 2 * R, MH = kLcnH + 2 * R;  // mean and centred, margin R
+  float x[XH * XW];
+  float t[XH * MW];      // horizontal pass of x
+  float c[MH * MW];      // the mean, then the centred values
+  float q[MH * kLcnW];   // horizontal pass of c^2
+  float cx[XW], cy[XH];  // 1 / (window mass inside the image) per column / row of the x region
+  float g[2 * R + 1];
+};
+
+// out[i] = sum_k g[k] * in[i + k * step], i over kSeg consecutive outputs from `in` (stride step).
+template <int R>
+__device__ __forceinline__ void slide(const float* in, int step, const float* g, float (&out)[kSeg], int count) {
+  float v[kSeg + 2 * R];
+#pragma unroll
+  for (int i = 0; i < kSeg + 2 * R; ++i) v[i] = i < count + 2 * R ? in[i * step] : 0.f;
+#pragma unroll
+  for (int o = 0; o < kSeg; ++o) {
+    float acc = 0;
+#pragma unroll
+    for (int k = 0; k <= 2 * R; ++k) acc += g[k] * v[o + k];
+    out[o] = acc;
+  }
+}
+
+// The variance of channel `ch` of image b over the block's tile into var (kLcnH x kLcnW, in
+// registers of the threads: each thread up to kSeg values of one column, `col` and `row0`).
+// Returns false for threads without a column segment. Also leaves the centred values in S.c.
+template <int R>
+__device__ bool lcn_tile(const float* x, int C, int H, int W, int b, int ch, int y0, int x0,
+                         LcnSmem<R>& S, float (&var)[kSeg], int& col, int& row0) {
+  using L = LcnSmem<R>;
+  const float* src = x + (size_t(b) * C + ch) * size_t(H) * W;
+  for (int i = threadIdx.x; i < L::XH * L::XW; i += blockDim.x) {
+    const int yy = y0 - 2 * R + i / L::XW, xx = x0 - 2 * R + i % L::XW;
+    S.x[i] = (yy >= 0 && yy < H && xx >= 0 && xx < W) ? src[size_t(yy) * W + xx] : 0.f;
+  }
+  __syncthreads();
+  // t = horizontal blur of x at the mean's columns (x region column j + R), every x row.
+  constexpr int TS = (L::MW + kSeg - 1) / kSeg;
+  for (int i = threadIdx.x; i < L::XH * TS; i += blockDim.x) {
+    const int r = i / TS, j0 = (i % TS) * kSeg, n = min(kSeg, L::MW - j0);
+    float o[kSeg];
+    slide<R>(S.x + r * L::XW + j0, 1, S.g, o, n);
+    for (int k = 0; k < n; ++k) S.t[r * L::MW + j0 + k] = o[k] * S.cx[j0 + k + R];
+  }
+  __syncthreads();
+  // c = x - vertical blur of t (the mean), zero outside the image; rows of the mean's region.
+  constexpr int MS = (L::MH + kSeg - 1) / kSeg;
+  for (int i = threadIdx.x; i < L::MW * MS; i += blockDim.x) {
+    const int j = i % L::MW, r0 = (i / L::MW) * kSeg, n = min(kSeg, L::MH - r0);
+    float o[kSeg];
+    slide<R>(S.t + r0 * L::MW + j, L::MW, S.g, o, n);
+    const int xx = x0 - R + j;
+    for (int k = 0; k < n; ++k) {
+      const int yy = y0 - R + r0 + k;
+      const bool in = yy >= 0 && yy < H && xx >= 0 && xx < W;
+      S.c[(r0 + k) * L::MW + j] = in ? S.x[(r0 + k + R) * L::XW + j + R] - o[k] * S.cy[r0 + k + R] : 0.f;
+    }
+  }
+  __syncthreads();
+  // q = horizontal blur of c^2 at the tile's columns, rows of the mean's region.
+  constexpr int QS = kLcnW / kSeg;
+  for (int i = threadIdx.x; i < L::MH * QS; i += blockDim.x) {
+    const int r = i / QS, j0 = (i % QS) * kSeg;
+    float v[kSeg + 2 * R];
+#pragma unroll
+    for (int k = 0; k < kSeg + 2 * R; ++k) {
+      const float cv = S.c[r * L::MW + j0 + k];
+      v[k] = cv * cv;
+    }
+#pragma unroll
+    for (int o = 0; o < kSeg; ++o) {
+      float acc = 0;
+#pragma unroll
+      for (int k = 0; k <= 2 * R; ++k) acc += S.g[k] * v[o + k];
+      S.q[r * kLcnW + j0 + o] = acc * S.cx[j0 + o + 2 * R];
+    }
+  }
+  __syncthreads();
+  // var = vertical blur of q on the tile: thread -> (column, kSeg rows).
+  constexpr int VS = kLcnH / kSeg;
+  if (int(threadIdx.x) >= kLcnW * VS) return false;
+  col = threadIdx.x % kLcnW;
+  row0 = (threadIdx.x / kLcnW) * kSeg;
+  slide<R>(S.q + row0 * kLcnW + col, kLcnW, S.g, var, kSeg);
+#pragma unroll
+  for (int k = 0; k < kSeg; ++k) var[k] *= S.cy[row0 + k + 2 * R];
+  return true;
+}
+
+// sums[p] = the partials of plane p added by one block: thread i takes partials i, i + 256, ...
+// in order, then a fixed tree (the same order every run; thousands of partials at 1080p, which
+// one thread a plane added too slowly).
+__global__ void __launch_bounds__(256) sum_partials_block_kernel(const double* partial, int per_plane,
+                                                                 double* sums) {
+  __shared__ double red[256];
+  const double* p = partial + size_t(blockIdx.x) * per_plane;
+  double s = 0;
+  for (int i = threadIdx.x; i < per_plane; i += 256) s += p[i];
+  red[threadIdx.x] = s;
+  __syncthreads();
+  for (int k = 128; k > 0; k >>= 1) {
+    if (int(threadIdx.x) < k) red[threadIdx.x] += red[threadIdx.x + k];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) sums[blockIdx.x] = red[0];
+}
+
+template <int R>
+__device__ void lcn_setup(LcnSmem<R>& S, const Taps& taps, int H, int W, int y0, int x0) {
+  using L = LcnSmem<R>;
+  for (int i = threadIdx.x; i < 2 * R + 1; i += blockDim.x) S.g[i] = taps.k[i];
+  // Window mass inside the image around each column / row of the x region (the CPU's edge
+  // coefficients, summed in the same order).
+  for (int i = threadIdx.x; i < L::XW + L::XH; i += blockDim.x) {
+    const bool is_col = i < L::XW;
+    const int pos = is_col ? x0 - 2 * R + i : y0 - 2 * R + (i - L::XW), n = is_col ? W : H;
+    double m = 0;
+    for (int k = -R; k <= R; ++k)
+      if (pos + k >= 0 && pos + k < n) m += double(taps.k[k + R]);
+    const float v = m > 0 ? float(1.0 / m) : 0.f;  // no tap inside: a zero row or column anyway
+    if (is_col) S.cx[i] = v;
+    else S.cy[i - L::XW] = v;
+  }
+  __syncthreads();
+}
+
+template <int R>
+__global__ void __launch_bounds__(256) lcn_sd_sum_kernel(const float* x, int C, int H, int W, Taps taps,
+                                                         float* cen, float* sd, double* partial) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  LcnSmem<R>& S = *reinterpret_cast<LcnSmem<R>*>(smem_raw);
+  __shared__ double red[8];
+  const int b = blockIdx.z, y0 = blockIdx.y * kLcnH, x0 = blockIdx.x * kLcnW;
+  const int blk = blockIdx.y * gridDim.x + blockIdx.x, nblk = gridDim.x * gridDim.y;
+  lcn_setup<R>(S, taps, H, W, y0, x0);
+  for (int ch = 0; ch < C; ++ch) {
+    float var[kSeg];
+    int col = 0, row0 = 0;
+    double acc = 0;
+    if (lcn_tile<R>(x, C, H, W, b, ch, y0, x0, S, var, col, row0)) {
+      const size_t at = (size_t(b) * C + ch) * size_t(H) * W + size_t(y0 + row0) * W + x0 + col;
+      for (int k = 0; k < kSeg; ++k)
+        if (y0 + row0 + k < H && x0 + col < W) {
+          const float d = sqrtf(fmaxf(var[k], 0.f));
+          cen[at + size_t(k) * W] = S.c[(row0 + k + R) * LcnSmem<R>::MW + col + R];
+          sd[at + size_t(k) * W] = d;
+          acc += double(d);
+        }
+    }
+    for (int o = 16; o > 0; o >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, o);
+    if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = acc;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      double s = 0;
+      for (int w = 0; w < int(blockDim.x >> 5); ++w) s += red[w];
+      partial[(size_t(b) * C + ch) * nblk + blk] = s;
+    }
+    __syncthreads();  // S and red are reused by the next channel
+  }
+}
+
+// y (n x C x H x W in T's layout: f32 NCHW, or NHWC of any type) = c / max(sd, thr), standardised:
+// one thread an output element, from pass 1's centred values and deviations (f32 NCHW).
+template <typename T>
+__global__ void lcn_apply_kernel(const float* cen, const float* sdv, T* y, bool nhwc, int C, size_t plane,
+                                 const double* sums, float eps, const float* mean, const float* sdev,
+                                 size_t total) {
+  const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= total) return;
+  size_t b, p;
+  int ch;
+  if (nhwc) ch = int(i % C), p = (i / C) % plane, b = i / (size_t(C) * plane);
+  else p = i % plane, ch = int((i / plane) % C), b = i / (size_t(C) * plane);
+  const size_t at = (b * C + ch) * plane + p;
+  const float thr = fmaxf(float(sums[b * C + ch] / double(plane)), eps);
+  const float v = cen[at] / fmaxf(sdv[at], thr);
+  st(y, i, mean ? (v - mean[ch]) * (1.f / sdev[ch]) : v);
+}
+
 // 2-byte types with channels a multiple of 8: one thread 8 channels of an output pixel, 16-byte
 // loads and stores (the pools after cuDNN's convolutions read 16..64 channels a pixel).
 template <typename T>
@@ -603,6 +798,45 @@ void contrast_norm(const float* x, float* y, int planes, int h, int w, const flo
                                                                       planes, sums);
   divide_kernel<<<blocks_for(n), kThreads, 0, s>>>(cen, sq, sums, eps, y, plane, n);
   SL_LAUNCH_CHECK("contrast_norm kernels");
+}
+
+bool contrast_norm_fused_supported(int size, int channels) { return size == 13 && channels >= 1 && channels <= 4; }
+
+size_t contrast_norm_fused_workspace_floats(int n, int c, int h, int w) {
+  const size_t blocks = size_t((w + kLcnW - 1) / kLcnW) * ((h + kLcnH - 1) / kLcnH);
+  // doubles (partials, then the sums), then the centred values and the deviations
+  return 2 * (size_t(n) * c * (blocks + 1)) + 2 * size_t(n) * c * size_t(h) * w;
+}
+
+void contrast_norm_fused(const float* x, const TensorView& y, const float* kernel, int size, float eps,
+                         const float* mean, const float* sd, float* ws, cudaStream_t s) {
+  const Shape& a = y.shape;
+  SL_REQUIRE(contrast_norm_fused_supported(size, a.c), "contrast_norm_fused: window ", size, ", ", a.c,
+             " channels");
+  SL_REQUIRE(is_nchw_f32(y) || (y.format.layout == Layout::NHWC && supports(y.format)),
+             "contrast_norm_fused: no kernel writes ", y.format.str());
+  constexpr int R = 6;
+  Taps t{};
+  for (int k = 0; k < size; ++k) t.k[k] = kernel[k];
+  const dim3 grid(unsigned((a.w + kLcnW - 1) / kLcnW), unsigned((a.h + kLcnH - 1) / kLcnH), unsigned(a.n));
+  const size_t nblk = size_t(grid.x) * grid.y, planes = size_t(a.n) * a.c;
+  double* partial = reinterpret_cast<double*>(ws);
+  double* sums = partial + planes * nblk;
+  float* cen = reinterpret_cast<float*>(sums + planes);
+  float* sd_plane = cen + planes * a.plane();
+  const size_t smem = sizeof(LcnSmem<R>);
+  lcn_sd_sum_kernel<R><<<grid, 256, smem, s>>>(x, a.c, a.h, a.w, t, cen, sd_plane, partial);
+  SL_LAUNCH_CHECK("contrast_norm pass 1");
+  sum_partials_block_kernel<<<unsigned(planes), 256, 0, s>>>(partial, int(nblk), sums);
+  SL_LAUNCH_CHECK("contrast_norm sums");
+  const bool nhwc = y.format.layout == Layout::NHWC;
+  const size_t total = a.numel();
+  with_type(y, [&](auto* tp) {
+    using T = std::remove_pointer_t<decltype(tp)>;
+    lcn_apply_kernel<T><<<blocks_for(total), kThreads, 0, s>>>(cen, sd_plane, y.as<T>(), nhwc, a.c, a.plane(),
+                                                               sums, eps, mean, sd, total);
+  });
+  SL_LAUNCH_CHECK("contrast_norm pass 2");
 }
 
 void bias_act(const float* src, size_t ld_src, float* dst, size_t ld_dst, const float* b,

@@ -42,6 +42,13 @@ inline size_t contrast_norm_workspace_floats(size_t planes, size_t plane) {
 }
 void contrast_norm(const float* x, float* y, int planes, int h, int w, const float* kernel,
                    int size, float eps, float* workspace, cudaStream_t s);
+// The same in two passes over the image (kernels/layers_cuda.cu), then standardised with the
+// per-channel mean and sd (both null: not standardised) and written in y's format (f32 NCHW or
+// any NHWC): x f32 NCHW (n x c x h x w as y). For windows of 13 and up to 4 channels.
+bool contrast_norm_fused_supported(int size, int channels);
+size_t contrast_norm_fused_workspace_floats(int n, int c, int h, int w);
+void contrast_norm_fused(const float* x, const TensorView& y, const float* kernel, int size, float eps,
+                         const float* mean, const float* sd, float* workspace, cudaStream_t s);
 // dst[c][i] = max(src[c][i] + b[c], 0) (relu) or src + b, over `channels` rows of `cols` values,
 // rows ld_src / ld_dst apart; in place when src == dst (then nothing to do without b and relu).
 // The convolutions' bias/ReLU epilogue (also copying a GEMM's aligned band into the output).

@@ -47,15 +47,28 @@ class ContrastNorm : public Layer {
     // coefficients (CPU) or the planes' mean deviations (GPU)
     const size_t planes = size_t(in[0].n) * in[0].c;
     return std::max(planes * in[0].plane() * 3 + size_t(in[0].h + in[0].w),
-                    contrast_norm_workspace(planes, in[0].plane()));
+                    contrast_norm_workspace(in[0]));
+  }
+  // On the GPU a following standardisation runs in the two-pass kernel's last pass, writing the
+  // network's activation format (cuda::contrast_norm_fused).
+  bool can_fuse(const std::vector<Epilogue>& chain, const std::vector<Shape>& in,
+                const std::vector<Format>& /*in_formats*/, const Backend& backend) const override {
+#ifdef SCENELAB_WITH_CUDA
+    return chain.size() == 1 && chain[0].kind == Epilogue::Kind::Standardize && chain[0].params &&
+           backend.cuda() && cuda::contrast_norm_fused_supported(size_, in[0].c);
+#else
+    (void)chain, (void)in, (void)backend;
+    return false;
+#endif
   }
 
   // The GPU path's need (kernels/layers_cuda.h), where this build has one.
-  static size_t contrast_norm_workspace(size_t planes, size_t plane) {
+  static size_t contrast_norm_workspace(const Shape& s) {
 #ifdef SCENELAB_WITH_CUDA
-    return cuda::contrast_norm_workspace_floats(planes, plane);
+    return std::max(cuda::contrast_norm_workspace_floats(size_t(s.n) * s.c, s.plane()),
+                    cuda::contrast_norm_fused_workspace_floats(s.n, s.c, s.h, s.w));
 #else
-    (void)planes, (void)plane;
+    (void)s;
     return 0;
 #endif
   }
@@ -93,8 +106,25 @@ class ContrastNorm : public Layer {
   }
 
 #ifdef SCENELAB_WITH_CUDA
+  // Two passes over the image where the window allows (cuda::contrast_norm_fused; with the
+  // fused standardisation's mean and std), else the seven-pass path.
   void forward_cuda(const ForwardArgs& a, const CudaContext& ctx) const override {
     const Shape& s = a.in[0].shape;
+    if (cuda::contrast_norm_fused_supported(size_, s.c)) {
+      const float *mean = nullptr, *sd = nullptr;
+      if (a.epilogue) {  // the standardisation (can_fuse); std > 0 checked on its host copy
+        const LayerParams& p = *(*a.epilogue)[0].params;
+        const Tensor& host_sd = p.get("std");
+        for (size_t c = 0; c < host_sd.numel(); ++c)
+          SL_REQUIRE(host_sd[c] > 0, "standardize after '", name_, "': std[", c, "] = ", host_sd[c],
+                     " is not positive");
+        mean = p.data("mean");
+        sd = p.data("std");
+      }
+      cuda::contrast_norm_fused(a.in[0].f32(), a.out, kernel_f_.data(), size_, eps_, mean, sd,
+                                a.workspace, ctx.stream);
+      return;
+    }
     cuda::contrast_norm(a.in[0].f32(), a.out.f32(), s.n * s.c, s.h, s.w, kernel_f_.data(), size_, eps_,
                         a.workspace, ctx.stream);
   }

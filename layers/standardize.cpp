@@ -26,6 +26,7 @@ class Standardize : public Layer {
     return activation_format_of(b);
   }
   Shape infer_shape(const std::vector<Shape>& in) const override { return in[0]; }
+  Epilogue as_epilogue() const override { return {Epilogue::Kind::Standardize}; }
   std::vector<ParamSpec> param_specs(const std::vector<Shape>& in) const override {
     return {{"mean", {in[0].c}}, {"std", {in[0].c}}};
   }

@@ -15,6 +15,7 @@
 #ifdef SCENELAB_WITH_CUDA
 #include "kernels/conv_cuda.h"
 #include "kernels/cuda_check.h"
+#include "kernels/layers_cuda.h"
 #endif
 #include "weights/model_file.h"
 #include "tests/gpu_skip.h"
@@ -390,17 +391,72 @@ TEST(CudaBackend, FusedConvPoolKernelAgainstFloat64) {
     }
   }
 }
+
+// The two-pass contrast normalisation (cuda::contrast_norm_fused) against the float64 reference:
+// f32 NCHW without standardisation, and standardised into f16/bf16/f32 NHWC; odd sizes, sizes
+// smaller than the 13x13 window and than a tile, 1 to 4 channels, batch 1..3; outputs poisoned.
+TEST(CudaBackend, TwoPassContrastNormAgainstFloat64) {
+  SCENELAB_REQUIRE_GPU();
+  const std::vector<Shape> shapes = {Shape(3, 3, 37, 53), Shape(1, 3, 5, 7), Shape(2, 1, 70, 131),
+                                     Shape(1, 4, 16, 32), Shape(2, 3, 33, 1)};
+  const int size = 13;
+  const double sigma = 0.25 * size, eps = 1e-4;
+  std::vector<float> taps(size);
+  double gs = 0;
+  for (int i = 0; i < size; ++i) gs += std::exp(-0.5 * std::pow((i - size / 2) / sigma, 2));
+  for (int i = 0; i < size; ++i) taps[size_t(i)] = float(std::exp(-0.5 * std::pow((i - size / 2) / sigma, 2)) / gs);
+  for (const Shape& sh : shapes) {
+    Tensor x = random_tensor(sh, 5, -1.f, 1.f);
+    for (int i = 0; i < sh.w * 2 && size_t(i) < x.numel(); ++i) x[size_t(i)] *= 0.01f;  // a flat band
+    const Ref lcn = ref_contrast_norm(to_ref(x.view()), size, sigma, eps);
+    std::vector<float> mean(size_t(sh.c)), sd(size_t(sh.c));
+    std::vector<double> md, sdd;
+    for (int c = 0; c < sh.c; ++c) {
+      mean[size_t(c)] = 0.1f * float(c) - 0.05f;
+      sd[size_t(c)] = 0.7f + 0.2f * float(c);
+      md.push_back(mean[size_t(c)]);
+      sdd.push_back(sd[size_t(c)]);
+    }
+    const Ref standardized = ref_standardize(lcn, md, sdd);
+    DeviceBuffer dx(x.numel() * 4), dm(mean.size() * 4), ds(sd.size() * 4),
+        ws(cuda::contrast_norm_fused_workspace_floats(sh.n, sh.c, sh.h, sh.w) * 4), dy(x.numel() * 4);
+    ASSERT_EQ(cudaMemcpy(dx.get(), x.data(), x.numel() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(dm.get(), mean.data(), mean.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(ds.get(), sd.data(), sd.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    for (Format f : {Format{}, Format{DType::F32, Layout::NHWC}, Format{DType::F16, Layout::NHWC},
+                     Format{DType::BF16, Layout::NHWC}}) {
+      for (bool standardize : {false, true}) {
+        SCOPED_TRACE(sh.str() + " " + f.str() + (standardize ? " standardized" : ""));
+        ASSERT_EQ(cudaMemset(dy.get(), 0xff, dy.bytes()), cudaSuccess);  // NaN in every type
+        const TensorView y{dy.get(), sh, f};
+        cuda::contrast_norm_fused(dx.get<float>(), y, taps.data(), size, float(eps),
+                                  standardize ? dm.get<float>() : nullptr, standardize ? ds.get<float>() : nullptr,
+                                  ws.get<float>(), nullptr);
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        std::vector<uint8_t> raw(y.bytes());
+        ASSERT_EQ(cudaMemcpy(raw.data(), dy.get(), raw.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+        Tensor got(sh);
+        to_f32_nchw(TensorView{raw.data(), sh, f}, got.data());
+        for (size_t i = 0; i < got.numel(); ++i) ASSERT_TRUE(std::isfinite(got[i])) << "output " << i << " unwritten";
+        const double bound = f.dtype == DType::F32 ? 1e-4 : f.dtype == DType::F16 ? 1e-3 : 8e-3;
+        EXPECT_LT(rel_error(got.view(), standardize ? standardized : lcn), bound);
+      }
+    }
+  }
+}
 #endif
 
 // The planner's fusions on the GPU (Layer::can_fuse): conv + ReLU + 2x2 pool into the fused
-// kernel under fp16/bf16 (not under fp32, where the pool runs alone), and argmax into the upsample
-// before it at every precision; the fused followers do not run (profiled time 0) and results
+// kernel under fp16/bf16 (not under fp32, where the pool runs alone), argmax into the upsample
+// before it and the standardisation into the contrast normalisation at every precision; the fused followers do not run (profiled time 0) and results
 // agree with the CPU path.
 TEST(CudaBackend, PlannerFusesPoolAndArgmax) {
   SCENELAB_REQUIRE_GPU();
   const std::string text =
       "input x channels=3\n"
-      "c = conv2d(x) out=16 k=7 pad=same\n"
+      "lcn = contrast_norm(x) size=13\n"
+      "pre = standardize(lcn)\n"
+      "c = conv2d(pre) out=16 k=7 pad=same\n"
       "r = relu(c)\n"
       "p = maxpool2d(r) k=2\n"
       "s = conv2d(p) out=5 k=1\n"
@@ -426,6 +482,7 @@ TEST(CudaBackend, PlannerFusesPoolAndArgmax) {
       EXPECT_EQ(st["p"].time_ms == 0.0, half) << "pool fused: " << (st["p"].time_ms == 0.0);
       EXPECT_EQ(st["c"].detail.find("fused") != std::string::npos, half) << st["c"].detail;
       EXPECT_EQ(st["labels"].time_ms, 0.0) << "the argmax was not fused";
+      EXPECT_EQ(st["pre"].time_ms, 0.0) << "the standardisation was not fused";
       EXPECT_EQ(g.shape_of("p"), Shape(in.n, 16, in.h / 2, in.w / 2));
     }
   }
