@@ -8,7 +8,10 @@
 // --peak: the paper's peak mode, one big convolution layer alone (64 -> 256 channels, 7x7, the
 // size given being its input), so GOp/s is that of the convolution only.
 // On the GPU the table also gives the fraction of the GEMM ceiling: the throughput of one large
-// GEMM (8192^3) at the same precision, measured here in the same run.
+// GEMM (8192^3) at the same precision, measured here in the same run; and, where NVML reads the
+// board's energy counter (tools/energy_meter.h) and --power-s SECONDS is given (2 or more is
+// sensible), the average board power while the pass is replayed back to back for that long,
+// GOp/s per watt and mJ per image.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -21,6 +24,7 @@
 #include "engine/model.h"
 #ifdef SCENELAB_WITH_CUDA
 #include "engine/cuda_backend.h"
+#include "tools/energy_meter.h"
 #endif
 #include "tools/cli.h"
 #include "weights/default_model.h"
@@ -100,13 +104,13 @@ double gemm_ceiling(const CudaContext& ctx) {
 int main(int argc, char** argv) {
   try {
     Cli cli(argc, argv, {"nets", "sizes", "runs", "warmup", "threads", "device", "classes", "model",
-                         "conv", "precision", "conv-workspace", "batch"},
+                         "conv", "precision", "conv-workspace", "batch", "power-s"},
             {"layers", "peak", "help"});
     if (cli.has("help")) {
       std::puts("usage: bench_gops [--nets reference,multiscale] [--sizes 320x240,...] "
                 "[--runs N] [--warmup N] [--threads N] [--batch N] [--layers] [--peak] [--device cpu|cuda]\n"
                 "                  [--conv direct|gemm|gemm2s|cudnn|auto] [--precision fp32|tf32|fp16]\n"
-                "                  [--conv-workspace MiB] [--model FILE.h5]");
+                "                  [--conv-workspace MiB] [--model FILE.h5] [--power-s SECONDS]");
       return 0;
     }
     const int runs = std::max(1, cli.get_int("runs", 7));
@@ -120,19 +124,31 @@ int main(int argc, char** argv) {
     if (backend->cuda()) e0 = std::make_unique<CudaEvent>(), e1 = std::make_unique<CudaEvent>();
 #endif
     double ceiling = 0;  // TOp/s of a large GEMM at this precision (GPU only)
+    const double power_s = cli.get_double("power-s", 0.0);
+    bool power = false;
 #ifdef SCENELAB_WITH_CUDA
     if (const CudaContext* ctx = backend->cuda()) ceiling = gemm_ceiling(*ctx);
+    std::unique_ptr<tools::EnergyMeter> meter;
+    if (backend->cuda() && !cli.has("layers") && power_s > 0) {
+      int dev = 0;
+      SL_CUDA_CHECK(cudaGetDevice(&dev), "bench_gops");
+      meter = std::make_unique<tools::EnergyMeter>(dev);
+      power = meter->ok();
+      if (!power) std::fprintf(stderr, "bench_gops: no board power figures: %s\n", meter->why().c_str());
+    }
 #endif
     std::printf("# bench_gops on %s, median of %d runs after %d warm-up", backend->describe().c_str(),
                 runs, warmup);
     if (ceiling > 0)
       std::printf("; GEMM ceiling (cuBLAS 8192^3, same precision) %.1f TOp/s", ceiling);
     const bool events = backend->cuda() != nullptr && !cli.has("layers");
-    std::printf("%s; batch %d\n| network | size | GOp | median ms | GOp/s |%s%s images/s |\n|---|---|---|---|---|%s%s---|\n",
+    std::printf("%s%s; batch %d\n| network | size | GOp | median ms | GOp/s |%s%s images/s |%s\n|---|---|---|---|---|%s%s---|%s\n",
                 events ? "; GPU: CUDA events, the pass on the device-resident image (median ms), "
                          "and with the image's upload from host memory" : "",
+                power ? "; board power by NVML's energy counter over the pass replayed back to back" : "",
                 batch, ceiling > 0 ? " of ceiling |" : "", events ? " with upload ms |" : "",
-                ceiling > 0 ? "---|" : "", events ? "---|" : "");
+                power ? " board W | GOp/s/W | mJ/image |" : "", ceiling > 0 ? "---|" : "", events ? "---|" : "",
+                power ? "---|---|---|" : "");
     std::fflush(stdout);
     std::vector<std::string> layer_reports;
     const std::vector<std::string> nets =
@@ -191,7 +207,31 @@ int main(int argc, char** argv) {
                     gop / (med * 1e-3));
         if (ceiling > 0) std::printf(" %.2f |", gop / (med * 1e-3) * 1e-3 / ceiling);
         if (!ms_upload.empty()) std::printf(" %.2f |", median(ms_upload));
-        std::printf(" %.0f |\n", batch / (med * 1e-3));
+        std::printf(" %.0f |", batch / (med * 1e-3));
+#ifdef SCENELAB_WITH_CUDA
+        if (power && gpu_events) {
+          // The pass replayed back to back for power_s seconds (checked every 16 passes), the
+          // board's energy counter read around it.
+          backend->synchronize();
+          const double mj0 = meter->millijoules();
+          const auto t0 = std::chrono::steady_clock::now();
+          long passes = 0;
+          double secs = 0;
+          do {
+            for (int i = 0; i < 16; ++i) g.run_resident();
+            passes += 16;
+            backend->synchronize();
+            secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          } while (secs < power_s);
+          const double joules = (meter->millijoules() - mj0) * 1e-3;
+          if (joules > 0)
+            std::printf(" %.0f | %.1f | %.2f |", joules / secs, gop * passes / joules,
+                        joules * 1e3 / double(passes * batch));
+          else
+            std::printf(" n/a | n/a | n/a |");
+        }
+#endif
+        std::printf("\n");
         std::fflush(stdout);
         if (cli.has("layers")) {
           std::ostringstream os;

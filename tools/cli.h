@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdio>
 #include <cstdlib>
+#include <cmath>
 #include <map>
 #include <set>
 #include <string>
@@ -56,6 +57,14 @@ class Cli {
     long x = std::strtol(v.c_str(), &end, 10);
     SL_REQUIRE(!v.empty() && *end == '\0', "option --", k, " expects an integer, got '", v, "'");
     return int(x);
+  }
+  double get_double(const std::string& k, double def) const {
+    if (!has(k)) return def;
+    std::string v = get(k);
+    char* end = nullptr;
+    double x = std::strtod(v.c_str(), &end);
+    SL_REQUIRE(!v.empty() && *end == '\0' && std::isfinite(x), "option --", k, " expects a number, got '", v, "'");
+    return x;
   }
   const std::vector<std::string>& positional() const { return positional_; }
 

@@ -1,7 +1,8 @@
 #!/bin/bash
 # The GPU machine's run, in one call (../shared/gpu/README.md): build, every test (the gpu-labelled
 # ones run there), compute-sanitizer over the GPU tests, then the benchmarks named by $BENCH
-# (space-separated: pipeline peer1080 plan batch gops torch hog python cluster soak twoproc allgpus;
+# (space-separated: pipeline peer1080 plan batch gops torch power compile hog python cluster soak
+# twoproc allgpus half;
 # default: the first four). Logs go to $OUT
 # (or ./gpu-out), a summary at the end of stdout.
 #   source .gpu/env.sh && tools/gpu_check.sh
@@ -210,6 +211,16 @@ EOF
     done
     build-gpu/tools/bench_gops --device cuda --precision fp32 --nets multiscale --sizes 480x360 --batch 8 \
       --runs 20 2>&1 | tee -a "$OUT/gops.log" | grep multiscale | tee -a "$OUT/summary.txt" ;;
+  power)
+    log "bench_gops fp16 with board power (NVML energy counter, 2 s of back-to-back passes a size)"
+    build-gpu/tools/bench_gops --device cuda --precision fp16 --sizes 320x240,640x480,1920x1080,3840x2160 \
+      --runs 20 --power-s 2 2>&1 | tee -a "$OUT/gops.log" | grep -E "^\| (reference|multiscale)|power" | tee -a "$OUT/summary.txt" ;;
+  compile)
+    # torch.compile compiles per size (1.5-2 minutes each on the H100): COMPILE_SIZES, largest first.
+    log "peer_torch --compile (max-autotune-no-cudagraphs) with board power, reference net, fp16"
+    python3 tools/peer_torch.py --build build-gpu --device cuda --precision fp16 --nets reference \
+      --sizes "${COMPILE_SIZES:-1920x1080,320x240}" --runs 20 --compile --power-s 2 2>&1 |
+      tee "$OUT/compile.log" | grep -E "^\||^#" | tee -a "$OUT/summary.txt" ;;
   torch)
     python3 tools/peer_torch.py --build build-gpu --device cuda --precision fp16 \
       --sizes 320x240,640x480,1920x1080 --runs 20 2>&1 | tee "$OUT/torch.log" | tail -12 ;;

@@ -11,7 +11,10 @@ the label map, as ours. Prints a markdown table with both times and the ratio.
 --device cuda: PyTorch with cudnn.benchmark, the pass captured as a CUDA graph, the same
 precision (tf32 switches; fp16: the model and input in half precision, channels_last). Before
 timing, both run one random image (scenelab_infer for ours): the table reports the maximum
-relative error of our scores against PyTorch's and the label agreement.
+relative error of our scores against PyTorch's and the label agreement. --compile adds
+torch.compile(mode="max-autotune-no-cudagraphs") of the same net as a second peer (compiled per
+size, minutes each); --power-s S adds GOp/s per watt of each from the board's energy counter
+(NVML) over S seconds of back-to-back passes (ours through bench_gops --power-s).
 """
 import argparse
 import os
@@ -28,14 +31,77 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import scenelab_torch as st  # noqa: E402
 
 
-def ours_ms(build, model, size, threads, runs, device="cpu", precision="fp32", conv="auto"):
+def ours_ms(build, model, size, threads, runs, device="cpu", precision="fp32", conv="auto", power_s=0):
+    """(GOp, median ms, GOp/s/W or None) from tools/bench_gops."""
     out = subprocess.check_output([os.path.join(build, "tools", "bench_gops"), "--model", model,
                                    "--sizes", size, "--threads", str(threads), "--runs", str(runs),
                                    "--warmup", "3", "--device", device, "--precision", precision,
-                                   "--conv", conv], text=True)
-    row = [l for l in out.splitlines() if l.startswith("| ") and size in l][0]
+                                   "--conv", conv, "--power-s", str(power_s)], text=True)
+    lines = out.splitlines()
+    header = [c.strip() for c in [l for l in lines if l.startswith("| network")][0].strip("|").split("|")]
+    row = [l for l in lines if l.startswith("| ") and size in l][0]
     cells = [c.strip() for c in row.strip("|").split("|")]
-    return float(cells[2]), float(cells[3])  # GOp, median ms
+    per_watt = None
+    if "GOp/s/W" in header and cells[header.index("GOp/s/W")] != "n/a":
+        per_watt = float(cells[header.index("GOp/s/W")])
+    return float(cells[2]), float(cells[3]), per_watt
+
+
+class Energy:
+    """The board's energy counter through NVML (the driver's libnvidia-ml.so.1, by ctypes), as
+    tools/energy_meter.h reads it for bench_gops; None where it cannot be read."""
+
+    def __init__(self):
+        import ctypes
+        self.ct = ctypes
+        try:
+            self.lib = ctypes.CDLL("libnvidia-ml.so.1")
+            if self.lib.nvmlInit_v2() != 0:
+                raise OSError("nvmlInit failed")
+            props = torch.cuda.get_device_properties(torch.cuda.current_device())
+            bus = "%08x:%02x:%02x.0" % (getattr(props, "pci_domain_id", 0), props.pci_bus_id,
+                                        props.pci_device_id)
+            self.dev = ctypes.c_void_p()
+            if self.lib.nvmlDeviceGetHandleByPciBusId_v2(bus.encode(), ctypes.byref(self.dev)) != 0:
+                raise OSError("no NVML device at " + bus)
+            self.mj()
+            self.ok = True
+        except (OSError, AttributeError) as e:
+            print(f"# no board power figures: {e}", file=sys.stderr)
+            self.ok = False
+
+    def mj(self):
+        v = self.ct.c_ulonglong()
+        if self.lib.nvmlDeviceGetTotalEnergyConsumption(self.dev, self.ct.byref(v)) != 0:
+            raise OSError("energy counter not readable")
+        return float(v.value)
+
+
+def per_watt(energy, fn, gop, seconds):
+    """GOp/s/W of fn() run back to back for `seconds` (board energy counter around it)."""
+    if energy is None or not energy.ok or seconds <= 0:
+        return None
+    torch.cuda.synchronize()
+    mj0, t0, n = energy.mj(), time.perf_counter(), 0
+    while time.perf_counter() - t0 < seconds:
+        for _ in range(16):
+            fn()
+        n += 16
+        torch.cuda.synchronize()
+    joules = (energy.mj() - mj0) * 1e-3
+    return gop * n / joules if joules > 0 else None
+
+
+def median_event_ms(fn, runs):
+    ts = []
+    for _ in range(runs):
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        e0.record()
+        fn()
+        e1.record()
+        torch.cuda.synchronize()
+        ts.append(e0.elapsed_time(e1))
+    return float(np.median(ts))
 
 
 def agreement_cuda(build, model, net, w, h, precision, conv, dtype, tmp):
@@ -61,11 +127,17 @@ def agreement_cuda(build, model, net, w, h, precision, conv, dtype, tmp):
     return rel, float(np.mean(labels == tl))
 
 
-def torch_ms_cuda(net, w, h, runs, dtype=torch.float32):
-    """CUDA: cudnn.benchmark, the whole graph captured once as a CUDA graph and replayed."""
+def cuda_input(w, h, dtype):
     x = torch.rand(1, 3, h, w, device="cuda").to(dtype)
     if dtype == torch.float16:
         x = x.contiguous(memory_format=torch.channels_last)
+    return x
+
+
+def torch_ms_cuda(net, w, h, runs, dtype=torch.float32, energy=None, gop=0, power_s=0):
+    """CUDA: cudnn.benchmark, the whole graph captured once as a CUDA graph and replayed.
+    Returns (median ms, GOp/s/W or None)."""
+    x = cuda_input(w, h, dtype)
     with torch.no_grad():
         for _ in range(3):
             net(x)
@@ -75,15 +147,24 @@ def torch_ms_cuda(net, w, h, runs, dtype=torch.float32):
             net(x)
         for _ in range(3):
             g.replay()
-        ts = []
-        for _ in range(runs):
-            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            e0.record()
-            g.replay()
-            e1.record()
-            torch.cuda.synchronize()
-            ts.append(e0.elapsed_time(e1))
-    return float(np.median(ts))
+        ms = median_event_ms(g.replay, runs)
+        return ms, per_watt(energy, g.replay, gop, power_s)
+
+
+def compiled_ms_cuda(net, w, h, runs, dtype, energy=None, gop=0, power_s=0):
+    """torch.compile(mode="max-autotune-no-cudagraphs") of the same net at this size (compiled
+    here, minutes per size; the compile time is not timed). Returns (median ms, GOp/s/W)."""
+    x = cuda_input(w, h, dtype)
+    fn = torch.compile(net, mode="max-autotune-no-cudagraphs", dynamic=False)
+    with torch.no_grad():
+        t0 = time.perf_counter()
+        for _ in range(3):
+            fn(x)
+        torch.cuda.synchronize()
+        print(f"# torch.compile {w}x{h}: compiled and warmed up in {time.perf_counter() - t0:.0f} s",
+              file=sys.stderr, flush=True)
+        ms = median_event_ms(lambda: fn(x), runs)
+        return ms, per_watt(energy, lambda: fn(x), gop, power_s)
 
 
 def torch_ms(net, w, h, runs):
@@ -110,6 +191,10 @@ def main():
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     ap.add_argument("--precision", default="fp32", choices=["fp32", "tf32", "fp16"])
     ap.add_argument("--conv", default="auto", help="our GPU convolution algorithm")
+    ap.add_argument("--compile", action="store_true",
+                    help="CUDA: torch.compile (max-autotune-no-cudagraphs) as a second peer")
+    ap.add_argument("--power-s", type=float, default=0,
+                    help="CUDA: GOp/s per watt of each, each run back to back this long (NVML)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     if a.device == "cuda":
@@ -122,9 +207,16 @@ def main():
           f"median of {a.runs} runs after warm-up")
     cuda = a.device == "cuda"
     dtype = torch.float16 if a.precision == "fp16" else torch.float32
+    compile_ = cuda and a.compile
+    power = cuda and a.power_s > 0
+    energy = Energy() if power else None
     extra = " max rel. error | labels agree |" if cuda else ""
+    if compile_:
+        extra += " compiled ms | compiled / scenelab |"
+    if power:
+        extra += " scenelab GOp/s/W | PyTorch GOp/s/W |" + (" compiled GOp/s/W |" if compile_ else "")
     print("| model | size | GOp | scenelab ms | GOp/s | PyTorch ms | GOp/s | PyTorch / scenelab |" + extra)
-    print("|---|---|---|---|---|---|---|---|" + ("---|---|" if cuda else ""))
+    print("|---|---|---|---|---|---|---|---|" + "---|" * extra.count("|"))
     with tempfile.TemporaryDirectory() as tmp:
         models = []
         if a.model:
@@ -148,8 +240,19 @@ def main():
                 if cuda:
                     rel, agree = agreement_cuda(a.build, path, net, w, h, a.precision, a.conv, dtype, tmp)
                     check = f" {rel:.1e} | {100 * agree:.2f}% |"
-                gop, ours = ours_ms(a.build, path, size, a.threads, a.runs, a.device, a.precision, a.conv)
-                theirs = torch_ms_cuda(net, w, h, a.runs, dtype) if cuda else torch_ms(net, w, h, a.runs)
+                gop, ours, ours_w = ours_ms(a.build, path, size, a.threads, a.runs, a.device, a.precision,
+                                            a.conv, a.power_s if power else 0)
+                theirs_w = comp_w = None
+                if cuda:
+                    theirs, theirs_w = torch_ms_cuda(net, w, h, a.runs, dtype, energy, gop, a.power_s)
+                else:
+                    theirs = torch_ms(net, w, h, a.runs)
+                if compile_:
+                    comp, comp_w = compiled_ms_cuda(net, w, h, a.runs, dtype, energy, gop, a.power_s)
+                    check += f" {comp:.2f} | {comp / ours:.2f} |"
+                if power:
+                    fmt = lambda v: "n/a" if v is None else f"{v:.1f}"  # noqa: E731
+                    check += f" {fmt(ours_w)} | {fmt(theirs_w)} |" + (f" {fmt(comp_w)} |" if compile_ else "")
                 print(f"| {label} | {size} | {gop:.2f} | {ours:.2f} | {gop / ours * 1e3:.1f} | "
                       f"{theirs:.2f} | {gop / theirs * 1e3:.1f} | {theirs / ours:.2f} |" + check, flush=True)
 
