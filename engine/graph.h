@@ -2,7 +2,10 @@
 // inferred, buffers sized and reused, one shared workspace), then run many times. Planning also
 // picks each tensor's format (element type and layout): every layer says which format it
 // computes in on the backend (Layer::format), and the planner places a conversion only where a
-// tensor is read in another format than its producer wrote, once per tensor and format.
+// tensor is read in another format than its producer wrote, once per tensor and format; and it
+// fuses a layer into its producer where the producer's layer says it can apply it on the way out
+// (Layer::as_epilogue, Layer::can_fuse: a ReLU or pool into a convolution, an argmax into an
+// upsample...), decided per plan.
 #pragma once
 #include <map>
 #include <memory>

@@ -1,5 +1,6 @@
 // Convolution, stride 1, odd square kernel, padding "valid" or "same", bias; a following ReLU can
-// be fused. CPU path: the paper's explicit GEMM formulation (Cavigelli et al. 2015, sec. 4.3):
+// be fused, and on the GPU a 2x2 max-pool after it where the fused tensor-core kernel takes the
+// shape (Conv2d::can_fuse). CPU path: the paper's explicit GEMM formulation (Cavigelli et al. 2015, sec. 4.3):
 // Y (Cout x Ho*Wo) = K (Cout x Cin*k*k) * X (Cin*k*k x Ho*Wo), built band by band of output rows
 // so the im2col workspace is bounded and each thread works on its own band.
 #include <omp.h>

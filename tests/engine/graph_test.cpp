@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <functional>
+#include <map>
 
 #include "engine/error.h"
 #include "engine/graph.h"
@@ -181,6 +182,43 @@ TEST(Graph, KeepsInnerNodesAskedFor) {
   const std::string e = error_of([&] { g.fetch("s2r2"); });
   EXPECT_NE(e.find("PlanIO::keep"), std::string::npos) << e;
   EXPECT_NE(error_of([&] { g.output("s2r2"); }).find("s2r2"), std::string::npos);
+}
+
+// Fusion is asked of the layers (Layer::can_fuse) per plan: on the CPU a ReLU is fused into the
+// convolution before it (it does not run: profiled time 0) but a pool is not; a producer that is
+// kept, or read by two layers, keeps its follower apart; results equal the interpreter's either way.
+TEST(Graph, FusesWhatTheProducerCanAndOnlyWhereNothingElseReadsIt) {
+  Model m = random_model_from_text(
+      "input x channels=3\n"
+      "c = conv2d(x) out=4 k=3 pad=same\n"
+      "r = relu(c)\n"
+      "p = maxpool2d(r) k=2\n"
+      "d = conv2d(p) out=3 k=1\n"
+      "e = relu(d)\n"
+      "f = relu(d)\n"
+      "output p e f\n", 12);
+  Tensor x = random_tensor(Shape(2, 3, 11, 13), 9, 0.f, 1.f);
+  const auto want = interpret(m, x);
+  CpuBackend cpu(2);
+  for (bool keep_c : {false, true}) {
+    SCOPED_TRACE(keep_c ? "c kept" : "nothing kept");
+    Graph g(m);
+    PlanIO io;
+    if (keep_c) io.keep = {"c"};
+    g.plan(2, 11, 13, cpu, io);
+    g.set_profiling(true);
+    g.run(x.view());
+    std::map<std::string, double> t;
+    for (const auto& s : g.stats()) t[s.name] = s.time_ms;
+    EXPECT_EQ(t["r"] == 0.0, !keep_c) << "ReLU fused only where its producer is not kept";
+    EXPECT_GT(t["p"], 0.0) << "no pool is fused on the CPU";
+    EXPECT_GT(t["e"], 0.0) << "d has two readers: neither ReLU may be fused";
+    EXPECT_GT(t["f"], 0.0) << "d has two readers: neither ReLU may be fused";
+    for (const char* o : {"p", "e", "f"}) EXPECT_LT(rel_error(g.fetch(o).view(), want.at(o)), 1e-5) << o;
+    if (keep_c) {
+      EXPECT_LT(rel_error(g.fetch("c").view(), want.at("c")), 1e-5);
+    }
+  }
 }
 
 class WholeNet : public ::testing::TestWithParam<std::string> {};
