@@ -461,6 +461,39 @@ __global__ void lcn_apply_kernel(const float* cen, const float* sdv, T* y, bool 
   st(y, i, mean ? (v - mean[ch]) * (1.f / sdev[ch]) : v);
 }
 
+// 2-byte types with channels a multiple of 8: one thread 8 channels of an output pixel (its taps
+// computed once for them), 16-byte loads of the four neighbours and one 16-byte store.
+template <typename T>
+__global__ void upsample_nhwc8_kernel(const T* x, T* y, int c, int hi, int wi, int ho, int wo,
+                                      bool geometry, bool bilinear, Geometry gi, Geometry go,
+                                      size_t groups) {
+  size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= groups) return;
+  const int gc = c / 8;
+  const int cg = int(i % gc);
+  const size_t pix = i / gc;
+  const int ox = int(pix % wo), oy = int((pix / wo) % ho);
+  const size_t b = pix / (size_t(wo) * ho);
+  const UpsampleTap t = upsample_tap(oy, hi, ho, geometry, bilinear, gi.offset_y, gi.stride_y,
+                                     go.offset_y, go.stride_y);
+  const UpsampleTap u = upsample_tap(ox, wi, wo, geometry, bilinear, gi.offset_x, gi.stride_x,
+                                     go.offset_x, go.stride_x);
+  auto at = [&](int yy, int xx) {
+    return *reinterpret_cast<const uint4*>(x + ((b * hi + size_t(yy)) * wi + size_t(xx)) * c + 8 * size_t(cg));
+  };
+  const uint4 va0 = at(t.i0, u.i0), va1 = at(t.i0, u.i1), vb0 = at(t.i1, u.i0), vb1 = at(t.i1, u.i1);
+  const T *a0 = reinterpret_cast<const T*>(&va0), *a1 = reinterpret_cast<const T*>(&va1);
+  const T *b0 = reinterpret_cast<const T*>(&vb0), *b1 = reinterpret_cast<const T*>(&vb1);
+  uint4 out;
+  T* o = reinterpret_cast<T*>(&out);
+  for (int q = 0; q < 8; ++q) {
+    const float p00 = ld(a0, q), p01 = ld(a1, q), p10 = ld(b0, q), p11 = ld(b1, q);
+    const float top = p00 + u.w1 * (p01 - p00), bot = p10 + u.w1 * (p11 - p10);
+    st(o, q, top + t.w1 * (bot - top));
+  }
+  *reinterpret_cast<uint4*>(y + pix * c + 8 * size_t(cg)) = out;
+}
+
 // 2-byte types with channels a multiple of 8: one thread 8 channels of an output pixel, 16-byte
 // loads and stores (the pools after cuDNN's convolutions read 16..64 channels a pixel).
 template <typename T>
@@ -548,6 +581,17 @@ __global__ void softmax_nhwc_kernel(const T* x, T* y, int c, size_t pixels) {
   for (int k = 0; k < c; ++k) st(py, k, expf(ld(px, k) - m) * inv);
 }
 
+// 2-byte types, cx, cy and off multiples of 8: 8 channels (16 bytes) a thread.
+template <typename T>
+__global__ void concat_nhwc8_kernel(const T* x, int cx, T* y, int cy, int off, size_t groups) {
+  size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;  // one 8-channel group of x
+  if (i >= groups) return;
+  const int gx = cx / 8;
+  const size_t p = i / gx;
+  const int g = int(i % gx);
+  *reinterpret_cast<uint4*>(y + p * cy + off + 8 * g) = *reinterpret_cast<const uint4*>(x + 8 * i);
+}
+
 // Input channels [0, cx) of every pixel into channels [off, off + cx) of y (cy channels).
 template <typename T>
 __global__ void concat_nhwc_kernel(const T* x, int cx, T* y, int cy, int off, size_t total) {
@@ -589,6 +633,13 @@ void with_type(const TensorView& v, F&& launch) {
 
 bool is_nchw_f32(const TensorView& v) { return v.format == Format{}; }
 
+// NHWC tensors of a 2-byte type whose channel count (c) is a multiple of 8, both 16-byte
+// aligned: the kernels moving 8 channels (16 bytes) a thread apply.
+bool vector8(const TensorView& x, const TensorView& y, int c) {
+  return x.format.layout == Layout::NHWC && dtype_bytes(y.format.dtype) == 2 && c % 8 == 0 &&
+         reinterpret_cast<uintptr_t>(x.data) % 16 == 0 && reinterpret_cast<uintptr_t>(y.data) % 16 == 0;
+}
+
 void require_same_format(const TensorView& x, const TensorView& y, const char* what) {
   SL_REQUIRE(x.format == y.format && supports(x.format), what, ": input ", x.format.str(),
              ", output ", y.format.str());
@@ -619,8 +670,7 @@ void maxpool2d(const TensorView& x, const TensorView& y, int k, int stride, cuda
   const size_t n = b.numel();
   if (is_nchw_f32(x)) {
     maxpool_kernel<<<blocks_for(n), kThreads, 0, s>>>(x.f32(), y.f32(), a.n * a.c, a.h, a.w, b.h, b.w, k, stride);
-  } else if (dtype_bytes(y.format.dtype) == 2 && a.c % 8 == 0 &&
-             reinterpret_cast<uintptr_t>(x.data) % 16 == 0 && reinterpret_cast<uintptr_t>(y.data) % 16 == 0) {
+  } else if (vector8(x, y, a.c)) {
     with_type(y, [&](auto* t) {
       using T = std::remove_pointer_t<decltype(t)>;
       maxpool_nhwc8_kernel<<<blocks_for(n / 8), kThreads, 0, s>>>(x.as<const T>(), y.as<T>(), a.c, a.h,
@@ -660,6 +710,13 @@ void upsample(const TensorView& x, const TensorView& y, bool geometry, bool bili
   if (is_nchw_f32(x)) {
     upsample_kernel<<<blocks_for(n), kThreads, 0, s>>>(x.f32(), y.f32(), a.n * a.c, a.h, a.w, b.h,
                                                        b.w, geometry, bilinear, gin, gout);
+  } else if (vector8(x, y, a.c)) {
+    with_type(y, [&](auto* t) {
+      using T = std::remove_pointer_t<decltype(t)>;
+      upsample_nhwc8_kernel<<<blocks_for(n / 8), kThreads, 0, s>>>(x.as<const T>(), y.as<T>(), a.c, a.h, a.w,
+                                                                   b.h, b.w, geometry, bilinear, gin, gout,
+                                                                   n / 8);
+    });
   } else {
     with_type(y, [&](auto* t) {
       using T = std::remove_pointer_t<decltype(t)>;
@@ -734,9 +791,14 @@ void concat(const std::vector<TensorView>& xs, const TensorView& y, cudaStream_t
   for (const auto& x : xs) {
     require_same_format(x, y, "concat");
     const size_t n = x.shape.numel();
+    const bool v8 = vector8(x, y, x.shape.c) && b.c % 8 == 0 && off % 8 == 0;
     with_type(y, [&](auto* t) {
       using T = std::remove_pointer_t<decltype(t)>;
-      concat_nhwc_kernel<<<blocks_for(n), kThreads, 0, s>>>(x.as<const T>(), x.shape.c, y.as<T>(), b.c, off, n);
+      if (v8)
+        concat_nhwc8_kernel<<<blocks_for(n / 8), kThreads, 0, s>>>(x.as<const T>(), x.shape.c, y.as<T>(), b.c,
+                                                                   off, n / 8);
+      else
+        concat_nhwc_kernel<<<blocks_for(n), kThreads, 0, s>>>(x.as<const T>(), x.shape.c, y.as<T>(), b.c, off, n);
     });
     off += x.shape.c;
   }

@@ -142,6 +142,30 @@ TEST(CudaBackend, EveryOtherLayer) {
 
 // Half precision with cuDNN runs NHWC from the preprocessing's last step to the labels with no
 // conversion placed between layers; fp32, and the paper's algorithms under fp16, stay f32 NCHW.
+// The NHWC kernels that move 8 channels (16 bytes) a thread (pooling, resampling, concat), on
+// channel counts that are multiples of 8, beside the one-element path (5 channels, an offset
+// that is not a multiple of 8), against the CPU path; batch 3, odd sizes.
+TEST(CudaBackend, VectorisedNhwcKernels) {
+  SCENELAB_REQUIRE_GPU();
+  const std::string text =
+      "input x channels=3\n"
+      "a = conv2d(x) out=16 k=3 pad=same\n"
+      "b = conv2d(x) out=8 k=1\n"
+      "c5 = conv2d(x) out=5 k=1\n"
+      "mp = maxpool2d(a) k=3 stride=2\n"
+      "half = downscale(a) factor=2\n"
+      "up = upsample(half, a) mode=bilinear\n"
+      "upg = upsample(mp, x) mode=bilinear align=geometry\n"
+      "upn = upsample(half, x) mode=nearest\n"
+      "cat = concat(a, b, up)\n"
+      "cat2 = concat(c5, a)\n"
+      "output mp up upg upn cat cat2\n";
+  Model m = random_model_from_text(text, 41);
+  compare(m, Shape(3, 3, 37, 53), opts("auto"), 1e-4, "vectorised kernels fp32");
+  compare(m, Shape(3, 3, 37, 53), opts("auto", "fp16"), 2e-2, "vectorised kernels fp16");
+  compare(m, Shape(3, 3, 37, 53), opts("auto", "bf16"), 2e-2, "vectorised kernels bf16");
+}
+
 TEST(CudaBackend, HalfPrecisionRunsNhwcWithoutConversions) {
   SCENELAB_REQUIRE_GPU();
   for (const char* net : {"reference", "multiscale"}) {
