@@ -3,13 +3,16 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 
 #include "engine/error.h"
 
@@ -23,15 +26,50 @@ struct Fd {
   }
 };
 
-// The child: runs work, sends an Error's message up the pipe, and leaves without running exit
-// handlers (the parent's, inherited: HDF5's, the sanitizers' leak check).
-[[noreturn]] void child(const std::function<void()>& work, int out) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitizerReservesMemory = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+constexpr bool kSanitizerReservesMemory = true;
+#else
+constexpr bool kSanitizerReservesMemory = false;
+#endif
+#else
+constexpr bool kSanitizerReservesMemory = false;
+#endif
+
+// This process's address space in bytes (/proc/self/statm's first field), 0 if unknown. Plain
+// system calls: it runs in the forked child.
+size_t address_space_bytes() {
+  const int fd = ::open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char buf[128] = {};
+  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (n <= 0) return 0;
+  return size_t(std::strtoull(buf, nullptr, 10)) * size_t(::sysconf(_SC_PAGESIZE));
+}
+
+// The child: caps its memory, runs work, sends an Error's message up the pipe, and leaves without
+// running exit handlers (the parent's, inherited: HDF5's, the sanitizers' leak check).
+[[noreturn]] void child(const std::function<void()>& work, int out, size_t memory_bytes,
+                        const std::string& what) {
   int code = 0;
   std::string msg;
+  if (memory_bytes > 0 && !kSanitizerReservesMemory) {
+    if (const size_t now = address_space_bytes(); now > 0) {
+      const rlimit r{rlim_t(now + memory_bytes), rlim_t(now + memory_bytes)};
+      (void)::setrlimit(RLIMIT_AS, &r);
+    }
+  }
   try {
     work();
   } catch (const Error& e) {
     msg = e.what();
+    code = 3;
+  } catch (const std::bad_alloc&) {
+    msg = str_cat(what, ": reading it needed more than the ", memory_bytes >> 20,
+                  " MiB of memory allowed (a corrupt or hostile file, or raise the limit)");
     code = 3;
   } catch (const std::exception& e) {
     msg = std::string("unexpected error: ") + e.what();
@@ -50,7 +88,10 @@ struct Fd {
 
 }  // namespace
 
-void run_isolated(const std::function<void()>& work, double timeout_s, const std::string& what) {
+bool isolation_caps_memory() { return !kSanitizerReservesMemory; }
+
+void run_isolated(const std::function<void()>& work, double timeout_s, const std::string& what,
+                  size_t memory_bytes) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {
     work();
@@ -64,7 +105,7 @@ void run_isolated(const std::function<void()>& work, double timeout_s, const std
   }
   if (pid == 0) {
     ::close(fds[0]);
-    child(work, fds[1]);
+    child(work, fds[1], memory_bytes, what);
   }
   ::close(wr.fd);
   wr.fd = -1;

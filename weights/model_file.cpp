@@ -202,8 +202,10 @@ Model read_model(const std::string& path, const ModelLimits& limits) {
   std::lock_guard<std::recursive_mutex> lock(h5_mutex());
   silence_hdf5();
   // The child must not take the lock: after fork it is held by a thread the child does not have.
+  // Its memory: the parameters the limits allow, and 1 GiB for the library and the graph.
   if (limits.isolate_timeout_s > 0)
-    run_isolated([&] { (void)read_model_here(path, limits); }, limits.isolate_timeout_s, path);
+    run_isolated([&] { (void)read_model_here(path, limits); }, limits.isolate_timeout_s, path,
+                 size_t(limits.max_param_bytes) + (size_t(1) << 30));
   return read_model_here(path, limits);
 }
 

@@ -20,7 +20,8 @@ struct ModelLimits {
   uint64_t max_param_bytes = uint64_t(4) << 30;  // all parameter tensors together
   // The file is read first in a child process with this time limit (weights/isolated.h), then
   // here: a crash or hang of the HDF5 library on a malformed file becomes an error naming the
-  // file. 0: read in this process only (trusted files).
+  // file, and so does a file that makes it allocate more than max_param_bytes + 1 GiB (the
+  // child's memory cap). 0: read in this process only (trusted files).
   double isolate_timeout_s = 120;
 };
 
