@@ -284,7 +284,7 @@ struct LcnSmem {
   static constexpr int MW = kLcnW + 2 * R, MH = kLcnH + 2 * R;  // mean and centred, margin R
   float x[XH * XW];
   float t[XH * MW];      // horizontal pass of x
-  float c[MH * MW];      // the mean, then the centred values
+  float c[MH * MW];      // the centred values (x less its local mean)
   float q[MH * kLcnW];   // horizontal pass of c^2
   float cx[XW], cy[XH];  // 1 / (window mass inside the image) per column / row of the x region
   float g[2 * R + 1];
