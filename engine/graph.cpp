@@ -164,16 +164,15 @@ Graph::Graph(const Model& model) : model_(model) {
 // Where node i's output may be fused into its producer as an epilogue (Layer::as_epilogue): the
 // producer (or the node it was itself fused into) applies it on the way out, so the follower
 // does not run and its output is that node's memory. Only where the producer's output has no
-// other reader and is not read after the pass (an output, PlanIO::keep/u8_outputs/f32_outputs),
-// and where that node's layer says it can (Layer::can_fuse, at this plan's shapes and formats).
-void Graph::try_fuse(size_t i, const std::vector<int>& readers, const std::vector<bool>& read_after,
-                     const Backend& backend) {
+// other reader and is not read after the pass (kept_), and where that node's layer says it can
+// (Layer::can_fuse, at this plan's shapes and formats).
+void Graph::try_fuse(size_t i, const std::vector<int>& readers, const Backend& backend) {
   Node& n = *nodes_[i];
   Epilogue e = n.layer->as_epilogue();
-  e.params = &n.params;
   if (e.kind == Epilogue::Kind::None || n.inputs.size() != 1 || n.inputs[0] < 0) return;
   const size_t src = size_t(n.inputs[0]);
-  if (readers[src] != 1 || read_after[src]) return;
+  if (readers[src] != 1 || kept_[src]) return;
+  e.params = &n.params;
   const size_t root = nodes_[src]->alias_of >= 0 ? size_t(nodes_[src]->alias_of) : src;
   Node& r = *nodes_[root];
   std::vector<Epilogue> chain = r.epilogue;
@@ -242,10 +241,17 @@ void Graph::plan(int n, int h, int w, const Backend& backend, const PlanIO& io) 
   backend_ = &backend;
   input_shape_ = Shape(n, model_.graph.input_channels, h, w);
   const size_t N = nodes_.size();
+  // The nodes read after the pass (outputs, PlanIO::keep, u8_outputs, f32_outputs): their memory
+  // lives to the end and no follower is fused into them.
+  kept_.assign(N, false);
+  for (const auto* names : {&model_.graph.outputs, &io.keep, &io.u8_outputs, &io.f32_outputs})
+    for (const auto& name : *names) {
+      const int k = index_of(name);
+      if (k >= 0) kept_[size_t(k)] = true;  // k < 0: the graph input, kept anyway
+    }
   // Fusion (try_fuse) is decided anew for every plan: it depends on the shapes, the formats and
-  // the backend. Readers per node, and the nodes read after the pass.
+  // the backend. Readers per node.
   std::vector<int> readers(N, 0);
-  std::vector<bool> read_after(N, false);
   for (auto& node : nodes_) {
     node->alias_of = -2;
     node->fused_relu = false;
@@ -253,11 +259,6 @@ void Graph::plan(int n, int h, int w, const Backend& backend, const PlanIO& io) 
     for (int k : node->inputs)
       if (k >= 0) readers[size_t(k)]++;
   }
-  for (const auto* names : {&model_.graph.outputs, &io.keep, &io.u8_outputs, &io.f32_outputs})
-    for (const auto& name : *names) {
-      const int k = index_of(name);
-      if (k >= 0) read_after[size_t(k)] = true;
-    }
   // Shapes, geometry and the format each layer computes in on this backend.
   for (size_t i = 0; i < N; ++i) {
     auto& node = nodes_[i];
@@ -282,7 +283,7 @@ void Graph::plan(int n, int h, int w, const Backend& backend, const PlanIO& io) 
     node->in_format = node->layer->format(formats, backend);
     node->format = node->layer->output_format(formats, backend);
     node->written = node->shape;
-    try_fuse(i, readers, read_after, backend);
+    try_fuse(i, readers, backend);
   }
   // Values and steps: a conversion is placed before the first layer that reads a tensor in
   // another format than its producer's, and shared by every later reader wanting that format.
@@ -340,19 +341,8 @@ void Graph::plan(int n, int h, int w, const Backend& backend, const PlanIO& io) 
       for (int v : st.in_values) use(v, s);
     }
   }
-  for (const auto& name : model_.graph.outputs) use(index_of(name), end);
-  for (int k : u8_nodes) use(k, end);
-  for (int k : f32_nodes) use(k, end);
-  kept_.assign(nodes_.size(), false);
-  for (const auto& name : model_.graph.outputs) kept_[size_t(index_of(name))] = true;
-  for (int k : u8_nodes) kept_[size_t(k)] = true;
-  for (int k : f32_nodes) kept_[size_t(k)] = true;
-  for (const auto& name : io.keep) {
-    const int k = index_of(name);
-    if (k < 0) continue;  // the input is kept anyway
-    use(k, end);
-    kept_[size_t(k)] = true;
-  }
+  for (size_t k = 0; k < N; ++k)
+    if (kept_[k]) use(int(k), end);
   // Greedy assignment of buffers, in bytes: reuse the free buffer that fits best, else grow one.
   std::vector<size_t> sizes;
   std::vector<int> busy_until;

@@ -137,8 +137,7 @@ class Graph {
   PlanIO io_;
   std::vector<bool> kept_;                    // per node: its memory holds it after the pass
   int kept_index(const std::string& name, const char* what) const;
-  void try_fuse(size_t node, const std::vector<int>& readers, const std::vector<bool>& read_after,
-                const Backend& backend);
+  void try_fuse(size_t node, const std::vector<int>& readers, const Backend& backend);
   std::map<int, BackendMemory> u8_outputs_;   // node index -> its bytes
   std::map<int, BackendMemory> f32_outputs_;  // node index -> its f32 NCHW copy
   std::map<const Tensor*, BackendMemory> device_params_;  // per model tensor, off the host
