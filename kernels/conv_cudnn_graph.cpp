@@ -222,7 +222,10 @@ void CudnnGraphConv::choose(const void* x, const void* w, const float* b, void* 
     // H100, again in every process): tried only where the plain convolution takes 0.5 ms or more,
     // so the fused epilogue pays for its compilation within a few thousand frames (64 -> 256 at
     // 1920x1080: 0.55 ms plain, 0.27 fused).
-    if (fused && best < kFuseWorthMs) continue;
+    // Where no plain engine ran the shape, neither is the fused graph compiled: the legacy API
+    // runs it (the caller's fallback) in a few ms of planning, where compiling a fused graph for
+    // it took 89 ms (64 -> 256 on 120x67, the multiscale net's quarter scale at 1920x1080).
+    if (fused && (best < kFuseWorthMs || !plan_)) continue;
     std::unique_ptr<Graph> g;
     try {
       g = build(fused);

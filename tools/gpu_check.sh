@@ -52,20 +52,35 @@ grep -E "Skipped|Failed|\*\*\*" "$OUT/ctest-gpu.log" | head -20
 log "cpu tests: $(grep -E 'tests passed|tests failed' "$OUT/ctest-cpu.log")"
 grep -E "\(Failed\)" "$OUT/ctest-cpu.log" | head
 
+# SANITIZE_PARALLEL=1: the entries run at once (each its own process on the one GPU), so that
+# slow tools share one time limit.
+sanitize_one() {  # TOOL FILTER
+  local tool=$1 filter=$2 extra=()
+  # cuDNN's Hopper kernels use more cuda::barrier objects than the default tracks
+  [ "$tool" = synccheck ] || [ "$tool" = racecheck ] && extra=(--num-cuda-barriers 1024)
+  # cuBLAS's and cuDNN's Hopper kernels store their results with TMA bulk copies, which initcheck
+  # does not count as writes unless asked to (else every read of a GEMM's output is reported)
+  [ "$tool" = initcheck ] && compute-sanitizer --help 2>&1 | grep -q -- --check-bulk-copy &&
+    extra=(--check-bulk-copy yes)
+  local logname="$tool-$(echo "$filter" | tr -c 'A-Za-z0-9\n' '_' | cut -c1-40)"
+  timeout -k 5 "${SANITIZE_TIMEOUT:-0}" compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 9 \
+    build-gpu/tests/scenelab_gpu_tests --gtest_filter="$filter" >"$OUT/sanitizer-$logname.log" 2>&1
+  log "compute-sanitizer $tool ${extra[*]} ($filter) rc=$? $(grep -E 'ERROR SUMMARY|PASSED|FAILED' "$OUT/sanitizer-$logname.log" | tr '\n' ' ')"
+}
 set -f  # filters hold '*'
 for spec in $SANITIZE; do  # TOOL or TOOL=GTEST_FILTER
   tool=${spec%%=*}
   filter=${SANITIZE_FILTER:-*}
   [ "$spec" != "$tool" ] && filter=${spec#*=}
-  extra=()
-  # cuDNN's Hopper kernels use more cuda::barrier objects than the default tracks
-  [ "$tool" = synccheck ] || [ "$tool" = racecheck ] && extra=(--num-cuda-barriers 1024)
-  logname="$tool-$(echo "$filter" | tr -c 'A-Za-z0-9\n' '_' | cut -c1-40)"
-  timeout "${SANITIZE_TIMEOUT:-0}" compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 9 \
-    build-gpu/tests/scenelab_gpu_tests --gtest_filter="$filter" >"$OUT/sanitizer-$logname.log" 2>&1
-  log "compute-sanitizer $tool ($filter) rc=$? $(grep -E 'ERROR SUMMARY|PASSED|FAILED' "$OUT/sanitizer-$logname.log" | tr '\n' ' ')"
-  pkill -9 -f scenelab_gpu_tests 2>/dev/null && sleep 1  # a timed-out tool leaves its target running
+  if [ -n "${SANITIZE_PARALLEL:-}" ]; then
+    sanitize_one "$tool" "$filter" &
+  else
+    sanitize_one "$tool" "$filter"
+    pkill -9 -f scenelab_gpu_tests 2>/dev/null && sleep 1  # a timed-out tool leaves its target running
+  fi
 done
+wait
+pkill -9 -f scenelab_gpu_tests 2>/dev/null
 set +f
 
 VAL=$SCENELAB_CAMVID_DIR/val/images
