@@ -119,6 +119,8 @@ CudaBackend::CudaBackend(const CudaOptions& o) : select_(o.device) {
                                   ? o.conv_workspace_bytes
                                   : std::min(size_t(2) << 30, size_t(prop.totalGlobalMem) / 16);
   identity_ += str_cat(" | workspace=", ctx_.conv_workspace_bytes);
+  ctx_.runtime_fusion = o.runtime_fusion;
+  if (!o.runtime_fusion) identity_ += " | runtime-fusion=off";
 }
 
 CudaBackend::~CudaBackend() = default;

@@ -47,6 +47,7 @@ struct CudaContext {
   ConvAlgo conv = ConvAlgo::Auto;
   Precision precision = Precision::FP32;
   size_t conv_workspace_bytes = 0;
+  bool runtime_fusion = true;  // CudaOptions::runtime_fusion
 };
 
 class CudaBackend : public Backend {

@@ -210,7 +210,7 @@ void CudnnGraphConv::execute(const Desc& plan, bool fused, const void* x, const 
 }
 
 void CudnnGraphConv::choose(const void* x, const void* w, const float* b, void* y, void* ws,
-                            size_t scratch_bytes, cudaStream_t s) {
+                            size_t scratch_bytes, bool runtime_fusion, cudaStream_t s) {
   static const bool trace = std::getenv("SCENELAB_TRACE_TUNING") != nullptr;
   const auto t_start = std::chrono::steady_clock::now();
   CudaEvent e0, e1;
@@ -225,7 +225,7 @@ void CudnnGraphConv::choose(const void* x, const void* w, const float* b, void* 
     // Where no plain engine ran the shape, neither is the fused graph compiled: the legacy API
     // runs it (the caller's fallback) in a few ms of planning, where compiling a fused graph for
     // it took 89 ms (64 -> 256 on 120x67, the multiscale net's quarter scale at 1920x1080).
-    if (fused && (best < kFuseWorthMs || !plan_)) continue;
+    if (fused && (!runtime_fusion || best < kFuseWorthMs || !plan_)) continue;
     std::unique_ptr<Graph> g;
     try {
       g = build(fused);

@@ -29,9 +29,10 @@ class CudnnGraphConv {
   CudnnGraphConv& operator=(const CudnnGraphConv&) = delete;
 
   // Times the candidates on these buffers (synchronises: outside CUDA-graph capture); throws
-  // when no engine runs the shape within `scratch_bytes`.
+  // when no engine runs the shape within `scratch_bytes`. runtime_fusion: whether the fused
+  // graph (compiled when finalised) may be tried (CudaOptions::runtime_fusion).
   void choose(const void* x, const void* w, const float* b, void* y, void* ws, size_t scratch_bytes,
-              cudaStream_t s);
+              bool runtime_fusion, cudaStream_t s);
   // A choice made earlier (choice()), without timing; false where it no longer applies.
   bool preset(const std::string& choice, size_t scratch_bytes);
   bool chosen() const { return plan_ != nullptr; }

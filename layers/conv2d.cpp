@@ -194,7 +194,8 @@ class Conv2d : public Layer {
           auto saved = preset_.find(key);
           const bool restored = saved != preset_.end() && g->preset(saved->second, scratch);
           try {
-            if (!restored) g->choose(a.in[0].data, wt, b, a.out.data, a.workspace, scratch, ctx.stream);
+            if (!restored) g->choose(a.in[0].data, wt, b, a.out.data, a.workspace, scratch,
+                                     ctx.runtime_fusion, ctx.stream);
           } catch (const Error&) {
             g.reset();
             graph_failed_.insert(key);

@@ -73,11 +73,16 @@ class Cli {
   std::vector<std::string> positional_;
 };
 
-// --conv, --precision and --conv-workspace (MiB), for tools that make a backend.
+// --conv, --precision, --conv-workspace (MiB) and --runtime-fusion on|off|auto (auto: on here;
+// label_image decides by the length of its run), for tools that make a backend.
 inline CudaOptions cuda_options(const Cli& cli) {
   CudaOptions co;
   co.conv = cli.get("conv", "auto");
   co.precision = cli.get("precision", "fp32");
+  const std::string rf = cli.get("runtime-fusion", "auto");
+  SL_REQUIRE(rf == "on" || rf == "off" || rf == "auto", "option --runtime-fusion expects on, off or auto, got '",
+             rf, "'");
+  co.runtime_fusion = rf != "off";
   if (cli.has("conv-workspace")) {
     const int mb = cli.get_int("conv-workspace", 0);
     SL_REQUIRE(mb >= 1, "option --conv-workspace expects a size in MiB >= 1, got ", mb);

@@ -149,10 +149,12 @@ img = cv2.imread(sorted(glob.glob(sys.argv[1] + "/*.jpg"))[0])
 cv2.imwrite("/tmp/p1080.jpg", cv2.resize(img, (1920, 1080)))
 EOF
     rm -rf /tmp/pc
-    for prec in fp16 fp32; do
+    # one image: --runtime-fusion auto is off; then on (what a long run at this size plans)
+    for prec in fp16 fp32 fp16+fusion; do
       for k in cold cached; do
-        SCENELAB_TRACE_TUNING=1 build-gpu/tools/label_image --precision $prec --plan-cache /tmp/pc/$prec \
-          --quiet --batch 1 --out /tmp/plan-out --json /tmp/plan.json /tmp/p1080.jpg >/dev/null 2>"$OUT/tuning-$prec-$k.log"
+        rf=auto; [ "$prec" = fp16+fusion ] && rf=on
+        SCENELAB_TRACE_TUNING=1 build-gpu/tools/label_image --precision ${prec%+fusion} --runtime-fusion $rf \
+          --plan-cache /tmp/pc/$prec --quiet --batch 1 --out /tmp/plan-out --json /tmp/plan.json /tmp/p1080.jpg >/dev/null 2>"$OUT/tuning-$prec-$k.log"
         log "planning 1920x1080 $prec $k: $(grep -E '"planning_ms"|"first_pass_ms"|"wall_s"' /tmp/plan.json | tr -d '\n')"
         grep -E "timing took|cudnn" "$OUT/tuning-$prec-$k.log" | cut -c1-220 | tee -a "$OUT/summary.txt"
       done

@@ -77,6 +77,11 @@ TEST(LabelImagePipeline, SaveSkipExistingNaturalOrderAndJson) {
   // Resume: everything exists, nothing is labelled again.
   ASSERT_EQ(run(d.cmd("--save classes,labels --skip-existing " + (d.root / "in").string() + " > " + so)), 0);
   EXPECT_NE(slurp(so).find("skipped 3 image(s)"), std::string::npos) << slurp(so);
+  // --runtime-fusion takes on, off or auto (a GPU setting: the CPU run accepts and ignores it).
+  const std::string se = (d.root / "se.txt").string();
+  EXPECT_EQ(run(d.cmd("--runtime-fusion maybe " + (d.root / "in").string() + " 2> " + se)), 2);
+  EXPECT_NE(slurp(se).find("--runtime-fusion expects on, off or auto, got 'maybe'"), std::string::npos) << slurp(se);
+  EXPECT_EQ(run(d.cmd("--runtime-fusion off --save classes " + (d.root / "in").string() + " > " + so)), 0) << slurp(so);
 }
 
 TEST(LabelImagePipeline, VideoInVideosOut) {
