@@ -23,15 +23,28 @@ std::vector<Detection> window_candidates_cpu(const float* prob, int H, int W, in
     }
   }
   std::vector<Detection> out;
+  for (const SlidSize& z : slid_sizes(H, W, o, &g))
+    for (int y = 0; y + z.h <= H; y += z.stride)
+      for (int x = 0; x + z.w <= W; x += z.stride) {
+        const float obj = window_objectness(S.data(), H, W, y, x, z.h, z.w, o.ring);
+        if (obj >= o.threshold)
+          out.push_back({window_box(y, x, z.h, z.w, g, image_w, image_h), obj + z.bonus, cls});
+      }
+  return out;
+}
+
+std::vector<SlidSize> slid_sizes(int H, int W, const WindowHeadOptions& o, const MapGeometry* g) {
+  std::vector<SlidSize> out;
+  const double ref = std::max(1.0, double(o.min_area));
   for (const auto& [h, w] : o.sizes) {
     if (h < 1 || w < 1 || h > H || w > W) continue;
-    const int stride = o.stride_of(h, w);
-    for (int y = 0; y + h <= H; y += stride)
-      for (int x = 0; x + w <= W; x += stride) {
-        const float score = window_objectness(S.data(), H, W, y, x, h, w, o.ring);
-        if (score >= o.threshold)
-          out.push_back({window_box(y, x, h, w, g, image_w, image_h), score, cls});
-      }
+    float bonus = 0.f;
+    if (g) {
+      const double area = double(h) * std::abs(g->stride_y) * double(w) * std::abs(g->stride_x);
+      if (area < double(o.min_area)) continue;
+      bonus = float(double(o.size_weight) * std::log(area / ref));
+    }
+    out.push_back({h, w, o.stride_of(h, w), bonus});
   }
   return out;
 }
@@ -96,10 +109,13 @@ void parse_window_spec(const std::string& spec, WindowHeadOptions& o) {
     else if (k == "ring") o.ring = number(v);
     else if (k == "nms") o.nms.threshold = number(v);
     else if (k == "stride") o.stride_frac = number(v);
+    else if (k == "min_area") o.min_area = number(v);
+    else if (k == "size_weight") o.size_weight = number(v);
     else if (k == "heights") for (float f : list(v)) heights.push_back(int(f));
     else if (k == "aspects") aspects = list(v);
-    else fail("unknown key '" + k + "' (threshold, ring, nms, stride, heights, aspects)");
+    else fail("unknown key '" + k + "' (threshold, ring, nms, stride, heights, aspects, min_area, size_weight)");
   }
+  if (o.min_area < 0) fail("min_area must be >= 0");
   if (!heights.empty() || !aspects.empty()) {
     if (heights.empty()) heights = {3, 4, 6, 8, 11, 16, 22, 32, 45};
     if (aspects.empty()) aspects = {0.4f, 0.7f, 1.f, 1.4f, 2.f};

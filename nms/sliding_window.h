@@ -8,6 +8,11 @@
 // candidates, fused by greedy NMS with Oro et al.'s over-candidate criterion (intersection over
 // the candidate's area: a box nested in a kept one, or holding it, goes), and are mapped to
 // input-image coordinates. ring = 0 gives the plain mean (the first head).
+// Window sizes whose box on the input image is smaller than min_area are not slid (an object
+// that small is not reported, and a window that small cannot cover one that is larger), and a
+// candidate's score is its objectness plus size_weight * ln(box area / min_area): of windows
+// that isolate an object equally well the larger is kept, and across images larger objects rank
+// first (a small isolated blob is more often a labelling error than a car).
 //
 // The integral image holds probabilities in fixed point (round(p * 2^20), 64-bit integers), so
 // window sums are exact and the CPU and GPU paths give bit-identical scores and detections.
@@ -32,10 +37,18 @@ struct WindowHeadOptions {
   int stride = 1;            // in map pixels, when stride_frac is 0
   float stride_frac = 0.15f;  // stride of a size: max(1, round(stride_frac * min(h, w)))
   float ring = 0.25f;        // ring width as a fraction of the window's height and width
-  float threshold = 0.4f;    // minimum objectness (chosen on held-out CamVid sequences)
+  // The defaults of threshold, min_area, size_weight and nms.threshold were chosen together on
+  // CamVid sequences 0001TP and 0006R0 (the best mean AP50 of Car and Pedestrian with at most
+  // 1.5 boxes per object each; docs/BENCHMARKS.md).
+  float threshold = 0.3f;    // minimum objectness
+  // Smallest box slid, in input pixels (the window's unclamped extent: sizes, not positions,
+  // are dropped), and the weight of the size in the score (see above). Pixels of the input as
+  // given: for a scene at another resolution than the model's training frames, scale it.
+  float min_area = 1000.f;
+  float size_weight = 0.01f;
   // Fusion: a candidate whose intersection with a kept (higher-scoring) window covers more than
   // the threshold of its own area is dropped (Oro et al.'s over-candidate criterion).
-  Options nms{0.3f, Criterion::OverCandidate, false, -1e30f, 100, false};
+  Options nms{0.1f, Criterion::OverCandidate, false, -1e30f, 100, false};
 
   // Heights from 3 to 45 map pixels (a geometric series), each at aspect ratios (width/height)
   // 0.4 (people), 0.7, 1, 1.4, 2 (cars).
@@ -46,8 +59,19 @@ struct WindowHeadOptions {
   int stride_of(int h, int w) const;
 };
 
+// One window size as slid over a map: its stride and score bonus (size_weight * ln(area /
+// min_area), computed here in double, once, for the CPU and GPU paths alike).
+struct SlidSize {
+  int h, w, stride;
+  float bonus;
+};
+// The sizes of o that fit an H x W map and cover at least o.min_area input pixels under g, in
+// o.sizes' order. g = nullptr: every size that fits, without bonus (to bound buffer sizes).
+std::vector<SlidSize> slid_sizes(int H, int W, const WindowHeadOptions& o, const MapGeometry* g);
+
 // Per-class settings as text, as model files carry them (weights/FORMAT.md):
-//   "threshold=0.35 ring=0.25 nms=0.5 heights=4,6,8 aspects=0.7,1,1.4 stride=0.25"
+//   "threshold=0.35 ring=0.25 nms=0.5 heights=4,6,8 aspects=0.7,1,1.4 stride=0.25 min_area=600
+//    size_weight=0.03"
 // Keys left out keep their values in `o`; unknown keys or bad numbers throw.
 void parse_window_spec(const std::string& spec, WindowHeadOptions& o);
 

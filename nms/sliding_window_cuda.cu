@@ -14,16 +14,17 @@ constexpr int kMaxSizes = 64;
 struct SizeTable {
   int n;
   int h[kMaxSizes], w[kMaxSizes], nx[kMaxSizes], stride[kMaxSizes], begin[kMaxSizes + 1];
+  float bonus[kMaxSizes];
 };
 
-int count_windows(int H, int W, const WindowHeadOptions& o, SizeTable* t) {
+// g = nullptr: every size that fits (the bound reserve() sizes buffers by).
+int count_windows(int H, int W, const WindowHeadOptions& o, const MapGeometry* g, SizeTable* t) {
   SL_REQUIRE(int(o.sizes.size()) <= kMaxSizes, "window head: at most ", kMaxSizes, " sizes");
   int total = 0, k = 0;
-  for (const auto& [h, w] : o.sizes) {
-    if (h < 1 || w < 1 || h > H || w > W) continue;
-    const int st = o.stride_of(h, w);
-    const int ny = (H - h) / st + 1, nx = (W - w) / st + 1;
-    if (t) t->h[k] = h, t->w[k] = w, t->nx[k] = nx, t->stride[k] = st, t->begin[k] = total;
+  for (const SlidSize& z : slid_sizes(H, W, o, g)) {
+    const int ny = (H - z.h) / z.stride + 1, nx = (W - z.w) / z.stride + 1;
+    if (t) t->h[k] = z.h, t->w[k] = z.w, t->nx[k] = nx, t->stride[k] = z.stride, t->begin[k] = total,
+           t->bonus[k] = z.bonus;
     total += ny * nx;
     ++k;
   }
@@ -53,7 +54,8 @@ __global__ void col_prefix_kernel(int H, int W, int64_t* S) {
   for (int y = 1; y <= H; ++y) S[size_t(y) * (W + 1) + x] += S[size_t(y - 1) * (W + 1) + x];
 }
 
-__device__ void decode(const SizeTable& t, int idx, int* h, int* w, int* y, int* x) {
+// Window idx's size (returned: its index in t) and position.
+__device__ int decode(const SizeTable& t, int idx, int* h, int* w, int* y, int* x) {
   int s = 0;
   while (idx >= t.begin[s + 1]) ++s;
   const int r = idx - t.begin[s];
@@ -61,6 +63,7 @@ __device__ void decode(const SizeTable& t, int idx, int* h, int* w, int* y, int*
   *w = t.w[s];
   *y = (r / t.nx[s]) * t.stride[s];
   *x = (r % t.nx[s]) * t.stride[s];
+  return s;
 }
 
 __global__ void window_kernel(const int64_t* S, int H, int W, SizeTable t, float ring,
@@ -79,16 +82,16 @@ __global__ void candidate_kernel(const int64_t* S, int H, int W, SizeTable t, fl
   const int k = blockIdx.x * blockDim.x + threadIdx.x;
   if (k >= *count) return;
   int h, w, y, x;
-  decode(t, cand_idx[k], &h, &w, &y, &x);
+  const int s = decode(t, cand_idx[k], &h, &w, &y, &x);
   const Box b = window_box(y, x, h, w, g, image_w, image_h);
   boxes[k] = make_float4(b.x1, b.y1, b.x2, b.y2);
-  scores[k] = window_objectness(S, H, W, y, x, h, w, ring);
+  scores[k] = window_objectness(S, H, W, y, x, h, w, ring) + t.bonus[s];  // as the CPU adds it
 }
 
 }  // namespace
 
 void GpuWindowHead::reserve(int H, int W, const WindowHeadOptions& o) {
-  const int plane = H * W, windows = std::max(1, count_windows(H, W, o, nullptr));
+  const int plane = H * W, windows = std::max(1, count_windows(H, W, o, nullptr, nullptr));
   if (plane > max_plane_) {
     fixed_.resize(size_t(plane) * sizeof(int64_t), "window head fixed point");
     integral_.resize(size_t(H + 1) * (W + 1) * sizeof(int64_t), "window head integral");
@@ -117,7 +120,7 @@ std::vector<Detection> GpuWindowHead::detect(const float* prob, int H, int W, in
                                              const WindowHeadOptions& o, const MapGeometry& g,
                                              int image_w, int image_h, cudaStream_t s) {
   SizeTable t{};
-  const int total = count_windows(H, W, o, &t);
+  const int total = count_windows(H, W, o, &g, &t);
   SL_REQUIRE(H * W <= max_plane_ && total <= max_windows_, "window head: map ", W, "x", H,
              " exceeds the reserved size (call reserve())");
   if (total == 0) return {};

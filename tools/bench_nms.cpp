@@ -6,12 +6,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <random>
 #include <sstream>
 
 #include "nms/nms.h"
 #include "nms/nms_cuda.h"
+#include "nms/sliding_window.h"
 #include "tools/cli.h"
 
 using namespace scenelab;
@@ -51,6 +53,58 @@ void dump(const std::string& path, const std::vector<T>& v) {
   std::ofstream f(path, std::ios::binary);
   f.write(reinterpret_cast<const char*>(v.data()), std::streamsize(v.size() * sizeof(T)));
   SL_REQUIRE(f.good(), path, ": cannot write");
+}
+
+// The sliding-window head after the class map exists: one class's probabilities of a 1920x1080
+// frame at the networks' stride 4 (480 x 270), 40 object-like blobs (up to 45 x 90 map pixels)
+// over background noise below 0.35, the head's default settings; GPU by CUDA events around
+// GpuWindowHead::detect (its two count read-backs included), CPU on one thread.
+void head_bench(int runs, cudaStream_t s) {
+  const int H = 270, W = 480;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(0.f, 1.f);
+  std::vector<float> p(size_t(H) * W);
+  for (auto& v : p) v = 0.35f * u(rng);
+  for (int b = 0; b < 40; ++b) {
+    const int bh = 4 + int(u(rng) * 41), bw = 4 + int(u(rng) * 86);
+    const int y0 = int(u(rng) * (H - bh)), x0 = int(u(rng) * (W - bw));
+    for (int y = y0; y < y0 + bh; ++y)
+      for (int x = x0; x < x0 + bw; ++x) p[size_t(y) * W + x] = 0.7f + 0.3f * u(rng);
+  }
+  const WindowHeadOptions o;
+  const MapGeometry g{4, 4, 1.5, 1.5};
+  DeviceBuffer d(p.size() * sizeof(float));
+  SL_CUDA_CHECK(cudaMemcpy(d.get(), p.data(), p.size() * sizeof(float), cudaMemcpyHostToDevice), "upload");
+  GpuWindowHead head;
+  head.reserve(H, W, o);
+  CudaEvent e0, e1;
+  std::vector<Detection> got;
+  std::vector<double> t;
+  for (int i = 0; i < runs + 3; ++i) {
+    SL_CUDA_CHECK(cudaEventRecord(e0.get(), s), "event");
+    got = head.detect(d.get<float>(), H, W, 0, o, g, 4 * W, 4 * H, s);
+    SL_CUDA_CHECK(cudaEventRecord(e1.get(), s), "event");
+    SL_CUDA_CHECK(cudaEventSynchronize(e1.get()), "event");
+    float ms = 0;
+    SL_CUDA_CHECK(cudaEventElapsedTime(&ms, e0.get(), e1.get()), "event");
+    if (i >= 3) t.push_back(ms);  // after 3 warm-up runs
+  }
+  std::vector<double> tc;
+  std::vector<Detection> want;
+  for (int i = 0; i < 5; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    want = detect_windows_cpu(p.data(), H, W, 0, o, g, 4 * W, 4 * H);
+    tc.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  const size_t cand = window_candidates_cpu(p.data(), H, W, 0, o, g, 4 * W, 4 * H).size();
+  bool same = got.size() == want.size();
+  for (size_t i = 0; same && i < got.size(); ++i)
+    same = got[i].score == want[i].score && std::memcmp(&got[i].box, &want[i].box, sizeof(Box)) == 0;
+  std::printf("\n# sliding-window head, one class of a 1920x1080 frame (map %dx%d, %zu window sizes, "
+              "%zu candidates, %zu boxes kept)\n| path | median ms |\n|---|---|\n| GPU (CUDA events, "
+              "median of %d) | %.3f |\n| CPU, one thread (median of 5) | %.2f |\n%s\n",
+              W, H, o.sizes.size(), cand, want.size(), runs, median(t), median(tc),
+              same ? "GPU boxes and scores identical to the CPU's" : "bench_nms: the GPU head DIFFERS from the CPU head!");
 }
 
 }  // namespace
@@ -159,6 +213,7 @@ int main(int argc, char** argv) {
       }
     }
     std::printf("(Oro n/a: the published reduce maps Dmax/k threads to a block, at most 1024)\n");
+    head_bench(runs, stream.get());
     return 0;
 #endif
   } catch (const std::exception& e) {

@@ -1,8 +1,8 @@
 #!/bin/bash
 # The GPU machine's run, in one call (../shared/gpu/README.md): build, every test (the gpu-labelled
 # ones run there), compute-sanitizer over the GPU tests, then the benchmarks named by $BENCH
-# (space-separated: pipeline peer1080 plan batch gops torch power compile hog python cluster soak
-# twoproc allgpus half;
+# (space-separated: pipeline peer1080 plan batch gops torch power compile hog nms python cluster
+# soak twoproc allgpus half;
 # default: the first four). Logs go to $OUT
 # (or ./gpu-out), a summary at the end of stdout.
 #   source .gpu/env.sh && tools/gpu_check.sh
@@ -122,6 +122,10 @@ for b in $BENCH; do
       python3 tools/peer_pipeline.py --build build-gpu --images "$VAL" --repeat 50 --precision fp16 \
         --save classes --skip-peer -- --streams $streams 2>&1 | tee -a "$OUT/pipeline.log" | tail -2 | tee -a "$OUT/summary.txt"
     done ;;
+  nms)
+    log "bench_nms: the GPU NMS on clustered boxes, then the sliding-window head at 1920x1080"
+    build-gpu/tools/bench_nms --sizes 1000,10000 --runs 50 2>&1 | tee "$OUT/bench_nms.log" | tail -9 |
+      tee -a "$OUT/summary.txt" ;;
   python)
     log "pytest: the Python module's cases (the GPU ones: CUDA tensors in and out)"
     SCENELAB_BUILD_DIR=build-gpu python3 -m pytest -q tests/python/test_module.py 2>&1 | tee "$OUT/pytest.log" |

@@ -1,4 +1,5 @@
-// The GPU window head against the CPU head: identical detections (boxes and scores bit for bit).
+// The GPU window head against the CPU head: identical detections (boxes and scores bit for bit),
+// scored by objectness alone and with the size weight and minimum area of the defaults.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -22,24 +23,28 @@ TEST(SlidingWindowGpu, SameDetectionsAsCpu) {
       for (int y = y0; y < std::min(H, y0 + bh); ++y)
         for (int x = x0; x < std::min(W, x0 + bw); ++x) p[size_t(y) * W + x] = 0.7f + 0.3f * u(rng);
     }
-    WindowHeadOptions o;
-    o.nms.max_outputs = -1;
-    o.threshold = 0.1f;  // many candidates: the NMS has work too
-    MapGeometry g{4, 4, 1.5, 1.5};
-    auto want = detect_windows_cpu(p.data(), H, W, 2, o, g, W * 4, H * 4);
-    scenelab::DeviceBuffer d(p.size() * sizeof(float));
-    ASSERT_EQ(cudaMemcpy(d.get(), p.data(), p.size() * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
-    scenelab::CudaStream s;
-    GpuWindowHead head;
-    head.reserve(H, W, o);
-    auto got = head.detect(d.get<float>(), H, W, 2, o, g, W * 4, H * 4, s.get());
-    ASSERT_EQ(got.size(), want.size()) << W << "x" << H;
-    for (size_t i = 0; i < got.size(); ++i) {
-      EXPECT_EQ(std::memcmp(&got[i].box, &want[i].box, sizeof(Box)), 0) << i;
-      EXPECT_EQ(got[i].score, want[i].score) << i;
-      EXPECT_EQ(got[i].cls, 2);
+    for (float weight : {0.f, 0.03f}) {  // objectness alone, every size; the default minimum area, weighted
+      WindowHeadOptions o;
+      o.nms.max_outputs = -1;
+      o.threshold = 0.1f;  // many candidates: the NMS has work too
+      if (weight == 0.f) o.min_area = 0;
+      o.size_weight = weight;
+      MapGeometry g{4, 4, 1.5, 1.5};
+      auto want = detect_windows_cpu(p.data(), H, W, 2, o, g, W * 4, H * 4);
+      scenelab::DeviceBuffer d(p.size() * sizeof(float));
+      ASSERT_EQ(cudaMemcpy(d.get(), p.data(), p.size() * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+      scenelab::CudaStream s;
+      GpuWindowHead head;
+      head.reserve(H, W, o);
+      auto got = head.detect(d.get<float>(), H, W, 2, o, g, W * 4, H * 4, s.get());
+      ASSERT_EQ(got.size(), want.size()) << W << "x" << H;
+      for (size_t i = 0; i < got.size(); ++i) {
+        EXPECT_EQ(std::memcmp(&got[i].box, &want[i].box, sizeof(Box)), 0) << i;
+        EXPECT_EQ(got[i].score, want[i].score) << i;
+        EXPECT_EQ(got[i].cls, 2);
+      }
+      EXPECT_GT(want.size(), 3u);
     }
-    EXPECT_GT(want.size(), 3u);
   }
 #endif
 }

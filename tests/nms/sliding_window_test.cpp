@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <stdexcept>
 
@@ -51,6 +52,8 @@ TEST(SlidingWindow, ObjectnessMatchesBruteForce) {
     o.stride = 1;
     o.ring = ring;
     o.threshold = -2.f;  // every window is a candidate
+    o.min_area = 0;      // every size, scored by objectness alone
+    o.size_weight = 0;
     MapGeometry g;       // identity
     auto cand = window_candidates_cpu(p.data(), H, W, 0, o, g, W, H);
     auto sum = [&](int y0, int x0, int y1, int x1) {
@@ -91,6 +94,8 @@ TEST(SlidingWindow, GeometryMapsToInputPixels) {
   o.stride_frac = 0;
   o.stride = 100;  // only the window at (0, 0)
   o.ring = 0;
+  o.min_area = 0;
+  o.size_weight = 0;
   MapGeometry g{4, 4, 1.5, 1.5};
   auto cand = window_candidates_cpu(p.data(), 20, 30, 3, o, g, 1000, 1000);
   ASSERT_EQ(cand.size(), 1u);
@@ -132,6 +137,46 @@ TEST(SlidingWindow, HandMadeMapsGiveTheExpectedBoxes) {
   expect_boxes(flat, {}, "empty");
 }
 
+// Sizes whose box on the input is below min_area are not slid; a candidate's score is its
+// objectness plus size_weight * ln(area / min_area), area = the window's extent in input pixels.
+TEST(SlidingWindow, MinAreaDropsSizesAndTheSizeWeightFavoursLargerWindows) {
+  const int H = 31, W = 43;
+  auto p = blobs_map(H, W, 6, {{8, 10, 12, 16}});
+  const MapGeometry g{3, 5, 1, 2};  // unequal strides: the area is h * 3 * w * 5
+  WindowHeadOptions plain;
+  plain.sizes = {{2, 2}, {4, 3}, {6, 8}, {12, 16}};
+  plain.stride_frac = 0;
+  plain.threshold = -2.f;
+  plain.min_area = 0;
+  plain.size_weight = 0;
+  WindowHeadOptions o = plain;
+  o.min_area = 200;  // 2x2: 60 input pixels and 4x3: 180 are dropped; 6x8: 720, 12x16: 2880 stay
+  o.size_weight = 0.05f;
+  const auto all = window_candidates_cpu(p.data(), H, W, 1, plain, g, 200, 100);
+  const auto some = window_candidates_cpu(p.data(), H, W, 1, o, g, 200, 100);
+  // The kept sizes' windows, in the same order, scores raised by their size's bonus.
+  const size_t dropped = size_t((H - 1) * (W - 1) + (H - 3) * (W - 2));
+  ASSERT_EQ(all.size(), dropped + some.size());
+  for (size_t i = 0; i < some.size(); ++i) {
+    const Detection& a = all[dropped + i];
+    const double area = i < size_t((H - 5) * (W - 7)) ? 6 * 3 * 8 * 5 : 12 * 3 * 16 * 5;  // 6x8 windows first
+    ASSERT_EQ(std::memcmp(&some[i].box, &a.box, sizeof(Box)), 0) << i;
+    ASSERT_NEAR(some[i].score, a.score + 0.05 * std::log(area / 200.0), 1e-6) << i;
+  }
+  // The bonus is what slid_sizes reports, and nothing below min_area is slid.
+  const auto z = slid_sizes(H, W, o, &g);
+  ASSERT_EQ(z.size(), 2u);
+  EXPECT_EQ(z[0].h, 6);
+  EXPECT_FLOAT_EQ(z[0].bonus, float(0.05 * std::log(720.0 / 200.0)));
+  EXPECT_FLOAT_EQ(z[1].bonus, float(0.05 * std::log(2880.0 / 200.0)));
+  EXPECT_EQ(slid_sizes(H, W, o, nullptr).size(), 4u) << "no geometry: every size that fits (buffer bounds)";
+  // Detections: the blob's tight 12x16 window outranks the 6x8 windows inside it by more now.
+  const auto det = detect_windows_cpu(p.data(), H, W, 1, o, g, 200, 100);
+  ASSERT_FALSE(det.empty());
+  EXPECT_FLOAT_EQ(det[0].box.x1, float(2 + 5 * (10 - 0.5)));
+  EXPECT_FLOAT_EQ(det[0].box.y2, float(1 + 3 * (20 - 0.5)));
+}
+
 TEST(SlidingWindow, SettingsFromText) {
   WindowHeadOptions o;
   parse_window_spec("threshold=0.4 ring=0.3 nms=0.6 heights=4,8 aspects=0.5,2 stride=0.5", o);
@@ -143,4 +188,8 @@ TEST(SlidingWindow, SettingsFromText) {
   EXPECT_THROW(parse_window_spec("threshold=abc", o), std::invalid_argument);
   EXPECT_THROW(parse_window_spec("colour=red", o), std::invalid_argument);
   EXPECT_THROW(parse_window_spec("heights=0", o), std::invalid_argument);
+  parse_window_spec("min_area=250 size_weight=0.1", o);
+  EXPECT_FLOAT_EQ(o.min_area, 250.f);
+  EXPECT_FLOAT_EQ(o.size_weight, 0.1f);
+  EXPECT_THROW(parse_window_spec("min_area=-1", o), std::invalid_argument);
 }
