@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "engine/error.h"
+#include "engine/score_map_head.h"
 
 namespace scenelab {
 
@@ -21,6 +22,7 @@ StageTimes& StageTimes::operator+=(const StageTimes& o) {
   forward_ms += o.forward_ms;
   download_ms += o.download_ms;
   finish_ms += o.finish_ms;
+  detect_ms += o.detect_ms;
   return *this;
 }
 
@@ -128,6 +130,7 @@ struct Pipeline::Worker {
   };
   int id = 0;
   std::unique_ptr<Backend> backend;
+  std::unique_ptr<ScoreMapHead> head;  // PipelineOptions::detect, made at the first use
   std::list<Plan> plans;  // most recently used first
   BackendMemory marks[4];
 };
@@ -159,6 +162,9 @@ Pipeline::Pipeline(const Model& model, const PipelineOptions& opt)
              opt.labels_node, "' (class index per input pixel)");
   for (const auto& n : opt.float_outputs)
     SL_REQUIRE(model.graph.find(n), "model '", model.name, "' has no node '", n, "'");
+  if (!opt.detect.empty())
+    SL_REQUIRE(model.graph.find(opt.detect_node), "model '", model.name, "' has no node '", opt.detect_node,
+               "' (the class scores the detection head reads)");
   SL_REQUIRE(opt.batch >= 0 && opt.batch <= 256, "--batch ", opt.batch, ": expected 1..256 (0: automatic)");
   SL_REQUIRE(opt.streams >= 1 && opt.streams <= 16, "--streams ", opt.streams, ": expected 1..16");
   SL_REQUIRE(opt.plans_per_worker >= 1, "plans per worker must be >= 1");
@@ -234,6 +240,7 @@ void Pipeline::work(Worker& wk, Run& r) {
         io.u8_input = true;
         io.u8_outputs = {opt_.labels_node};
         io.f32_outputs = opt_.float_outputs;
+        if (!opt_.detect.empty()) io.keep.push_back(opt_.detect_node);
         p.graph->plan(n, h, w, b, io);
         p.in = b.allocate_host(size_t(n) * h * w * 3);
         p.out = b.allocate_host(p.graph->shape_of(opt_.labels_node).numel());
@@ -287,6 +294,23 @@ void Pipeline::work(Worker& wk, Run& r) {
         std::shared_lock<std::shared_mutex> lock(r.tuning);
         pass();
       }
+      // The detection head where the scores are (after the pass: the scores are kept); shared
+      // with other workers' passes, not with a first run's timings.
+      double detect_ms = 0;
+      if (!opt_.detect.empty()) {
+        std::shared_lock<std::shared_mutex> lock(r.tuning);
+        const auto t0 = Clock::now();
+        if (!wk.head) wk.head = std::make_unique<ScoreMapHead>(b);
+        const TensorView scores = p.graph->output(opt_.detect_node);
+        const Geometry g = p.graph->geometry_of(opt_.detect_node);
+        for (int i = 0; i < n; ++i)
+          for (const auto& d : opt_.detect) {
+            auto boxes = wk.head->detect(scores, i, d.cls, d.head, g, w, h);
+            auto& out = batch[size_t(i)].detections;
+            out.insert(out.end(), boxes.begin(), boxes.end());
+          }
+        detect_ms = ms_since(t0) / n;
+      }
       const double up = b.mark_ms(wk.marks[0], wk.marks[1]) / n;
       const double fw = b.mark_ms(wk.marks[1], wk.marks[2]) / n;
       const double down = b.mark_ms(wk.marks[2], wk.marks[3]) / n;
@@ -310,6 +334,7 @@ void Pipeline::work(Worker& wk, Run& r) {
         f.times.upload_ms = up;
         f.times.forward_ms = fw;
         f.times.download_ms = down;
+        f.times.detect_ms = detect_ms;
         f.batch = n;
         f.ops = p.graph->total_ops() / n;
         f.worker = wk.id;

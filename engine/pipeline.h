@@ -23,6 +23,7 @@
 #include "engine/labeler.h"
 #include "engine/model.h"
 #include "engine/plan_cache.h"
+#include "nms/sliding_window.h"
 
 namespace scenelab {
 
@@ -30,6 +31,7 @@ namespace scenelab {
 // time on the backend (the batch's time over its frames), measured by timing marks (CUDA events).
 struct StageTimes {
   double decode_ms = 0, upload_ms = 0, forward_ms = 0, download_ms = 0, finish_ms = 0;
+  double detect_ms = 0;  // the detection head (PipelineOptions::detect), on the worker
   StageTimes& operator+=(const StageTimes& o);
 };
 
@@ -40,6 +42,7 @@ struct Frame {
   LabelMap labels;        // the model's class index per input pixel
   std::map<std::string, Tensor> floats;       // PipelineOptions::float_outputs (batch of 1)
   std::map<std::string, Geometry> geometry;   // where those maps lie on the image
+  std::vector<nms::Detection> detections;     // PipelineOptions::detect's boxes, class by class
   std::string error;      // non-empty: this frame failed (decoding, planning, finishing)
   StageTimes times;
   int batch = 0;          // frames in the batch it ran in
@@ -88,6 +91,14 @@ struct PipelineOptions {
   std::string plan_cache;  // folder of the plan cache on disk; "" keeps it in memory only
   std::string labels_node = "labels_full";
   std::vector<std::string> float_outputs;  // nodes also fetched as floats for each frame
+  // The sliding-window head on these classes, run by the worker where the scores are (on a GPU:
+  // there, only the boxes fetched; engine/score_map_head.h): Frame::detections.
+  struct Detect {
+    int cls = 0;
+    nms::WindowHeadOptions head;
+  };
+  std::vector<Detect> detect;
+  std::string detect_node = "scores";  // the class scores the head reads
 };
 
 struct PipelineStats {

@@ -567,6 +567,23 @@ __global__ void argmax_nhwc_kernel(const T* x, T* y, int c, size_t pixels) {
   st(y, p, float(best));
 }
 
+// One class's softmax probability over the channels of frame `frame`, as the CPU computes it
+// (engine/labeler.h class_probabilities: exponentials in double after subtracting the maximum),
+// into a float plane: the sliding-window head's input.
+template <typename T>
+__global__ void class_probability_kernel(const T* x, bool nhwc, int c, size_t plane, int frame, int cls,
+                                         float* out) {
+  const size_t p = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (p >= plane) return;
+  const size_t base = nhwc ? (size_t(frame) * plane + p) * c : size_t(frame) * c * plane + p;
+  const size_t step = nhwc ? 1 : plane;
+  float m = ld(x, base);
+  for (int k = 1; k < c; ++k) m = fmaxf(m, ld(x, base + k * step));
+  double sum = 0;
+  for (int k = 0; k < c; ++k) sum += exp(double(ld(x, base + k * step) - m));
+  out[p] = float(exp(double(ld(x, base + cls * step) - m)) / sum);
+}
+
 template <typename T>
 __global__ void softmax_nhwc_kernel(const T* x, T* y, int c, size_t pixels) {
   size_t p = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -757,6 +774,20 @@ void argmax(const TensorView& x, const TensorView& y, cudaStream_t s) {
     });
   }
   SL_LAUNCH_CHECK("argmax kernel");
+}
+
+void class_probability(const TensorView& x, int frame, int cls, float* out, cudaStream_t s) {
+  const Shape& a = x.shape;
+  SL_REQUIRE(frame >= 0 && frame < a.n && cls >= 0 && cls < a.c && supports(x.format), "class probability: frame ",
+             frame, ", class ", cls, " of ", a.str(), " ", x.format.str());
+  const size_t plane = a.plane();
+  if (!plane) return;
+  with_type(x, [&](auto* t) {
+    using T = std::remove_pointer_t<decltype(t)>;
+    class_probability_kernel<<<blocks_for(plane), kThreads, 0, s>>>(
+        x.as<const T>(), x.format.layout == Layout::NHWC, a.c, plane, frame, cls, out);
+  });
+  SL_LAUNCH_CHECK("class probability kernel");
 }
 
 void softmax(const TensorView& x, const TensorView& y, cudaStream_t s) {

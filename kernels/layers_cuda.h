@@ -27,6 +27,9 @@ void argmax(const TensorView& x, const TensorView& y, cudaStream_t s);
 void upsample_argmax(const TensorView& x, const TensorView& y, bool geometry, bool bilinear,
                      const Geometry& gin, const Geometry& gout, cudaStream_t s);
 void softmax(const TensorView& x, const TensorView& y, cudaStream_t s);
+// The softmax probability of class `cls` at each pixel of frame `frame` of x (f32 NCHW or an
+// NHWC type), computed as engine/labeler.h's class_probabilities does, into out (h x w floats).
+void class_probability(const TensorView& x, int frame, int cls, float* out, cudaStream_t s);
 void concat(const std::vector<TensorView>& xs, const TensorView& y, cudaStream_t s);
 // y = act(y + b[c]) in place on an NHWC tensor of any dtype (the cuDNN convolutions' epilogue).
 void bias_act_nhwc(const TensorView& y, const float* b, bool relu, cudaStream_t s);

@@ -210,7 +210,8 @@ class Progress {
 
 std::string times_json(const StageTimes& t) {
   return str_cat("{\"decode\": ", t.decode_ms, ", \"upload\": ", t.upload_ms, ", \"forward\": ",
-                 t.forward_ms, ", \"download\": ", t.download_ms, ", \"finish\": ", t.finish_ms, "}");
+                 t.forward_ms, ", \"download\": ", t.download_ms, ", \"finish\": ", t.finish_ms,
+                 ", \"detect\": ", t.detect_ms, "}");
 }
 
 
@@ -441,7 +442,8 @@ int main(int argc, char** argv) {
       heads.push_back(o);
     }
     po = pipeline_options(cli);
-    if (!detect_classes.empty()) po.float_outputs = {"scores"};
+    // The head runs on the pipeline's workers, where the scores are (on a GPU, there).
+    for (size_t k = 0; k < detect_classes.size(); ++k) po.detect.push_back({detect_classes[k], heads[k]});
     inputs = expand_inputs(cli.positional(), /*videos=*/!detect_only);
     SL_REQUIRE(!inputs.empty(), "no image files found in the given paths");
     // --runtime-fusion auto: compiled fused kernels pay for their compilation (about a second a
@@ -554,16 +556,7 @@ int main(int argc, char** argv) {
       for (const auto& d : hog_pool->detect(f.image)) r.detections.push_back({-1, d.box, d.score});
       return;
     }
-    if (detect_classes.empty()) return;
-    const Tensor& scores = f.floats.at("scores");
-    const Geometry g = f.geometry.at("scores");
-    const auto probs = class_probabilities(scores.view(), detect_classes);
-    for (size_t k = 0; k < detect_classes.size(); ++k)
-      for (const auto& d : nms::detect_windows_cpu(
-               probs[k].data(), scores.shape().h, scores.shape().w, detect_classes[k], heads[k],
-               nms::MapGeometry{g.stride_y, g.stride_x, g.offset_y, g.offset_x}, f.image.width,
-               f.image.height))
-        r.detections.push_back({detect_classes[k], d.box, d.score});
+    for (const auto& d : f.detections) r.detections.push_back({d.cls, d.box, d.score});
   };
   auto hist_text = [&](const std::vector<size_t>& hist, double total) {
     std::vector<int> order(static_cast<size_t>(classes));
@@ -812,7 +805,7 @@ int main(int argc, char** argv) {
         << ",\n  \"interrupted\": " << (interrupted ? "true" : "false") << ",\n  \"wall_s\": " << wall_s
         << ",\n  \"images_per_s\": " << rate << ",\n  \"stage_ms_per_image\": "
         << times_json(StageTimes{total.decode_ms / per, total.upload_ms / per, total.forward_ms / per,
-                                 total.download_ms / per, total.finish_ms / per})
+                                 total.download_ms / per, total.finish_ms / per, total.detect_ms / per})
         << ",\n  \"encode_ms_per_image\": " << encode_total / per << ",\n  \"write_ms_per_image\": "
         << write_total / per << ",\n  \"planning_ms\": " << planning_ms << ",\n  \"first_pass_ms\": " << first_pass_ms
         << ",\n  \"plans\": " << plans

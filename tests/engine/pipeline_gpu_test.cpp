@@ -2,15 +2,19 @@
 // the same backend options) for batch 1, 2, 3 and 1 or 2 streams with the direct convolution,
 // >= 99.9% equal with auto; cuda:all over the GPUs present gives the labels of one GPU; the plan
 // cache restores every plan in a second pipeline with the same labels; batch n equals n single
-// runs for every layer type; a size too large for the GPU fails naming the size and the memory.
+// runs for every layer type; a size too large for the GPU fails naming the size and the memory;
+// the detection head on the GPU (engine/score_map_head.h) gives the CPU head's boxes on the same
+// scores, fp32 and fp16, and the pipeline's GPU workers return them.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 #include <random>
 
 #include "engine/error.h"
 #include "engine/labeler.h"
 #include "engine/pipeline.h"
+#include "engine/score_map_head.h"
 #include "tests/engine/batch_check.h"
 #include "tests/gpu_skip.h"
 #include "weights/default_model.h"
@@ -155,4 +159,93 @@ TEST(PipelineGpu, TooLargeForTheGpuFailsNamingSizeAndMemory) {
   }
   g.plan(1, 64, 64, *gpu);  // and the graph still plans a size that fits
   EXPECT_TRUE(g.planned());
+}
+
+// The head where the scores are: on the GPU from the graph's device scores (f32 NCHW, or f16
+// NHWC), on the CPU from the same scores fetched (fp16 widens exactly): the same boxes and scores
+// bit for bit (the probabilities are computed in double on both; a last-bit difference of exp
+// would show here). Then the pipeline's GPU workers, batch 2: the boxes the same GPU head gives.
+TEST(PipelineGpu, DetectionHeadOnTheGpuEqualsTheCpuHead) {
+  SCENELAB_REQUIRE_GPU();
+  const Model m = make_random_model("reference", 5, 4);
+  nms::WindowHeadOptions head;  // every window a candidate: the random model's maps are flat
+  head.threshold = -1.f;
+  head.min_area = 0;
+  head.nms.max_outputs = 25;
+  const int n = 2, h = 133, w = 171;
+  std::vector<uint8_t> px(size_t(n) * h * w * 3);
+  std::mt19937 rng(5);
+  for (auto& v : px) v = uint8_t(rng() & 255);
+  CpuBackend cpu(2);
+  ScoreMapHead on_cpu(cpu);
+  for (const char* precision : {"fp32", "fp16"}) {
+    SCOPED_TRACE(precision);
+    CudaOptions co;
+    co.precision = precision;
+    auto gpu = make_backend("cuda", 0, co);
+    Graph g(m);
+    PlanIO io;
+    io.u8_input = true;
+    io.keep = {"scores"};
+    g.plan(n, h, w, *gpu, io);
+    g.run_u8(px.data());
+    const Tensor host = g.fetch("scores");
+    ScoreMapHead on_gpu(*gpu);
+    size_t boxes = 0;
+    for (int f = 0; f < n; ++f)
+      for (int cls : {0, 4}) {
+        const auto want = on_cpu.detect(host.view(), f, cls, head, g.geometry_of("scores"), w, h);
+        const auto got = on_gpu.detect(g.output("scores"), f, cls, head, g.geometry_of("scores"), w, h);
+        ASSERT_EQ(got.size(), want.size()) << "frame " << f << " class " << cls;
+        for (size_t k = 0; k < got.size(); ++k) {
+          EXPECT_EQ(std::memcmp(&got[k].box, &want[k].box, sizeof(nms::Box)), 0) << k;
+          EXPECT_EQ(got[k].score, want[k].score) << k;
+          EXPECT_EQ(got[k].cls, cls);
+        }
+        boxes += got.size();
+      }
+    EXPECT_GT(boxes, 40u);
+  }
+  // The pipeline on the GPU: each frame's boxes are the GPU head's on that frame's scores.
+  const auto files = make_files(fs::path(::testing::TempDir()) / "scenelab_pipeline_gpu_detect");
+  std::vector<std::string> big;
+  for (size_t i = 0; i < 3; ++i) {
+    big.push_back(files[i] + ".big.png");
+    Image8 img{171, 133, 3, std::vector<uint8_t>(px.begin() + long(i % 2) * 171 * 133 * 3,
+                                                   px.begin() + long(i % 2 + 1) * 171 * 133 * 3)};
+    save_png(big.back(), img);
+  }
+  PipelineOptions o;
+  o.device = "cuda";
+  o.batch = 2;
+  o.detect = {{0, head}, {4, head}};
+  o.cuda.conv = "direct";  // batch-independent scores (as SameLabelsAsTheSingleImagePath)
+  Pipeline p(m, o);
+  FileSource src(big);
+  size_t reported = 0;
+  CudaOptions direct;
+  direct.conv = "direct";
+  auto gpu = make_backend("cuda", 0, direct);
+  Graph one(m);
+  PlanIO io;
+  io.u8_input = true;
+  io.keep = {"scores"};
+  one.plan(1, h, w, *gpu, io);
+  ScoreMapHead on_gpu(*gpu);
+  p.run(src, nullptr, [&](Frame& f) {
+    ++reported;
+    ASSERT_TRUE(f.error.empty()) << f.error;
+    one.run_u8(f.image.pixels.data());
+    std::vector<nms::Detection> want;
+    for (int cls : {0, 4}) {
+      const auto d = on_gpu.detect(one.output("scores"), 0, cls, head, one.geometry_of("scores"), w, h);
+      want.insert(want.end(), d.begin(), d.end());
+    }
+    ASSERT_EQ(f.detections.size(), want.size()) << f.name;
+    for (size_t k = 0; k < want.size(); ++k) {
+      EXPECT_EQ(std::memcmp(&f.detections[k].box, &want[k].box, sizeof(nms::Box)), 0) << f.name << " " << k;
+      EXPECT_EQ(f.detections[k].score, want[k].score) << f.name << " " << k;
+    }
+  });
+  EXPECT_EQ(reported, big.size());
 }

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -94,6 +95,72 @@ TEST(Pipeline, SameLabelsAsTheSingleImagePathForAnyThreadsAndBatch) {
       EXPECT_EQ(st.frames, in.files.size());
       EXPECT_EQ(st.failed, in.bad.size());
     }
+}
+
+// The detection head on the pipeline's workers (PipelineOptions::detect): for batch 1 and 3, each
+// frame's boxes are those of the single-image path (the scores fetched, class_probabilities,
+// nms::detect_windows_cpu), bit for bit, class after class.
+TEST(Pipeline, DetectionsEqualTheHostHeadOnTheFetchedScores) {
+  const fs::path dir = fs::path(::testing::TempDir()) / "scenelab_pipeline_detect";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  Inputs in;  // large enough for maps of some windows: 160x120 gives 29x19 class scores
+  const int sizes[][2] = {{160, 120}, {160, 120}, {151, 133}, {160, 120}, {160, 120}};
+  for (int i = 0; i < 5; ++i) {
+    in.files.push_back((dir / ("d" + std::to_string(i) + ".png")).string());
+    save_png(in.files.back(), random_image(sizes[i][0], sizes[i][1], 30 + uint32_t(i)));
+  }
+  const Model m = make_random_model("reference", 5, 4);
+  nms::WindowHeadOptions head;  // every window a candidate: the random model's maps are flat
+  head.threshold = -1.f;
+  head.min_area = 0;
+  head.nms.max_outputs = 20;
+  const std::vector<int> classes{1, 3};
+  Labeler single(m, std::make_unique<CpuBackend>(2));
+  std::vector<std::vector<nms::Detection>> want(in.files.size());
+  for (size_t i = 0; i < in.files.size(); ++i) {
+    if (std::find(in.bad.begin(), in.bad.end(), int(i)) != in.bad.end()) continue;
+    const Image8 img = load_image(in.files[i]);
+    single.label(img);
+    int h = 0, w = 0;
+    Geometry g;
+    const auto probs = single.class_probabilities(classes, &h, &w, &g);
+    for (size_t k = 0; k < classes.size(); ++k) {
+      const auto d = nms::detect_windows_cpu(probs[k].data(), h, w, classes[k], head,
+                                             nms::MapGeometry{g.stride_y, g.stride_x, g.offset_y, g.offset_x},
+                                             img.width, img.height);
+      want[i].insert(want[i].end(), d.begin(), d.end());
+    }
+    ASSERT_GT(want[i].size(), 10u);
+  }
+  for (int batch : {1, 3}) {
+    SCOPED_TRACE("batch " + std::to_string(batch));
+    PipelineOptions o;
+    o.device = "cpu";
+    o.threads = 2;
+    o.batch = batch;
+    for (int c : classes) o.detect.push_back({c, head});
+    Pipeline p(m, o);
+    FileSource src(in.files);
+    size_t reported = 0;
+    p.run(src, nullptr, [&](Frame& f) {
+      ++reported;
+      ASSERT_TRUE(f.error.empty()) << f.error;
+      const auto& got = f.detections;
+      ASSERT_EQ(got.size(), want[f.index].size()) << f.name;
+      for (size_t k = 0; k < got.size(); ++k) {
+        EXPECT_EQ(std::memcmp(&got[k].box, &want[f.index][k].box, sizeof(nms::Box)), 0) << f.name << " box " << k;
+        EXPECT_EQ(got[k].score, want[f.index][k].score) << f.name << " box " << k;
+        EXPECT_EQ(got[k].cls, want[f.index][k].cls);
+      }
+    });
+    EXPECT_EQ(reported, in.files.size());
+  }
+  PipelineOptions bad;
+  bad.device = "cpu";
+  bad.detect.push_back({1, head});
+  bad.detect_node = "no_such_node";
+  EXPECT_THROW(Pipeline(m, bad), Error);
 }
 
 namespace {
