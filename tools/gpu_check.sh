@@ -1,8 +1,8 @@
 #!/bin/bash
 # The GPU machine's run, in one call (../shared/gpu/README.md): build, every test (the gpu-labelled
 # ones run there), compute-sanitizer over the GPU tests, then the benchmarks named by $BENCH
-# (space-separated: pipeline peer1080 plan batch gops torch power compile hog nms python cluster
-# soak twoproc allgpus half;
+# (space-separated: pipeline peer1080 plan batch gops torch power compile hog nms detect python
+# cluster soak twoproc allgpus half;
 # default: the first four). Logs go to $OUT
 # (or ./gpu-out), a summary at the end of stdout.
 #   source .gpu/env.sh && tools/gpu_check.sh
@@ -58,10 +58,10 @@ sanitize_one() {  # TOOL FILTER
   local tool=$1 filter=$2 extra=()
   # cuDNN's Hopper kernels use more cuda::barrier objects than the default tracks
   [ "$tool" = synccheck ] || [ "$tool" = racecheck ] && extra=(--num-cuda-barriers 1024)
-  # cuBLAS's and cuDNN's Hopper kernels store their results with TMA bulk copies, which initcheck
-  # does not count as writes unless asked to (else every read of a GEMM's output is reported)
-  [ "$tool" = initcheck ] && compute-sanitizer --help 2>&1 | grep -q -- --check-bulk-copy &&
-    extra=(--check-bulk-copy yes)
+  # cuBLAS's and cuDNN's Hopper kernels may store their results with TMA bulk copies, which
+  # initcheck tracks only when asked to; SANITIZE_EXTRA: more options for every tool
+  [ "$tool" = initcheck ] && extra=(--check-bulk-copy yes)
+  extra+=(${SANITIZE_EXTRA:-})
   local logname="$tool-$(echo "$filter" | tr -c 'A-Za-z0-9\n' '_' | cut -c1-40)"
   timeout -k 5 "${SANITIZE_TIMEOUT:-0}" compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 9 \
     build-gpu/tests/scenelab_gpu_tests --gtest_filter="$filter" >"$OUT/sanitizer-$logname.log" 2>&1
@@ -121,6 +121,20 @@ for b in $BENCH; do
       log "label_image 5050 x 480x360 fp16 --save classes, streams $streams (steady state)"
       python3 tools/peer_pipeline.py --build build-gpu --images "$VAL" --repeat 50 --precision fp16 \
         --save classes --skip-peer -- --streams $streams 2>&1 | tee -a "$OUT/pipeline.log" | tail -2 | tee -a "$OUT/summary.txt"
+    done ;;
+  detect)
+    # 100 val images upscaled to 1920x1080 (JPEG), the detection head on Car and Pedestrian on
+    # the GPU workers: the detect stage's time per image in the JSON report
+    python3 - "$VAL" <<'EOF'
+import cv2, sys, glob, os
+os.makedirs("/tmp/det1080", exist_ok=True)
+for f in sorted(glob.glob(sys.argv[1] + "/*.jpg"))[:100]:
+    cv2.imwrite("/tmp/det1080/" + os.path.basename(f), cv2.resize(cv2.imread(f), (1920, 1080)), [cv2.IMWRITE_JPEG_QUALITY, 90])
+EOF
+    for prec in fp16 fp32; do
+      build-gpu/tools/label_image --precision $prec --detect Car,Pedestrian --save classes --quiet \
+        --out /tmp/det-out --json /tmp/det.json /tmp/det1080 >/dev/null 2>"$OUT/detect-$prec.log"
+      log "label_image --detect Car,Pedestrian, 100 x 1920x1080, $prec: $(report /tmp/det.json images_per_s stage_ms_per_image)"
     done ;;
   nms)
     log "bench_nms: the GPU NMS on clustered boxes, then the sliding-window head at 1920x1080"
