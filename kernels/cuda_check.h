@@ -5,6 +5,8 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <map>
+#include <mutex>
 #include <string>
 #include <utility>
 
@@ -67,6 +69,22 @@ class CudaMemory {
   void* ptr_ = nullptr;
   size_t bytes_ = 0;
 };
+
+// Raises a kernel's dynamic shared memory limit on the current device to at least `bytes`, never
+// lowering it: the limit belongs to the kernel (per device), not to the caller, so a lower value
+// set for one launch made another's, needing more, fail (two GpuNms of different capacities;
+// two threads launching one kernel with different sizes).
+inline void allow_dynamic_smem(const void* kernel, size_t bytes, const char* what) {
+  static std::mutex mu;
+  static std::map<std::pair<int, const void*>, size_t> allowed;  // (device, kernel) -> bytes
+  int device = 0;
+  SL_CUDA_CHECK(cudaGetDevice(&device), what);
+  std::lock_guard<std::mutex> lock(mu);
+  size_t& a = allowed[{device, kernel}];
+  if (bytes <= a) return;
+  SL_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)), what);
+  a = bytes;
+}
 
 struct DeviceAlloc {
   static constexpr const char* name = "cudaMalloc";

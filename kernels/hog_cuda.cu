@@ -490,10 +490,8 @@ void hog_blocks(const TensorView& x, const TensorView& y, int cell, int cells, i
   const int B = cell * cells, ncell = cells * cells;
   if (ncell * bins <= kMaxEntries && B * B <= kMaxBlockPixels && y.shape.h <= 65535 && y.shape.n <= 65535) {
     const size_t smem = blocks_smem_bytes(B * B, ncell * bins);
-    if (smem > 48 * 1024)  // beyond the default: asked for (per device, so at each launch)
-      SL_CUDA_CHECK(cudaFuncSetAttribute(hog_blocks_warp_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         int(smem)),
-                    "hog_blocks: shared memory");
+    if (smem > 48 * 1024)  // beyond the default: asked for
+      allow_dynamic_smem(reinterpret_cast<const void*>(hog_blocks_warp_kernel), smem, "hog_blocks: shared memory");
     // About kBlocksCtas CTAs (or one a row of blocks, where fewer): each builds its pixel table once.
     constexpr int kBlocksCtas = 2048;
     const int gx = (y.shape.w + kWarpsPerCta - 1) / kWarpsPerCta;
@@ -522,9 +520,8 @@ template <int KW>
 void launch_tiled(const TensorView& x, const float* weight, const float* bias, const TensorView& y, int kh,
                   size_t smem, cudaStream_t s) {
   if (smem > 48 * 1024)
-    SL_CUDA_CHECK(cudaFuncSetAttribute(linear_window_tiled_kernel<KW>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       int(smem)),
-                  "linear_window: shared memory");
+    allow_dynamic_smem(reinterpret_cast<const void*>(linear_window_tiled_kernel<KW>), smem,
+                       "linear_window: shared memory");
   const dim3 grid(unsigned((y.shape.w + 31) / 32), unsigned((y.shape.h + kRows - 1) / kRows),
                   unsigned(y.shape.n * y.shape.c));
   linear_window_tiled_kernel<KW><<<grid, kSplit * 32, smem, s>>>(x.f32(), weight, bias, y.f32(), y.shape.c,

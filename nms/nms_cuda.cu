@@ -474,18 +474,16 @@ void GpuNms::reserve(int n) {
   cub_temp_bytes_ = bytes;
   // The scan keeps a tile of the mask and one removed bit per box in shared memory.
   const size_t smem = scan_smem_bytes(cb);
-  int max_smem = 0;
-  SL_CUDA_CHECK(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0),
+  int max_smem = 0, device = 0;
+  SL_CUDA_CHECK(cudaGetDevice(&device), "GpuNms: device");
+  SL_CUDA_CHECK(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
                 "GpuNms: shared memory limit");
   SL_REQUIRE(smem + 1024 <= size_t(max_smem), "GpuNms: capacity ", n,
              " exceeds the on-chip scan limit of this GPU (about ",
              (size_t(max_smem) - 1024 - scan_smem_bytes(0)) / 8 * kBlock, " boxes)");
-  SL_CUDA_CHECK(cudaFuncSetAttribute(scan_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     int(smem)),
-                "GpuNms: scan shared memory");
-  SL_CUDA_CHECK(cudaFuncSetAttribute(rank_count_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     int(kSmallRank * sizeof(unsigned))),
-                "GpuNms: rank shared memory");
+  allow_dynamic_smem(reinterpret_cast<const void*>(scan_kernel), smem, "GpuNms: scan shared memory");
+  allow_dynamic_smem(reinterpret_cast<const void*>(rank_count_kernel), kSmallRank * sizeof(unsigned),
+                     "GpuNms: rank shared memory");
   capacity_ = n;
 }
 

@@ -138,3 +138,44 @@ TEST(NmsGpu, CapacityAndPartitionErrorsAreClear) {
   EXPECT_THROW(nms.oro(in, Options{}, 8, nullptr, nullptr), Error);  // n above Dmax
 }
 #endif
+
+// The scan kernel's shared-memory limit belongs to the kernel, not to a GpuNms: a smaller
+// instance reserved after a larger one must not lower it under the larger one's launches (it
+// did: "scan_kernel: invalid argument" when two pipeline workers' detection heads had grown to
+// different capacities).
+TEST(NmsGpu, InstancesOfDifferentCapacitiesRunInAnyOrder) {
+  SCENELAB_REQUIRE_GPU();
+#ifdef SCENELAB_WITH_CUDA
+  const auto big = scenelab::test::make_box_set(20000, 3, true, 1, 50);
+  const auto small = scenelab::test::make_box_set(100, 4, true, 1, 50);
+  Options o;
+  o.threshold = 0.5f;
+  CudaStream s;
+  auto on_device = [&](const std::vector<Detection>& d, DeviceBuffer& b, DeviceBuffer& sc) {
+    std::vector<float4> bx;
+    std::vector<float> scores;
+    for (const auto& x : d) bx.push_back(make_float4(x.box.x1, x.box.y1, x.box.x2, x.box.y2)), scores.push_back(x.score);
+    b.resize(bx.size() * sizeof(float4));
+    sc.resize(scores.size() * sizeof(float));
+    EXPECT_EQ(cudaMemcpy(b.get(), bx.data(), bx.size() * sizeof(float4), cudaMemcpyHostToDevice), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(sc.get(), scores.data(), scores.size() * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+    return DeviceBoxes{b.get<float4>(), sc.get<float>(), nullptr, int(d.size())};
+  };
+  DeviceBuffer bb, bs, sb, ss, keep(20000 * sizeof(int)), count(sizeof(int));
+  const DeviceBoxes in_big = on_device(big, bb, bs), in_small = on_device(small, sb, ss);
+  GpuNms large(20000);
+  GpuNms little(100);  // reserved after the large one
+  for (int round = 0; round < 2; ++round) {
+    for (const auto* in : {&in_big, &in_small}) {
+      GpuNms& nms = in == &in_big ? large : little;
+      ASSERT_NO_THROW(nms.greedy(*in, o, keep.get<int>(), count.get<int>(), s.get()));
+      int kept = 0;
+      ASSERT_EQ(cudaMemcpyAsync(&kept, count.get(), sizeof(int), cudaMemcpyDeviceToHost, s.get()), cudaSuccess);
+      ASSERT_EQ(cudaStreamSynchronize(s.get()), cudaSuccess);
+      std::vector<int> got(static_cast<size_t>(kept));
+      ASSERT_EQ(cudaMemcpy(got.data(), keep.get(), got.size() * sizeof(int), cudaMemcpyDeviceToHost), cudaSuccess);
+      EXPECT_EQ(got, greedy_nms(in == &in_big ? big : small, o)) << "round " << round;
+    }
+  }
+#endif
+}

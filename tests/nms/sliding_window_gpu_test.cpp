@@ -23,11 +23,12 @@ TEST(SlidingWindowGpu, SameDetectionsAsCpu) {
       for (int y = y0; y < std::min(H, y0 + bh); ++y)
         for (int x = x0; x < std::min(W, x0 + bw); ++x) p[size_t(y) * W + x] = 0.7f + 0.3f * u(rng);
     }
-    for (float weight : {0.f, 0.03f}) {  // objectness alone, every size; the default minimum area, weighted
+    for (float weight : {0.f, 0.03f}) {  // objectness alone, every size; a minimum area, weighted
       WindowHeadOptions o;
       o.nms.max_outputs = -1;
       o.threshold = 0.1f;  // many candidates: the NMS has work too
-      if (weight == 0.f) o.min_area = 0;
+      o.nms.threshold = 0.3f;
+      o.min_area = weight == 0.f ? 0.f : 200.f;
       o.size_weight = weight;
       MapGeometry g{4, 4, 1.5, 1.5};
       auto want = detect_windows_cpu(p.data(), H, W, 2, o, g, W * 4, H * 4);
