@@ -53,7 +53,7 @@ log "cpu tests: $(grep -E 'tests passed|tests failed' "$OUT/ctest-cpu.log")"
 grep -E "\(Failed\)" "$OUT/ctest-cpu.log" | head
 
 # SANITIZE_PARALLEL=1: the entries run at once (each its own process on the one GPU), so that
-# slow tools share one time limit.
+# slow tools share one time limit. Tests that read SCENELAB_TEST_QUICK run a smaller set there.
 sanitize_one() {  # TOOL FILTER
   local tool=$1 filter=$2 extra=()
   # cuDNN's Hopper kernels use more cuda::barrier objects than the default tracks
@@ -63,7 +63,7 @@ sanitize_one() {  # TOOL FILTER
   [ "$tool" = initcheck ] && extra=(--check-bulk-copy yes)
   extra+=(${SANITIZE_EXTRA:-})
   local logname="$tool-$(echo "$filter" | tr -c 'A-Za-z0-9\n' '_' | cut -c1-40)"
-  timeout -k 5 "${SANITIZE_TIMEOUT:-0}" compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 9 \
+  SCENELAB_TEST_QUICK=1 timeout -k 5 "${SANITIZE_TIMEOUT:-0}" compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 9 \
     build-gpu/tests/scenelab_gpu_tests --gtest_filter="$filter" >"$OUT/sanitizer-$logname.log" 2>&1
   log "compute-sanitizer $tool ${extra[*]} ($filter) rc=$? $(grep -E 'ERROR SUMMARY|PASSED|FAILED' "$OUT/sanitizer-$logname.log" | tr '\n' ' ')"
 }
