@@ -28,7 +28,7 @@ TEST(SlidingWindowGpu, SameDetectionsAsCpu) {
       o.nms.max_outputs = -1;
       o.threshold = 0.1f;  // many candidates: the NMS has work too
       o.nms.threshold = 0.3f;
-      o.min_area = weight == 0.f ? 0.f : 200.f;
+      o.min_area = weight == 0.f ? 0.f : 100.f;
       o.size_weight = weight;
       MapGeometry g{4, 4, 1.5, 1.5};
       auto want = detect_windows_cpu(p.data(), H, W, 2, o, g, W * 4, H * 4);
