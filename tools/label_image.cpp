@@ -65,7 +65,7 @@ const char* kUsage =
     "  --detect CLASS[,..]  sliding-window detection of these classes (names or indices):\n"
     "                       boxes go into the JSON report and onto the overlay\n"
     "  --det-threshold F    minimum objectness of a window (default: the model's per-class\n"
-    "                       setting, else 0.4; with --detector hog: the SVM score, default 0)\n"
+    "                       setting, else 0.3; with --detector hog: the SVM score, default 0)\n"
     "  --detector D         convnet (default: windows over the labelling model's class map)\n"
     "                       | hog (Dalal-Triggs HOG + linear SVM over an image pyramid,\n"
     "                       weights/hog-people.h5: class 'person') | FILE.h5 (such a model)\n"

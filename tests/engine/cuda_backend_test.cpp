@@ -522,34 +522,60 @@ TEST(CudaBackend, PlannerFusesPoolAndArgmax) {
 
 #ifdef SCENELAB_WITH_CUDA
 // cuBLAS writes every element of a GEMM's output: C is fresh device memory (never written by
-// us), the product read back equals a float64 reference. compute-sanitizer's initcheck still
-// reports the read-back as uninitialised where it does not see cuBLAS's stores (docs/RELIABILITY.md:
-// why its reports on the GEMM convolutions are the tool's, not ours).
+// us), the product read back equals a float64 reference, for the GEMMs of the convolutions
+// (conv2d_gemm's band shapes: fp32, TF32 and fp16 inputs into fp32). compute-sanitizer's initcheck
+// reporting the read-back as uninitialised would show a store it does not see (docs/RELIABILITY.md:
+// the reports on the GEMM convolutions).
 TEST(CudaBackend, CublasWritesEveryElementOfItsOutput) {
   SCENELAB_REQUIRE_GPU();
-  const int M = 333, N = 64, K = 147;  // column-major C (M x N) = A (M x K) B (K x N)
-  std::mt19937 rng(12);
-  std::uniform_real_distribution<float> u(-1.f, 1.f);
-  std::vector<float> a(size_t(M) * K), b(size_t(K) * N), c(size_t(M) * N);
-  for (auto& v : a) v = u(rng);
-  for (auto& v : b) v = u(rng);
-  DeviceBuffer da(a.size() * sizeof(float)), db(b.size() * sizeof(float)), dc(c.size() * sizeof(float));
-  ASSERT_EQ(cudaMemcpy(da.get(), a.data(), a.size() * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
-  ASSERT_EQ(cudaMemcpy(db.get(), b.data(), b.size() * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
-  cublasHandle_t h = nullptr;
-  ASSERT_EQ(cublasCreate(&h), CUBLAS_STATUS_SUCCESS);
-  const float one = 1.f, zero = 0.f;
-  EXPECT_EQ(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, M, N, K, &one, da.get<float>(), M, db.get<float>(), K, &zero,
-                        dc.get<float>(), M),
-            CUBLAS_STATUS_SUCCESS);
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  cublasDestroy(h);
-  ASSERT_EQ(cudaMemcpy(c.data(), dc.get(), c.size() * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
-  for (int j = 0; j < N; ++j)
-    for (int i = 0; i < M; ++i) {
-      double want = 0;
-      for (int k = 0; k < K; ++k) want += double(a[size_t(k) * M + i]) * b[size_t(j) * K + k];
-      ASSERT_NEAR(c[size_t(j) * M + i], want, 1e-4 * (1 + std::abs(want))) << i << "," << j;
+  struct Case {
+    int M, N, K;
+    const char* mode;
+  };
+  for (const Case& t : {Case{333, 64, 147, "fp32"}, Case{2304, 64, 784, "fp32"}, Case{2304, 256, 3136, "tf32"},
+                        Case{2304, 64, 784, "fp16"}}) {
+    SCOPED_TRACE(std::string(t.mode) + " " + std::to_string(t.M) + "x" + std::to_string(t.N) + "x" + std::to_string(t.K));
+    const int M = t.M, N = t.N, K = t.K;  // column-major C (M x N) = A (M x K) B (K x N)
+    const bool half = std::string(t.mode) == "fp16";
+    std::mt19937 rng(12);
+    std::uniform_real_distribution<float> u(-1.f, 1.f);
+    std::vector<float> a(size_t(M) * K), b(size_t(K) * N), c(size_t(M) * N);
+    for (auto& v : a) v = half ? half_to_float(float_to_half(u(rng))) : u(rng);
+    for (auto& v : b) v = half ? half_to_float(float_to_half(u(rng))) : u(rng);
+    std::vector<uint16_t> ah(a.size()), bh(b.size());
+    for (size_t i = 0; i < a.size(); ++i) ah[i] = float_to_half(a[i]);
+    for (size_t i = 0; i < b.size(); ++i) bh[i] = float_to_half(b[i]);
+    const size_t es = half ? 2 : 4;
+    DeviceBuffer da(a.size() * es), db(b.size() * es), dc(c.size() * sizeof(float));
+    ASSERT_EQ(cudaMemcpy(da.get(), half ? (const void*)ah.data() : a.data(), a.size() * es, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(db.get(), half ? (const void*)bh.data() : b.data(), b.size() * es, cudaMemcpyHostToDevice), cudaSuccess);
+    cublasHandle_t h = nullptr;
+    ASSERT_EQ(cublasCreate(&h), CUBLAS_STATUS_SUCCESS);
+    if (std::string(t.mode) == "tf32") {
+      ASSERT_EQ(cublasSetMathMode(h, CUBLAS_TF32_TENSOR_OP_MATH), CUBLAS_STATUS_SUCCESS);
     }
+    const float one = 1.f, zero = 0.f;
+    if (half)
+      EXPECT_EQ(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, M, N, K, &one, da.get(), CUDA_R_16F, M, db.get(), CUDA_R_16F,
+                             K, &zero, dc.get(), CUDA_R_32F, M, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                CUBLAS_STATUS_SUCCESS);
+    else
+      EXPECT_EQ(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, M, N, K, &one, da.get<float>(), M, db.get<float>(), K,
+                            &zero, dc.get<float>(), M),
+                CUBLAS_STATUS_SUCCESS);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    cublasDestroy(h);
+    ASSERT_EQ(cudaMemcpy(c.data(), dc.get(), c.size() * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+    const double tol = std::string(t.mode) == "tf32" ? 2e-3 : 1e-5;  // TF32 rounds the inputs to 10 bits
+    for (int j = 0; j < N; ++j)
+      for (int i = 0; i < M; ++i) {
+        double want = 0, mag = 0;
+        for (int k = 0; k < K; ++k) {
+          const double p = double(a[size_t(k) * M + i]) * b[size_t(j) * K + k];
+          want += p, mag += std::abs(p);
+        }
+        ASSERT_NEAR(c[size_t(j) * M + i], want, tol * (1 + mag)) << i << "," << j;
+      }
+  }
 }
 #endif
