@@ -4,6 +4,7 @@
 // the scores; on the CPU from the scores in host memory (class_probabilities, then
 // nms::detect_windows_cpu). Both compute the probabilities as class_probabilities does.
 #pragma once
+#include <memory>
 #include <vector>
 
 #include "engine/backend.h"
