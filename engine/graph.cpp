@@ -354,8 +354,10 @@ void Graph::plan(int n, int h, int w, const Backend& backend, const PlanIO& io) 
       const Node& node = *nodes_[size_t(st.node)];
       std::vector<Shape> shapes;
       for (int k : st.in_values) shapes.push_back(k < 0 ? input_shape_ : values_[size_t(k)].shape);
-      workspace_floats_ =
-          std::max(workspace_floats_, node.layer->workspace_floats(shapes, node.shape, backend));
+      workspace_floats_ = std::max(workspace_floats_,
+                                   node.epilogue.empty()
+                                       ? node.layer->workspace_floats(shapes, node.shape, backend)
+                                       : node.layer->fused_workspace_floats(node.epilogue, shapes, node.shape, backend));
       if (node.alias_of >= -1) continue;
       v = st.node;
     }

@@ -105,6 +105,12 @@ class Layer {
                                   const Backend& /*backend*/) const {
     return 0;
   }
+  // Scratch memory when `chain` is fused into this layer (ForwardArgs::epilogue, which can_fuse
+  // accepted): by default what the layer needs alone.
+  virtual size_t fused_workspace_floats(const std::vector<Epilogue>& /*chain*/, const std::vector<Shape>& in,
+                                        const Shape& out, const Backend& backend) const {
+    return workspace_floats(in, out, backend);
+  }
   // Operations by the paper's metric (2 x multiply-adds of conv layers); 0 for others.
   virtual double ops(const std::vector<Shape>& /*in*/, const Shape& /*out*/) const { return 0; }
   // The format this layer computes in on this backend, given its inputs' formats: inputs in

@@ -272,25 +272,33 @@ __global__ void upsample_nhwc_kernel(const T* x, T* y, int c, int hi, int wi, in
 // a 2R margin (zero outside the image), its local mean on a margin of R (horizontal then vertical
 // Gaussian, each divided by the window's mass inside the image), the centred values (zero
 // outside), and the local variance on the tile. Each 1-D pass is a sliding window in registers
-// (kSeg outputs a thread from kSeg + 2R loads). Pass 1 writes the centred values and the local
-// deviations sd and adds each tile's sd in double (per-block partial sums, then added in a fixed
-// order: bit-identical runs); pass 2, one thread an output element, writes
-// y = c / max(sd, mean(sd), eps), standardised, in the output's format.
-constexpr int kLcnW = 32, kLcnH = 16, kSeg = 4;
+// (kSeg outputs a thread from kSeg + 2R loads); in the horizontal passes a warp's lanes take
+// consecutive rows and in the vertical ones consecutive columns, and the rows' pitches are odd,
+// so that no two lanes of a load meet in one shared-memory bank. Pass 1 writes the centred values
+// and the local deviations sd and adds each tile's sd in double (per-block partial sums, then
+// added in a fixed order: bit-identical runs); pass 2, one thread a pixel (every channel),
+// writes y = c / max(sd, mean(sd), eps), standardised, in the output's format.
+// (A 64 x 32 tile: 79 multiply-adds an output pixel and channel against 112 for 32 x 16, whose
+// kernel took 189 us of a 1920x1080 fp16 pass on the H100, by Nsight Compute.)
+constexpr int kLcnW = 64, kLcnH = 32, kSeg = 8, kLcnThreads = 256;
 
 template <int R>
 struct LcnSmem {
   static constexpr int XW = kLcnW + 4 * R, XH = kLcnH + 4 * R;  // the channel, margin 2R
   static constexpr int MW = kLcnW + 2 * R, MH = kLcnH + 2 * R;  // mean and centred, margin R
-  float x[XH * XW];
-  float t[XH * MW];      // horizontal pass of x
-  float c[MH * MW];      // the centred values (x less its local mean)
-  float q[MH * kLcnW];   // horizontal pass of c^2
+  static constexpr int XP = XW | 1, MP = MW | 1, QP = kLcnW | 1;  // odd row pitches
+  union {
+    float x[XH * XP];   // the channel
+    float q[MH * QP];   // horizontal pass of c^2 (once the centred values are made, x is spent)
+  };
+  float t[XH * MP];      // horizontal pass of x
+  float c[MH * MP];      // the centred values (x less its local mean)
   float cx[XW], cy[XH];  // 1 / (window mass inside the image) per column / row of the x region
   float g[2 * R + 1];
 };
 
-// out[i] = sum_k g[k] * in[i + k * step], i over kSeg consecutive outputs from `in` (stride step).
+// out[i] = sum_k g[k] * in[i + k * step], i over kSeg consecutive outputs from `in` (stride
+// step); `count` (<= kSeg) outputs are wanted, loads beyond them are not made.
 template <int R>
 __device__ __forceinline__ void slide(const float* in, int step, const float* g, float (&out)[kSeg], int count) {
   float v[kSeg + 2 * R];
@@ -306,7 +314,7 @@ __device__ __forceinline__ void slide(const float* in, int step, const float* g,
 }
 
 // The variance of channel `ch` of image b over the block's tile into var (kLcnH x kLcnW, in
-// registers of the threads: each thread up to kSeg values of one column, `col` and `row0`).
+// registers of the threads: each thread kSeg values of one column, `col` and `row0`).
 // Returns false for threads without a column segment. Also leaves the centred values in S.c.
 template <int R>
 __device__ bool lcn_tile(const float* x, int C, int H, int W, int b, int ch, int y0, int x0,
@@ -314,41 +322,48 @@ __device__ bool lcn_tile(const float* x, int C, int H, int W, int b, int ch, int
   using L = LcnSmem<R>;
   const float* src = x + (size_t(b) * C + ch) * size_t(H) * W;
   for (int i = threadIdx.x; i < L::XH * L::XW; i += blockDim.x) {
-    const int yy = y0 - 2 * R + i / L::XW, xx = x0 - 2 * R + i % L::XW;
-    S.x[i] = (yy >= 0 && yy < H && xx >= 0 && xx < W) ? src[size_t(yy) * W + xx] : 0.f;
+    const int r = i / L::XW, j = i % L::XW;
+    const int yy = y0 - 2 * R + r, xx = x0 - 2 * R + j;
+    S.x[r * L::XP + j] = (yy >= 0 && yy < H && xx >= 0 && xx < W) ? src[size_t(yy) * W + xx] : 0.f;
   }
   __syncthreads();
-  // t = horizontal blur of x at the mean's columns (x region column j + R), every x row.
+  // t = horizontal blur of x at the mean's columns (x region column j + R), every x row; lanes
+  // take consecutive rows of one segment.
   constexpr int TS = (L::MW + kSeg - 1) / kSeg;
   for (int i = threadIdx.x; i < L::XH * TS; i += blockDim.x) {
-    const int r = i / TS, j0 = (i % TS) * kSeg, n = min(kSeg, L::MW - j0);
+    const int r = i % L::XH, j0 = (i / L::XH) * kSeg, n = min(kSeg, L::MW - j0);
     float o[kSeg];
-    slide<R>(S.x + r * L::XW + j0, 1, S.g, o, n);
-    for (int k = 0; k < n; ++k) S.t[r * L::MW + j0 + k] = o[k] * S.cx[j0 + k + R];
+    slide<R>(S.x + r * L::XP + j0, 1, S.g, o, n);
+#pragma unroll
+    for (int k = 0; k < kSeg; ++k)
+      if (k < n) S.t[r * L::MP + j0 + k] = o[k] * S.cx[j0 + k + R];
   }
   __syncthreads();
-  // c = x - vertical blur of t (the mean), zero outside the image; rows of the mean's region.
+  // c = x - vertical blur of t (the mean), zero outside the image; rows of the mean's region,
+  // lanes on consecutive columns.
   constexpr int MS = (L::MH + kSeg - 1) / kSeg;
   for (int i = threadIdx.x; i < L::MW * MS; i += blockDim.x) {
     const int j = i % L::MW, r0 = (i / L::MW) * kSeg, n = min(kSeg, L::MH - r0);
     float o[kSeg];
-    slide<R>(S.t + r0 * L::MW + j, L::MW, S.g, o, n);
+    slide<R>(S.t + r0 * L::MP + j, L::MP, S.g, o, n);
     const int xx = x0 - R + j;
-    for (int k = 0; k < n; ++k) {
+#pragma unroll
+    for (int k = 0; k < kSeg; ++k) {
+      if (k >= n) break;
       const int yy = y0 - R + r0 + k;
       const bool in = yy >= 0 && yy < H && xx >= 0 && xx < W;
-      S.c[(r0 + k) * L::MW + j] = in ? S.x[(r0 + k + R) * L::XW + j + R] - o[k] * S.cy[r0 + k + R] : 0.f;
+      S.c[(r0 + k) * L::MP + j] = in ? S.x[(r0 + k + R) * L::XP + j + R] - o[k] * S.cy[r0 + k + R] : 0.f;
     }
   }
-  __syncthreads();
-  // q = horizontal blur of c^2 at the tile's columns, rows of the mean's region.
+  __syncthreads();  // x is spent: q takes its place
+  // q = horizontal blur of c^2 at the tile's columns, rows of the mean's region; lanes on rows.
   constexpr int QS = kLcnW / kSeg;
   for (int i = threadIdx.x; i < L::MH * QS; i += blockDim.x) {
-    const int r = i / QS, j0 = (i % QS) * kSeg;
+    const int r = i % L::MH, j0 = (i / L::MH) * kSeg;
     float v[kSeg + 2 * R];
 #pragma unroll
     for (int k = 0; k < kSeg + 2 * R; ++k) {
-      const float cv = S.c[r * L::MW + j0 + k];
+      const float cv = S.c[r * L::MP + j0 + k];
       v[k] = cv * cv;
     }
 #pragma unroll
@@ -356,16 +371,17 @@ __device__ bool lcn_tile(const float* x, int C, int H, int W, int b, int ch, int
       float acc = 0;
 #pragma unroll
       for (int k = 0; k <= 2 * R; ++k) acc += S.g[k] * v[o + k];
-      S.q[r * kLcnW + j0 + o] = acc * S.cx[j0 + o + 2 * R];
+      S.q[r * L::QP + j0 + o] = acc * S.cx[j0 + o + 2 * R];
     }
   }
   __syncthreads();
   // var = vertical blur of q on the tile: thread -> (column, kSeg rows).
   constexpr int VS = kLcnH / kSeg;
+  static_assert(kLcnW * VS <= kLcnThreads, "one vertical segment a thread");
   if (int(threadIdx.x) >= kLcnW * VS) return false;
   col = threadIdx.x % kLcnW;
   row0 = (threadIdx.x / kLcnW) * kSeg;
-  slide<R>(S.q + row0 * kLcnW + col, kLcnW, S.g, var, kSeg);
+  slide<R>(S.q + row0 * L::QP + col, L::QP, S.g, var, kSeg);
 #pragma unroll
   for (int k = 0; k < kSeg; ++k) var[k] *= S.cy[row0 + k + 2 * R];
   return true;
@@ -409,7 +425,7 @@ __device__ void lcn_setup(LcnSmem<R>& S, const Taps& taps, int H, int W, int y0,
 }
 
 template <int R>
-__global__ void __launch_bounds__(256) lcn_sd_sum_kernel(const float* x, int C, int H, int W, Taps taps,
+__global__ void __launch_bounds__(kLcnThreads) lcn_sd_sum_kernel(const float* x, int C, int H, int W, Taps taps,
                                                          float* cen, float* sd, double* partial) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   LcnSmem<R>& S = *reinterpret_cast<LcnSmem<R>*>(smem_raw);
@@ -426,7 +442,7 @@ __global__ void __launch_bounds__(256) lcn_sd_sum_kernel(const float* x, int C, 
       for (int k = 0; k < kSeg; ++k)
         if (y0 + row0 + k < H && x0 + col < W) {
           const float d = sqrtf(fmaxf(var[k], 0.f));
-          cen[at + size_t(k) * W] = S.c[(row0 + k + R) * LcnSmem<R>::MW + col + R];
+          cen[at + size_t(k) * W] = S.c[(row0 + k + R) * LcnSmem<R>::MP + col + R];
           sd[at + size_t(k) * W] = d;
           acc += double(d);
         }
@@ -444,21 +460,20 @@ __global__ void __launch_bounds__(256) lcn_sd_sum_kernel(const float* x, int C, 
 }
 
 // y (n x C x H x W in T's layout: f32 NCHW, or NHWC of any type) = c / max(sd, thr), standardised:
-// one thread an output element, from pass 1's centred values and deviations (f32 NCHW).
+// one thread a pixel of image blockIdx.y, every channel (C <= 4), from pass 1's centred values and
+// deviations (f32 NCHW); no integer division.
 template <typename T>
-__global__ void lcn_apply_kernel(const float* cen, const float* sdv, T* y, bool nhwc, int C, size_t plane,
-                                 const double* sums, float eps, const float* mean, const float* sdev,
-                                 size_t total) {
-  const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= total) return;
-  size_t b, p;
-  int ch;
-  if (nhwc) ch = int(i % C), p = (i / C) % plane, b = i / (size_t(C) * plane);
-  else p = i % plane, ch = int((i / plane) % C), b = i / (size_t(C) * plane);
-  const size_t at = (b * C + ch) * plane + p;
-  const float thr = fmaxf(float(sums[b * C + ch] / double(plane)), eps);
-  const float v = cen[at] / fmaxf(sdv[at], thr);
-  st(y, i, mean ? (v - mean[ch]) * (1.f / sdev[ch]) : v);
+__global__ void lcn_apply_kernel(const float* cen, const float* sdv, T* y, bool nhwc, int C, unsigned plane,
+                                 const double* sums, float eps, const float* mean, const float* sdev) {
+  const unsigned p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p >= plane) return;
+  const size_t b = blockIdx.y;
+  for (int ch = 0; ch < C; ++ch) {
+    const size_t at = (b * C + ch) * plane + p;
+    const float thr = fmaxf(float(sums[b * C + ch] / double(plane)), eps);
+    const float v = cen[at] / fmaxf(sdv[at], thr);
+    st(y, nhwc ? (b * plane + p) * C + ch : at, mean ? (v - mean[ch]) * (1.f / sdev[ch]) : v);
+  }
 }
 
 // 2-byte types with channels a multiple of 8: one thread 8 channels of an output pixel (its taps
@@ -496,16 +511,21 @@ __global__ void upsample_nhwc8_kernel(const T* x, T* y, int c, int hi, int wi, i
 
 // 2-byte types with channels a multiple of 8: one thread 8 channels of an output pixel, 16-byte
 // loads and stores (the pools after cuDNN's convolutions read 16..64 channels a pixel).
-template <typename T>
+// With bias (the channels', float) and relu: y = act(max + bias), which equals pooling act(x + b)
+// as the unfused layers do, bit for bit (adding a constant and rounding are monotonic), from a
+// convolution's raw output (bias_relu_maxpool).
+template <typename T, typename Idx>
 __global__ void maxpool_nhwc8_kernel(const T* x, T* y, int c, int h, int w, int ho, int wo, int k,
-                                     int s, size_t total) {
-  size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;  // one 8-channel group
+                                     int s, Idx total, const float* bias = nullptr, bool relu = false) {
+  const Idx i = Idx(blockIdx.x) * blockDim.x + threadIdx.x;  // one 8-channel group
   if (i >= total) return;
-  const int groups = c / 8;
+  const Idx groups = Idx(c / 8);
   const int cg = int(i % groups);
-  const size_t pix = i / groups;
-  const int ox = int(pix % wo), oy = int((pix / wo) % ho);
-  const size_t b = pix / (size_t(wo) * ho);
+  const Idx pix = i / groups;
+  const int ox = int(pix % Idx(wo));
+  const Idx row = pix / Idx(wo);  // b * ho + oy
+  const int oy = int(row % Idx(ho));
+  const size_t b = size_t(row / Idx(ho));
   float m[8];
   for (int q = 0; q < 8; ++q) m[q] = -FLT_MAX * 2;
   for (int dy = 0; dy < k; ++dy)
@@ -515,21 +535,26 @@ __global__ void maxpool_nhwc8_kernel(const T* x, T* y, int c, int h, int w, int 
       const T* e = reinterpret_cast<const T*>(&v);
       for (int q = 0; q < 8; ++q) m[q] = fmaxf(m[q], ld(e, q));
     }
+  if (bias)
+    for (int q = 0; q < 8; ++q) m[q] += bias[8 * cg + q];
+  if (relu)
+    for (int q = 0; q < 8; ++q) m[q] = fmaxf(m[q], 0.f);
   uint4 out;
   T* o = reinterpret_cast<T*>(&out);
   for (int q = 0; q < 8; ++q) st(o, q, m[q]);
-  *reinterpret_cast<uint4*>(y + pix * c + 8 * size_t(cg)) = out;
+  *reinterpret_cast<uint4*>(y + size_t(pix) * c + 8 * size_t(cg)) = out;
 }
 
 // One thread an output pixel: its taps once, every channel resampled in float and compared.
 template <typename T>
 __global__ void upsample_argmax_kernel(const T* x, T* y, int c, int hi, int wi, int ho, int wo,
                                        bool nhwc, bool geometry, bool bilinear, Geometry gi,
-                                       Geometry go, size_t total) {
-  size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= total) return;
-  const int ox = int(i % wo), oy = int((i / wo) % ho);
-  const size_t b = i / (size_t(wo) * ho);
+                                       Geometry go) {
+  // grid: (columns / blockDim.x, ho, n): no integer division
+  const int ox = int(blockIdx.x * blockDim.x + threadIdx.x), oy = int(blockIdx.y);
+  if (ox >= wo) return;
+  const size_t b = blockIdx.z;
+  const size_t i = (b * ho + size_t(oy)) * wo + size_t(ox);
   const UpsampleTap t = upsample_tap(oy, hi, ho, geometry, bilinear, gi.offset_y, gi.stride_y,
                                      go.offset_y, go.stride_y);
   const UpsampleTap u = upsample_tap(ox, wi, wo, geometry, bilinear, gi.offset_x, gi.stride_x,
@@ -618,6 +643,23 @@ __global__ void concat_nhwc_kernel(const T* x, int cx, T* y, int cy, int off, si
   y[p * cy + off + (i % cx)] = x[i];
 }
 
+// 2-byte types, c a multiple of 8: 8 channels (16 bytes) a thread, in place. Idx: 32-bit where
+// the group count fits (no 64-bit division for the channel group).
+template <typename T, typename Idx>
+__global__ void bias_act_nhwc8_kernel(T* y, const float* b, Idx groups_per_pixel, Idx groups, bool relu) {
+  const Idx i = Idx(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= groups) return;
+  uint4 v = reinterpret_cast<uint4*>(y)[i];
+  T* e = reinterpret_cast<T*>(&v);
+  const float* bg = b ? b + 8 * (i % groups_per_pixel) : nullptr;
+#pragma unroll
+  for (int q = 0; q < 8; ++q) {
+    const float r = ld(e, q) + (bg ? bg[q] : 0.f);
+    st(e, q, relu ? fmaxf(r, 0.f) : r);
+  }
+  reinterpret_cast<uint4*>(y)[i] = v;
+}
+
 template <typename T>
 __global__ void bias_act_nhwc_kernel(T* y, const float* b, int c, size_t total, bool relu) {
   size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -690,8 +732,12 @@ void maxpool2d(const TensorView& x, const TensorView& y, int k, int stride, cuda
   } else if (vector8(x, y, a.c)) {
     with_type(y, [&](auto* t) {
       using T = std::remove_pointer_t<decltype(t)>;
-      maxpool_nhwc8_kernel<<<blocks_for(n / 8), kThreads, 0, s>>>(x.as<const T>(), y.as<T>(), a.c, a.h,
-                                                                  a.w, b.h, b.w, k, stride, n / 8);
+      if (n / 8 < (size_t(1) << 31))
+        maxpool_nhwc8_kernel<T, unsigned><<<blocks_for(n / 8), kThreads, 0, s>>>(
+            x.as<const T>(), y.as<T>(), a.c, a.h, a.w, b.h, b.w, k, stride, unsigned(n / 8));
+      else
+        maxpool_nhwc8_kernel<T, size_t><<<blocks_for(n / 8), kThreads, 0, s>>>(
+            x.as<const T>(), y.as<T>(), a.c, a.h, a.w, b.h, b.w, k, stride, n / 8);
     });
   } else {
     with_type(y, [&](auto* t) {
@@ -701,6 +747,29 @@ void maxpool2d(const TensorView& x, const TensorView& y, int k, int stride, cuda
     });
   }
   SL_LAUNCH_CHECK("maxpool2d kernel");
+}
+
+bool bias_relu_maxpool_supported(const TensorView& x, const TensorView& y) {
+  return vector8(x, y, x.shape.c) && x.format == y.format;
+}
+
+void bias_relu_maxpool(const TensorView& x, const float* b, bool relu, const TensorView& y, int k, int stride,
+                       cudaStream_t s) {
+  SL_REQUIRE(bias_relu_maxpool_supported(x, y), "bias + ReLU + max-pool: no kernel for ", x.format.str(), " ",
+             x.shape.str());
+  const Shape &a = x.shape, &o = y.shape;
+  const size_t n = o.numel();
+  if (!n) return;
+  with_type(y, [&](auto* t) {
+    using T = std::remove_pointer_t<decltype(t)>;
+    if (n / 8 < (size_t(1) << 31))
+      maxpool_nhwc8_kernel<T, unsigned><<<blocks_for(n / 8), kThreads, 0, s>>>(
+          x.as<const T>(), y.as<T>(), a.c, a.h, a.w, o.h, o.w, k, stride, unsigned(n / 8), b, relu);
+    else
+      maxpool_nhwc8_kernel<T, size_t><<<blocks_for(n / 8), kThreads, 0, s>>>(
+          x.as<const T>(), y.as<T>(), a.c, a.h, a.w, o.h, o.w, k, stride, n / 8, b, relu);
+  });
+  SL_LAUNCH_CHECK("bias + ReLU + max-pool kernel");
 }
 
 void downscale(const TensorView& x, const TensorView& y, int f, cudaStream_t s) {
@@ -752,11 +821,12 @@ void upsample_argmax(const TensorView& x, const TensorView& y, bool geometry, bo
   SL_REQUIRE(b.c == 1 && b.n == a.n, "upsample + argmax: output ", b.str(), " for input ", a.str());
   const size_t n = b.numel();
   if (!n) return;
+  SL_REQUIRE(b.h <= 65535 && b.n <= 65535, "upsample + argmax: output ", b.str(), " is too large");
   with_type(y, [&](auto* t) {
     using T = std::remove_pointer_t<decltype(t)>;
-    upsample_argmax_kernel<<<blocks_for(n), kThreads, 0, s>>>(
+    upsample_argmax_kernel<<<dim3(blocks_for(size_t(b.w)), unsigned(b.h), unsigned(b.n)), kThreads, 0, s>>>(
         x.as<const T>(), y.as<T>(), a.c, a.h, a.w, b.h, b.w, x.format.layout == Layout::NHWC, geometry,
-        bilinear, gin, gout, n);
+        bilinear, gin, gout);
   });
   SL_LAUNCH_CHECK("upsample + argmax kernel");
 }
@@ -840,10 +910,24 @@ void bias_act_nhwc(const TensorView& y, const float* b, bool relu, cudaStream_t 
   SL_REQUIRE(y.format.layout == Layout::NHWC, "bias_act_nhwc on ", y.format.str());
   const size_t n = y.shape.numel();
   if (!n || (!b && !relu)) return;
-  with_type(y, [&](auto* t) {
-    using T = std::remove_pointer_t<decltype(t)>;
-    bias_act_nhwc_kernel<<<blocks_for(n), kThreads, 0, s>>>(y.as<T>(), b, y.shape.c, n, relu);
-  });
+  const int c = y.shape.c;
+  if (dtype_bytes(y.format.dtype) == 2 && c % 8 == 0 && reinterpret_cast<uintptr_t>(y.data) % 16 == 0) {
+    const size_t groups = n / 8;
+    with_type(y, [&](auto* t) {
+      using T = std::remove_pointer_t<decltype(t)>;
+      if (groups < (size_t(1) << 31))
+        bias_act_nhwc8_kernel<T, unsigned><<<blocks_for(groups), kThreads, 0, s>>>(
+            y.as<T>(), b, unsigned(c / 8), unsigned(groups), relu);
+      else
+        bias_act_nhwc8_kernel<T, size_t><<<blocks_for(groups), kThreads, 0, s>>>(y.as<T>(), b, size_t(c / 8),
+                                                                                 groups, relu);
+    });
+  } else {
+    with_type(y, [&](auto* t) {
+      using T = std::remove_pointer_t<decltype(t)>;
+      bias_act_nhwc_kernel<<<blocks_for(n), kThreads, 0, s>>>(y.as<T>(), b, c, n, relu);
+    });
+  }
   SL_LAUNCH_CHECK("NHWC bias/ReLU epilogue");
 }
 
@@ -908,6 +992,7 @@ void contrast_norm_fused(const float* x, const TensorView& y, const float* kerne
              " channels");
   SL_REQUIRE(is_nchw_f32(y) || (y.format.layout == Layout::NHWC && supports(y.format)),
              "contrast_norm_fused: no kernel writes ", y.format.str());
+  SL_REQUIRE(a.plane() < (size_t(1) << 31) && a.n <= 65535, "contrast_norm_fused: ", a.str(), " is too large");
   constexpr int R = 6;
   Taps t{};
   for (int k = 0; k < size; ++k) t.k[k] = kernel[k];
@@ -917,17 +1002,18 @@ void contrast_norm_fused(const float* x, const TensorView& y, const float* kerne
   double* sums = partial + planes * nblk;
   float* cen = reinterpret_cast<float*>(sums + planes);
   float* sd_plane = cen + planes * a.plane();
-  const size_t smem = sizeof(LcnSmem<R>);
-  lcn_sd_sum_kernel<R><<<grid, 256, smem, s>>>(x, a.c, a.h, a.w, t, cen, sd_plane, partial);
+  const size_t smem = sizeof(LcnSmem<R>);  // over 48 KB: the kernel's limit raised once
+  allow_dynamic_smem(reinterpret_cast<const void*>(&lcn_sd_sum_kernel<R>), smem, "contrast_norm pass 1");
+  lcn_sd_sum_kernel<R><<<grid, kLcnThreads, smem, s>>>(x, a.c, a.h, a.w, t, cen, sd_plane, partial);
   SL_LAUNCH_CHECK("contrast_norm pass 1");
   sum_partials_block_kernel<<<unsigned(planes), 256, 0, s>>>(partial, int(nblk), sums);
   SL_LAUNCH_CHECK("contrast_norm sums");
   const bool nhwc = y.format.layout == Layout::NHWC;
-  const size_t total = a.numel();
+  const dim3 grid2(blocks_for(a.plane()), unsigned(a.n));
   with_type(y, [&](auto* tp) {
     using T = std::remove_pointer_t<decltype(tp)>;
-    lcn_apply_kernel<T><<<blocks_for(total), kThreads, 0, s>>>(cen, sd_plane, y.as<T>(), nhwc, a.c, a.plane(),
-                                                               sums, eps, mean, sd, total);
+    lcn_apply_kernel<T><<<grid2, kThreads, 0, s>>>(cen, sd_plane, y.as<T>(), nhwc, a.c, unsigned(a.plane()),
+                                                   sums, eps, mean, sd);
   });
   SL_LAUNCH_CHECK("contrast_norm pass 2");
 }

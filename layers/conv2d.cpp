@@ -57,9 +57,12 @@ class Conv2d : public Layer {
   }
   const char* type() const override { return "conv2d"; }
   std::string param_group() const override { return group_; }
-  // A following ReLU always (every path applies it on the way out); a 2x2 max-pool after it
-  // where the GPU's fused kernel runs this shape (kernels/conv_fused_cuda.cu: half-precision
-  // NHWC under --conv auto).
+  // A following ReLU always (every path applies it on the way out); a max-pool after it on the
+  // GPU's half-precision NHWC path: in the fused tensor-core kernel where it runs this shape
+  // (kernels/conv_fused_cuda.cu, --conv auto), else after cuDNN's convolution, which then writes
+  // its raw output into the workspace and one kernel adds the bias, applies the ReLU and pools
+  // (cuda::bias_relu_maxpool: the bias/ReLU pass over the full-size map and the pool's reading
+  // of it become one read).
   bool can_fuse(const std::vector<Epilogue>& chain, const std::vector<Shape>& in,
                 const std::vector<Format>& /*in_formats*/, const Backend& backend) const override {
     using K = Epilogue::Kind;
@@ -68,10 +71,7 @@ class Conv2d : public Layer {
     if (last.kind != K::MaxPool || chain.size() > 2 || (chain.size() == 2 && chain[0].kind != K::Relu))
       return false;
 #ifdef SCENELAB_WITH_CUDA
-    const CudaContext* ctx = backend.cuda();
-    const Format f = activation_format_of(backend);
-    if (!ctx || ctx->conv != ConvAlgo::Auto || f.layout != Layout::NHWC) return false;
-    return cuda::conv_pool_supported(conv_shape(in[0], infer_shape(in)), last.k, last.stride, f.dtype);
+    return mma_pool(in[0], last, backend) || pool_after_cudnn(backend);
 #else
     (void)in, (void)backend;
     return false;
@@ -116,7 +116,40 @@ class Conv2d : public Layer {
     return size_t(threads) * band_rows(in[0], o) * size_t(o.w) * kdim(in[0]);
   }
 
+  // After cuDNN with a pool fused: the convolution's raw output (in the activation type) after
+  // its own workspace.
+  size_t fused_workspace_floats(const std::vector<Epilogue>& chain, const std::vector<Shape>& in,
+                                const Shape& o, const Backend& backend) const override {
+    const size_t own = workspace_floats(in, o, backend);
 #ifdef SCENELAB_WITH_CUDA
+    if (!chain.empty() && chain.back().kind == Epilogue::Kind::MaxPool && !mma_pool(in[0], chain.back(), backend))
+      return raw_offset(own) + (o.numel() * dtype_bytes(activation_format_of(backend).dtype) + 3) / 4;
+#else
+    (void)chain;
+#endif
+    return own;
+  }
+
+#ifdef SCENELAB_WITH_CUDA
+  static size_t raw_offset(size_t own_floats) { return (own_floats + 63) / 64 * 64; }  // 256 bytes
+  // The pool in the fused tensor-core kernel (conv_relu_pool_nhwc).
+  bool mma_pool(const Shape& x, const Epilogue& pool, const Backend& backend) const {
+    const CudaContext* ctx = backend.cuda();
+    const Format f = activation_format_of(backend);
+    return ctx && ctx->conv == ConvAlgo::Auto && f.layout == Layout::NHWC &&
+           cuda::conv_pool_supported(conv_shape(x, infer_shape({x})), pool.k, pool.stride, f.dtype);
+  }
+  // The pool after cuDNN's NHWC convolution (cuda::bias_relu_maxpool: 2-byte types, channels a
+  // multiple of 8).
+  bool pool_after_cudnn(const Backend& backend) const {
+#ifdef SCENELAB_WITH_CUDNN
+    const Format f = activation_format_of(backend);
+    return backend.cuda() && f.layout == Layout::NHWC && dtype_bytes(f.dtype) == 2 && k_ > 1 && out_ % 8 == 0;
+#else
+    (void)backend;
+    return false;
+#endif
+  }
   cuda::ConvShape conv_shape(const Shape& x, const Shape& y) const {
     return {x.n, x.c, x.h, x.w, out_, k_, pad_, y.h, y.w};
   }
@@ -131,14 +164,25 @@ class Conv2d : public Layer {
     const cuda::ConvShape c = conv_shape(x, Shape(x.n, out_, x.h + 2 * pad_ - k_ + 1, x.w + 2 * pad_ - k_ + 1));
     const float* w = a.params->data("weight");
     const float* b = bias_ ? a.params->data("bias") : nullptr;
+    const size_t bound = ctx.conv_workspace_bytes / sizeof(float);
     if (a.epilogue && a.epilogue->back().kind == Epilogue::Kind::MaxPool) {  // can_fuse said so
+      const Epilogue& pool = a.epilogue->back();
       const DType t = a.out.format.dtype;
-      cuda::conv_relu_pool_nhwc(c, a.in[0].data, w16_.get(w, c, /*krsc=*/true, t, ctx.stream), b,
-                                a.out.data, a.fused_relu, t, ctx.stream);
-      last_ = "fused conv + bias + ReLU + 2x2 pool (mma)";
+      if (ctx.conv == ConvAlgo::Auto && cuda::conv_pool_supported(c, pool.k, pool.stride, t)) {
+        cuda::conv_relu_pool_nhwc(c, a.in[0].data, w16_.get(w, c, /*krsc=*/true, t, ctx.stream), b,
+                                  a.out.data, a.fused_relu, t, ctx.stream);
+        last_ = "fused conv + bias + ReLU + 2x2 pool (mma)";
+        return;
+      }
+      // cuDNN's raw output into the workspace, after the convolution's own (fused_workspace_floats)
+      const bool half = ctx.precision == Precision::FP16 || ctx.precision == Precision::BF16;
+      const TensorView raw{a.workspace + raw_offset(cuda::conv_workspace(c, bound, half).total()),
+                           Shape(x.n, out_, c.ho, c.wo), a.out.format};
+      forward_nhwc(a, ctx, raw.data, /*relu=*/false, /*b=*/nullptr, /*pooled=*/true);
+      cuda::bias_relu_maxpool(raw, b, a.fused_relu, a.out, pool.k, pool.stride, ctx.stream);
+      last_ += " + bias + ReLU + pool";
       return;
     }
-    const size_t bound = ctx.conv_workspace_bytes / sizeof(float);
     const bool fp16 = ctx.precision == Precision::FP16;
     // Choices are per input size, precision and backend (its workspace bound and cuDNN handle:
     // a graph re-planned onto another backend must not reuse a cuDNN plan sized for another
@@ -181,35 +225,7 @@ class Conv2d : public Layer {
         last_ = "gemm (1x1, NHWC)";
         return;
       }
-#ifdef SCENELAB_WITH_CUDNN
-      // cuDNN's graph API (its Hopper kernels, the epilogue fused); the legacy API where no
-      // graph engine runs the shape.
-      if (!graph_failed_.count(key)) {
-        auto& g = graph_[key];
-        const DType t = a.out.format.dtype;
-        const void* wt = w16_.get(w, c, /*krsc=*/true, t, ctx.stream);
-        const size_t scratch = cuda::conv_workspace(c, bound, true).scratch * sizeof(float);
-        if (!g) {
-          g = std::make_unique<cuda::CudnnGraphConv>(ctx.cudnn, c, t, a.fused_relu, bias_);
-          auto saved = preset_.find(key);
-          const bool restored = saved != preset_.end() && g->preset(saved->second, scratch);
-          try {
-            if (!restored) g->choose(a.in[0].data, wt, b, a.out.data, a.workspace, scratch,
-                                     ctx.runtime_fusion, ctx.stream);
-          } catch (const Error&) {
-            g.reset();
-            graph_failed_.insert(key);
-          }
-        }
-        if (g) {
-          g->forward(a.in[0].data, wt, b, a.out.data, a.workspace, ctx.stream);
-          last_ = g->name();
-          return;
-        }
-      }
-#endif
-      run(ConvAlgo::Cudnn);
-      last_ = algo_label(ConvAlgo::Cudnn, key, ctx.precision);
+      forward_nhwc(a, ctx, a.out.data, a.fused_relu, b, /*pooled=*/false);
       return;
     }
     ConvAlgo algo = ctx.conv;
@@ -274,6 +290,56 @@ class Conv2d : public Layer {
     run(algo);
     last_ = algo_label(algo, key, ctx.precision);
   }
+  // f16/bf16 NHWC through cuDNN into `out`: the graph API (its Hopper kernels, the epilogue
+  // fused where it pays), the legacy API where no graph engine runs the shape. pooled: the raw
+  // convolution for a fused pool (no bias, no ReLU: a graph of its own, remembered apart in
+  // plan caches).
+  void forward_nhwc(const ForwardArgs& a, const CudaContext& ctx, void* out, bool relu, const float* b,
+                    bool pooled) const {
+    const Shape& x = a.in[0].shape;
+    const cuda::ConvShape c = conv_shape(x, Shape(x.n, out_, x.h + 2 * pad_ - k_ + 1, x.w + 2 * pad_ - k_ + 1));
+    const size_t bound = ctx.conv_workspace_bytes / sizeof(float);
+    const ChoiceKey key = choice_key(x, ctx);
+    const float* w = a.params->data("weight");
+    SL_REQUIRE(a.in[0].format == a.out.format, "conv2d '", name_, "': input ", a.in[0].format.str(),
+               ", output ", a.out.format.str());
+#ifdef SCENELAB_WITH_CUDNN
+    if (pooled) pooled_.insert(key);
+    if (!graph_failed_.count(key)) {
+      auto& g = graph_[key];
+      const DType t = a.out.format.dtype;
+      const void* wt = w16_.get(w, c, /*krsc=*/true, t, ctx.stream);
+      const size_t scratch = cuda::conv_workspace(c, bound, true).scratch * sizeof(float);
+      if (!g) {
+        g = std::make_unique<cuda::CudnnGraphConv>(ctx.cudnn, c, t, relu, b != nullptr);
+        auto saved = preset_.find(key);
+        const std::string kind = pooled ? "cudnngp " : "cudnng ";
+        const bool restored = saved != preset_.end() && saved->second.rfind(kind, 0) == 0 &&
+                              g->preset(saved->second.substr(kind.size()), scratch);
+        try {
+          if (!restored) g->choose(a.in[0].data, wt, b, out, a.workspace, scratch, ctx.runtime_fusion, ctx.stream);
+        } catch (const Error&) {
+          g.reset();
+          graph_failed_.insert(key);
+        }
+      }
+      if (g) {
+        g->forward(a.in[0].data, wt, b, out, a.workspace, ctx.stream);
+        last_ = g->name();
+        return;
+      }
+    }
+    auto& conv = cudnn_[key];
+    if (!conv) conv = std::make_unique<cuda::CudnnConv>(ctx.cudnn, c, ctx.precision);
+    if (!conv->chosen()) conv->choose(a.in[0].data, w, out, a.workspace, bound, ctx.stream);
+    conv->forward(a.in[0].data, w, b, out, relu, a.workspace, bound, ctx.stream);
+    last_ = algo_label(ConvAlgo::Cudnn, key, ctx.precision);
+#else
+    (void)out, (void)relu, (void)b, (void)pooled, (void)w;
+    throw_error("conv2d '", name_, "': this build has no cuDNN");
+#endif
+  }
+
   std::string detail() const override { return last_; }
 
   // The algorithm auto picked (and cuDNN's own pick within it), for plan caches:
@@ -299,7 +365,8 @@ class Conv2d : public Layer {
 #ifdef SCENELAB_WITH_CUDNN
     if (nhwc) {
       auto g = graph_.find(key);
-      if (g != graph_.end() && g->second && g->second->chosen()) return "cudnng " + g->second->choice();
+      if (g != graph_.end() && g->second && g->second->chosen())
+        return (pooled_.count(key) ? "cudnngp " : "cudnng ") + g->second->choice();
     }
     auto it = cudnn_.find(key);
     if (it != cudnn_.end() && it->second && it->second->chosen())
@@ -315,10 +382,11 @@ class Conv2d : public Layer {
     const bool nhwc = activation_format(*ctx).layout == Layout::NHWC;
     const ChoiceKey key = choice_key(in[0], *ctx);
 #ifdef SCENELAB_WITH_CUDNN
-    if (nhwc && text.rfind("cudnng ", 0) == 0) {
-      // Checked when the layer first runs (the engine depends on the fused ReLU too): a choice
-      // that no longer builds is timed anew there.
-      preset_[key] = text.substr(7);
+    if (nhwc && (text.rfind("cudnng ", 0) == 0 || text.rfind("cudnngp ", 0) == 0)) {
+      // Checked when the layer first runs (the engine depends on the fused ReLU too, and a
+      // pooled layer's raw convolution is a graph of its own): a choice that no longer builds,
+      // or of the other kind, is timed anew there.
+      preset_[key] = text;
       graph_.erase(key);
       graph_failed_.erase(key);
       return true;
@@ -386,6 +454,7 @@ class Conv2d : public Layer {
   mutable std::map<ChoiceKey, std::unique_ptr<cuda::CudnnGraphConv>> graph_;
   mutable std::set<ChoiceKey> graph_failed_;
   mutable std::map<ChoiceKey, std::string> preset_;  // plan-cache choices not yet built
+  mutable std::set<ChoiceKey> pooled_;  // shapes whose raw convolution feeds a fused pool
 #endif
 
  public:

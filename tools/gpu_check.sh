@@ -2,7 +2,7 @@
 # The GPU machine's run, in one call (../shared/gpu/README.md): build, every test (the gpu-labelled
 # ones run there), compute-sanitizer over the GPU tests, then the benchmarks named by $BENCH
 # (space-separated: pipeline peer1080 plan batch gops torch power compile hog nms detect python
-# cluster soak twoproc allgpus half;
+# cluster soak twoproc allgpus half ncu;
 # default: the first four). Logs go to $OUT
 # (or ./gpu-out), a summary at the end of stdout.
 #   source .gpu/env.sh && tools/gpu_check.sh
@@ -62,7 +62,7 @@ sanitize_one() {  # TOOL FILTER
   # initcheck tracks only when asked to; SANITIZE_EXTRA: more options for every tool
   [ "$tool" = initcheck ] && extra=(--check-bulk-copy yes)
   extra+=(${SANITIZE_EXTRA:-})
-  local logname="$tool-$(echo "$filter" | tr -c 'A-Za-z0-9\n' '_' | cut -c1-40)"
+  local logname="$tool-$(echo "$filter" | tr -c 'A-Za-z0-9\n' '_' | cut -c1-120)"
   SCENELAB_TEST_QUICK=1 timeout -k 5 "${SANITIZE_TIMEOUT:-0}" compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 9 \
     build-gpu/tests/scenelab_gpu_tests --gtest_filter="$filter" >"$OUT/sanitizer-$logname.log" 2>&1
   log "compute-sanitizer $tool ${extra[*]} ($filter) rc=$? $(grep -E 'ERROR SUMMARY|PASSED|FAILED' "$OUT/sanitizer-$logname.log" | tr '\n' ' ')"
@@ -256,6 +256,18 @@ EOF
     python3 tools/peer_torch.py --build build-gpu --device cuda --precision fp16 --nets reference \
       --sizes "${COMPILE_SIZES:-1920x1080,320x240}" --runs 20 --compile --power-s 2 2>&1 |
       tee "$OUT/compile.log" | grep -E "^\||^#" | tee -a "$OUT/summary.txt" ;;
+  ncu)
+    # Each kernel's GPU time in the timed passes of bench_gops (its NVTX range "timed"), by Nsight
+    # Compute, caches and clocks left as they are; NCU_CASES: "NET:SIZE:PRECISION ..."
+    for c in ${NCU_CASES:-reference:1920x1080:fp16 multiscale:1920x1080:fp16 reference:320x240:fp16}; do
+      IFS=: read -r net size prec <<<"$c"
+      f="$OUT/ncu-$net-$size-$prec.csv"
+      ncu --nvtx --nvtx-include "timed/" --metrics gpu__time_duration.sum --clock-control none \
+        --cache-control none --csv --print-units base build-gpu/tools/bench_gops --device cuda \
+        --precision "$prec" --nets "$net" --sizes "$size" --runs 2 --warmup 1 >"$f" 2>"$OUT/ncu.err"
+      log "ncu $net $size $prec (rc=$?): kernels of one pass, us"
+      python3 tools/ncu_summary.py "$f" 4 | tee -a "$OUT/summary.txt"
+    done ;;
   torch)
     python3 tools/peer_torch.py --build build-gpu --device cuda --precision fp16 \
       --sizes 320x240,640x480,1920x1080 --runs 20 2>&1 | tee "$OUT/torch.log" | tail -12 ;;

@@ -430,7 +430,8 @@ TEST(CudaBackend, FusedConvPoolKernelAgainstFloat64) {
 TEST(CudaBackend, TwoPassContrastNormAgainstFloat64) {
   SCENELAB_REQUIRE_GPU();
   const std::vector<Shape> shapes = {Shape(3, 3, 37, 53), Shape(1, 3, 5, 7), Shape(2, 1, 70, 131),
-                                     Shape(1, 4, 16, 32), Shape(2, 3, 33, 1)};
+                                     Shape(1, 4, 16, 32), Shape(2, 3, 33, 1),
+                                     Shape(2, 3, 65, 129)};  // tiles of 64 x 32 and one more
   const int size = 13;
   const double sigma = 0.25 * size, eps = 1e-4;
   std::vector<float> taps(size);
@@ -491,7 +492,10 @@ TEST(CudaBackend, PlannerFusesPoolAndArgmax) {
       "c = conv2d(pre) out=16 k=7 pad=same\n"
       "r = relu(c)\n"
       "p = maxpool2d(r) k=2\n"
-      "s = conv2d(p) out=5 k=1\n"
+      "c2 = conv2d(p) out=24 k=5\n"
+      "r2 = relu(c2)\n"
+      "p2 = maxpool2d(r2) k=2\n"
+      "s = conv2d(p2) out=5 k=1\n"
       "u = upsample(s, x) mode=bilinear align=geometry\n"
       "labels = argmax(u)\n"
       "output p labels\n";
@@ -516,6 +520,11 @@ TEST(CudaBackend, PlannerFusesPoolAndArgmax) {
       EXPECT_EQ(st["labels"].time_ms, 0.0) << "the argmax was not fused";
       EXPECT_EQ(st["pre"].time_ms, 0.0) << "the standardisation was not fused";
       EXPECT_EQ(g.shape_of("p"), Shape(in.n, 16, in.h / 2, in.w / 2));
+      // the second convolution's pool after cuDNN (bias, ReLU and pool in one kernel)
+      EXPECT_EQ(st["r2"].time_ms, 0.0) << "the ReLU was not fused";
+      EXPECT_EQ(st["p2"].time_ms == 0.0, half) << "pool fused: " << (st["p2"].time_ms == 0.0);
+      EXPECT_EQ(st["c2"].detail.find("pool") != std::string::npos, half) << st["c2"].detail;
+      EXPECT_EQ(g.shape_of("p2"), Shape(in.n, 24, (in.h / 2 - 4) / 2, (in.w / 2 - 4) / 2));
     }
   }
 }

@@ -165,47 +165,76 @@ TEST(PipelineGpu, TooLargeForTheGpuFailsNamingSizeAndMemory) {
 // NHWC), on the CPU from the same scores fetched (fp16 widens exactly): the same boxes and scores
 // bit for bit (the probabilities are computed in double on both; a last-bit difference of exp
 // would show here). Then the pipeline's GPU workers, batch 2: the boxes the same GPU head gives.
-TEST(PipelineGpu, DetectionHeadOnTheGpuEqualsTheCpuHead) {
-  SCENELAB_REQUIRE_GPU();
-  const Model m = make_random_model("reference", 5, 4);
+// Three tests rather than one, so that each can run alone under the compute-sanitizer tools.
+namespace {
+
+nms::WindowHeadOptions every_window_head() {
   nms::WindowHeadOptions head;  // every window a candidate: the random model's maps are flat
   head.threshold = -1.f;
   head.min_area = 0;
   head.nms.max_outputs = 25;
-  const int n = 2, h = 133, w = 171;
+  return head;
+}
+
+std::vector<uint8_t> random_pixels(int n, int h, int w) {
   std::vector<uint8_t> px(size_t(n) * h * w * 3);
   std::mt19937 rng(5);
   for (auto& v : px) v = uint8_t(rng() & 255);
+  return px;
+}
+
+void gpu_head_equals_cpu_head(const char* precision) {
+  const Model m = make_random_model("reference", 5, 4);
+  const nms::WindowHeadOptions head = every_window_head();
+  const int n = 2, h = 133, w = 171;
+  const std::vector<uint8_t> px = random_pixels(n, h, w);
   CpuBackend cpu(2);
   ScoreMapHead on_cpu(cpu);
-  for (const char* precision : {"fp32", "fp16"}) {
-    SCOPED_TRACE(precision);
-    CudaOptions co;
-    co.precision = precision;
-    auto gpu = make_backend("cuda", 0, co);
-    Graph g(m);
-    PlanIO io;
-    io.u8_input = true;
-    io.keep = {"scores"};
-    g.plan(n, h, w, *gpu, io);
-    g.run_u8(px.data());
-    const Tensor host = g.fetch("scores");
-    ScoreMapHead on_gpu(*gpu);
-    size_t boxes = 0;
-    for (int f = 0; f < n; ++f)
-      for (int cls : {0, 4}) {
-        const auto want = on_cpu.detect(host.view(), f, cls, head, g.geometry_of("scores"), w, h);
-        const auto got = on_gpu.detect(g.output("scores"), f, cls, head, g.geometry_of("scores"), w, h);
-        ASSERT_EQ(got.size(), want.size()) << "frame " << f << " class " << cls;
-        for (size_t k = 0; k < got.size(); ++k) {
-          EXPECT_EQ(std::memcmp(&got[k].box, &want[k].box, sizeof(nms::Box)), 0) << k;
-          EXPECT_EQ(got[k].score, want[k].score) << k;
-          EXPECT_EQ(got[k].cls, cls);
-        }
-        boxes += got.size();
+  CudaOptions co;
+  co.precision = precision;
+  auto gpu = make_backend("cuda", 0, co);
+  Graph g(m);
+  PlanIO io;
+  io.u8_input = true;
+  io.keep = {"scores"};
+  g.plan(n, h, w, *gpu, io);
+  g.run_u8(px.data());
+  const Tensor host = g.fetch("scores");
+  ScoreMapHead on_gpu(*gpu);
+  size_t boxes = 0;
+  for (int f = 0; f < n; ++f)
+    for (int cls : {0, 4}) {
+      const auto want = on_cpu.detect(host.view(), f, cls, head, g.geometry_of("scores"), w, h);
+      const auto got = on_gpu.detect(g.output("scores"), f, cls, head, g.geometry_of("scores"), w, h);
+      ASSERT_EQ(got.size(), want.size()) << "frame " << f << " class " << cls;
+      for (size_t k = 0; k < got.size(); ++k) {
+        EXPECT_EQ(std::memcmp(&got[k].box, &want[k].box, sizeof(nms::Box)), 0) << k;
+        EXPECT_EQ(got[k].score, want[k].score) << k;
+        EXPECT_EQ(got[k].cls, cls);
       }
-    EXPECT_GT(boxes, 40u);
-  }
+      boxes += got.size();
+    }
+  EXPECT_GT(boxes, 40u);
+}
+
+}  // namespace
+
+TEST(PipelineGpu, DetectionHeadOnTheGpuEqualsTheCpuHeadFp32) {
+  SCENELAB_REQUIRE_GPU();
+  gpu_head_equals_cpu_head("fp32");
+}
+
+TEST(PipelineGpu, DetectionHeadOnTheGpuEqualsTheCpuHeadFp16) {
+  SCENELAB_REQUIRE_GPU();
+  gpu_head_equals_cpu_head("fp16");  // f16 NHWC scores
+}
+
+TEST(PipelineGpu, DetectionHeadInThePipelinesGpuWorkers) {
+  SCENELAB_REQUIRE_GPU();
+  const Model m = make_random_model("reference", 5, 4);
+  const nms::WindowHeadOptions head = every_window_head();
+  const int h = 133, w = 171;
+  const std::vector<uint8_t> px = random_pixels(2, h, w);
   // The pipeline on the GPU: each frame's boxes are the GPU head's on that frame's scores.
   const auto files = make_files(fs::path(::testing::TempDir()) / "scenelab_pipeline_gpu_detect");
   std::vector<std::string> big;
