@@ -46,7 +46,7 @@ namespace {
 
 constexpr int64_t kX = 1, kW = 2, kB = 3, kY = 4, kConvOut = 5, kAddOut = 6;
 constexpr int kRanked = 8, kTimed = 2;
-constexpr float kFuseWorthMs = 0.5f;
+constexpr float kFuseWorthMs = 0.3f;
 
 cudnnDataType_t cudnn_type(DType t) { return t == DType::BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF; }
 
@@ -219,9 +219,10 @@ void CudnnGraphConv::choose(const void* x, const void* w, const float* b, void* 
   for (bool fused : {false, true}) {
     if (fused && !bias_ && !relu_) continue;  // nothing to fuse
     // Fused graphs run on runtime-fusion engines, compiled when finalised (0.3-1 s a shape on an
-    // H100, again in every process): tried only where the plain convolution takes 0.5 ms or more,
+    // H100, again in every process): tried only where the plain convolution takes 0.3 ms or more,
     // so the fused epilogue pays for its compilation within a few thousand frames (64 -> 256 at
-    // 1920x1080: 0.55 ms plain, 0.27 fused).
+    // 1920x1080: 0.49-0.55 ms plain, 0.27 fused; at a 0.5 ms bar that layer's timing fell on
+    // either side from run to run).
     // Where no plain engine ran the shape, neither is the fused graph compiled: the legacy API
     // runs it (the caller's fallback) in a few ms of planning, where compiling a fused graph for
     // it took 89 ms (64 -> 256 on 120x67, the multiscale net's quarter scale at 1920x1080).

@@ -280,10 +280,19 @@ __global__ void upsample_nhwc_kernel(const T* x, T* y, int c, int hi, int wi, in
 // writes y = c / max(sd, mean(sd), eps), standardised, in the output's format.
 // (A 64 x 32 tile: 79 multiply-adds an output pixel and channel against 112 for 32 x 16, whose
 // kernel took 189 us of a 1920x1080 fp16 pass on the H100, by Nsight Compute.)
-constexpr int kLcnW = 64, kLcnH = 32, kSeg = 8, kLcnThreads = 256;
+// Two tile shapes: 64 x 32 (8 outputs a thread in a 1-D pass) where the image gives enough of
+// them to fill the GPU, else 32 x 16 (4 a thread): smaller images keep more blocks.
+constexpr int kLcnThreads = 256;
+struct LcnBig {
+  static constexpr int W = 64, H = 32, SEG = 8;
+};
+struct LcnSmall {
+  static constexpr int W = 32, H = 16, SEG = 4;
+};
 
-template <int R>
+template <int R, typename Tl>
 struct LcnSmem {
+  static constexpr int kLcnW = Tl::W, kLcnH = Tl::H;
   static constexpr int XW = kLcnW + 4 * R, XH = kLcnH + 4 * R;  // the channel, margin 2R
   static constexpr int MW = kLcnW + 2 * R, MH = kLcnH + 2 * R;  // mean and centred, margin R
   static constexpr int XP = XW | 1, MP = MW | 1, QP = kLcnW | 1;  // odd row pitches
@@ -299,7 +308,7 @@ struct LcnSmem {
 
 // out[i] = sum_k g[k] * in[i + k * step], i over kSeg consecutive outputs from `in` (stride
 // step); `count` (<= kSeg) outputs are wanted, loads beyond them are not made.
-template <int R>
+template <int R, int kSeg>
 __device__ __forceinline__ void slide(const float* in, int step, const float* g, float (&out)[kSeg], int count) {
   float v[kSeg + 2 * R];
 #pragma unroll
@@ -316,10 +325,11 @@ __device__ __forceinline__ void slide(const float* in, int step, const float* g,
 // The variance of channel `ch` of image b over the block's tile into var (kLcnH x kLcnW, in
 // registers of the threads: each thread kSeg values of one column, `col` and `row0`).
 // Returns false for threads without a column segment. Also leaves the centred values in S.c.
-template <int R>
+template <int R, typename Tl>
 __device__ bool lcn_tile(const float* x, int C, int H, int W, int b, int ch, int y0, int x0,
-                         LcnSmem<R>& S, float (&var)[kSeg], int& col, int& row0) {
-  using L = LcnSmem<R>;
+                         LcnSmem<R, Tl>& S, float (&var)[Tl::SEG], int& col, int& row0) {
+  using L = LcnSmem<R, Tl>;
+  constexpr int kLcnW = Tl::W, kLcnH = Tl::H, kSeg = Tl::SEG;
   const float* src = x + (size_t(b) * C + ch) * size_t(H) * W;
   for (int i = threadIdx.x; i < L::XH * L::XW; i += blockDim.x) {
     const int r = i / L::XW, j = i % L::XW;
@@ -333,7 +343,7 @@ __device__ bool lcn_tile(const float* x, int C, int H, int W, int b, int ch, int
   for (int i = threadIdx.x; i < L::XH * TS; i += blockDim.x) {
     const int r = i % L::XH, j0 = (i / L::XH) * kSeg, n = min(kSeg, L::MW - j0);
     float o[kSeg];
-    slide<R>(S.x + r * L::XP + j0, 1, S.g, o, n);
+    slide<R, kSeg>(S.x + r * L::XP + j0, 1, S.g, o, n);
 #pragma unroll
     for (int k = 0; k < kSeg; ++k)
       if (k < n) S.t[r * L::MP + j0 + k] = o[k] * S.cx[j0 + k + R];
@@ -345,7 +355,7 @@ __device__ bool lcn_tile(const float* x, int C, int H, int W, int b, int ch, int
   for (int i = threadIdx.x; i < L::MW * MS; i += blockDim.x) {
     const int j = i % L::MW, r0 = (i / L::MW) * kSeg, n = min(kSeg, L::MH - r0);
     float o[kSeg];
-    slide<R>(S.t + r0 * L::MP + j, L::MP, S.g, o, n);
+    slide<R, kSeg>(S.t + r0 * L::MP + j, L::MP, S.g, o, n);
     const int xx = x0 - R + j;
 #pragma unroll
     for (int k = 0; k < kSeg; ++k) {
@@ -381,7 +391,7 @@ __device__ bool lcn_tile(const float* x, int C, int H, int W, int b, int ch, int
   if (int(threadIdx.x) >= kLcnW * VS) return false;
   col = threadIdx.x % kLcnW;
   row0 = (threadIdx.x / kLcnW) * kSeg;
-  slide<R>(S.q + row0 * L::QP + col, L::QP, S.g, var, kSeg);
+  slide<R, kSeg>(S.q + row0 * L::QP + col, L::QP, S.g, var, kSeg);
 #pragma unroll
   for (int k = 0; k < kSeg; ++k) var[k] *= S.cy[row0 + k + 2 * R];
   return true;
@@ -405,9 +415,9 @@ __global__ void __launch_bounds__(256) sum_partials_block_kernel(const double* p
   if (threadIdx.x == 0) sums[blockIdx.x] = red[0];
 }
 
-template <int R>
-__device__ void lcn_setup(LcnSmem<R>& S, const Taps& taps, int H, int W, int y0, int x0) {
-  using L = LcnSmem<R>;
+template <int R, typename Tl>
+__device__ void lcn_setup(LcnSmem<R, Tl>& S, const Taps& taps, int H, int W, int y0, int x0) {
+  using L = LcnSmem<R, Tl>;
   for (int i = threadIdx.x; i < 2 * R + 1; i += blockDim.x) S.g[i] = taps.k[i];
   // Window mass inside the image around each column / row of the x region (the CPU's edge
   // coefficients, summed in the same order).
@@ -424,25 +434,26 @@ __device__ void lcn_setup(LcnSmem<R>& S, const Taps& taps, int H, int W, int y0,
   __syncthreads();
 }
 
-template <int R>
+template <int R, typename Tl>
 __global__ void __launch_bounds__(kLcnThreads) lcn_sd_sum_kernel(const float* x, int C, int H, int W, Taps taps,
                                                          float* cen, float* sd, double* partial) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  LcnSmem<R>& S = *reinterpret_cast<LcnSmem<R>*>(smem_raw);
+  LcnSmem<R, Tl>& S = *reinterpret_cast<LcnSmem<R, Tl>*>(smem_raw);
   __shared__ double red[8];
-  const int b = blockIdx.z, y0 = blockIdx.y * kLcnH, x0 = blockIdx.x * kLcnW;
+  constexpr int kSeg = Tl::SEG;
+  const int b = blockIdx.z, y0 = blockIdx.y * Tl::H, x0 = blockIdx.x * Tl::W;
   const int blk = blockIdx.y * gridDim.x + blockIdx.x, nblk = gridDim.x * gridDim.y;
-  lcn_setup<R>(S, taps, H, W, y0, x0);
+  lcn_setup<R, Tl>(S, taps, H, W, y0, x0);
   for (int ch = 0; ch < C; ++ch) {
     float var[kSeg];
     int col = 0, row0 = 0;
     double acc = 0;
-    if (lcn_tile<R>(x, C, H, W, b, ch, y0, x0, S, var, col, row0)) {
+    if (lcn_tile<R, Tl>(x, C, H, W, b, ch, y0, x0, S, var, col, row0)) {
       const size_t at = (size_t(b) * C + ch) * size_t(H) * W + size_t(y0 + row0) * W + x0 + col;
       for (int k = 0; k < kSeg; ++k)
         if (y0 + row0 + k < H && x0 + col < W) {
           const float d = sqrtf(fmaxf(var[k], 0.f));
-          cen[at + size_t(k) * W] = S.c[(row0 + k + R) * LcnSmem<R>::MP + col + R];
+          cen[at + size_t(k) * W] = S.c[(row0 + k + R) * LcnSmem<R, Tl>::MP + col + R];
           sd[at + size_t(k) * W] = d;
           acc += double(d);
         }
@@ -980,9 +991,23 @@ void contrast_norm(const float* x, float* y, int planes, int h, int w, const flo
 bool contrast_norm_fused_supported(int size, int channels) { return size == 13 && channels >= 1 && channels <= 4; }
 
 size_t contrast_norm_fused_workspace_floats(int n, int c, int h, int w) {
-  const size_t blocks = size_t((w + kLcnW - 1) / kLcnW) * ((h + kLcnH - 1) / kLcnH);
+  // the small tiles' block count (the larger)
+  const size_t blocks = size_t((w + LcnSmall::W - 1) / LcnSmall::W) * ((h + LcnSmall::H - 1) / LcnSmall::H);
   // doubles (partials, then the sums), then the centred values and the deviations
   return 2 * (size_t(n) * c * (blocks + 1)) + 2 * size_t(n) * c * size_t(h) * w;
+}
+
+// Pass 1 with tile shape Tl: the centred values and deviations, each block's sums of sd.
+template <typename Tl>
+size_t lcn_pass1(const float* x, const Shape& a, const Taps& t, float* cen, float* sd_plane, double* partial,
+                 cudaStream_t s) {
+  constexpr int R = 6;
+  const dim3 grid(unsigned((a.w + Tl::W - 1) / Tl::W), unsigned((a.h + Tl::H - 1) / Tl::H), unsigned(a.n));
+  const size_t smem = sizeof(LcnSmem<R, Tl>);  // over 48 KB for the big tiles: the limit raised once
+  allow_dynamic_smem(reinterpret_cast<const void*>(&lcn_sd_sum_kernel<R, Tl>), smem, "contrast_norm pass 1");
+  lcn_sd_sum_kernel<R, Tl><<<grid, kLcnThreads, smem, s>>>(x, a.c, a.h, a.w, t, cen, sd_plane, partial);
+  SL_LAUNCH_CHECK("contrast_norm pass 1");
+  return size_t(grid.x) * grid.y;
 }
 
 void contrast_norm_fused(const float* x, const TensorView& y, const float* kernel, int size, float eps,
@@ -993,19 +1018,18 @@ void contrast_norm_fused(const float* x, const TensorView& y, const float* kerne
   SL_REQUIRE(is_nchw_f32(y) || (y.format.layout == Layout::NHWC && supports(y.format)),
              "contrast_norm_fused: no kernel writes ", y.format.str());
   SL_REQUIRE(a.plane() < (size_t(1) << 31) && a.n <= 65535, "contrast_norm_fused: ", a.str(), " is too large");
-  constexpr int R = 6;
   Taps t{};
   for (int k = 0; k < size; ++k) t.k[k] = kernel[k];
-  const dim3 grid(unsigned((a.w + kLcnW - 1) / kLcnW), unsigned((a.h + kLcnH - 1) / kLcnH), unsigned(a.n));
-  const size_t nblk = size_t(grid.x) * grid.y, planes = size_t(a.n) * a.c;
+  const size_t planes = size_t(a.n) * a.c;
+  const size_t small_blocks = size_t((a.w + LcnSmall::W - 1) / LcnSmall::W) * ((a.h + LcnSmall::H - 1) / LcnSmall::H);
+  // The partials of the small tiles fit either (contrast_norm_fused_workspace_floats).
   double* partial = reinterpret_cast<double*>(ws);
-  double* sums = partial + planes * nblk;
+  double* sums = partial + planes * small_blocks;
   float* cen = reinterpret_cast<float*>(sums + planes);
   float* sd_plane = cen + planes * a.plane();
-  const size_t smem = sizeof(LcnSmem<R>);  // over 48 KB: the kernel's limit raised once
-  allow_dynamic_smem(reinterpret_cast<const void*>(&lcn_sd_sum_kernel<R>), smem, "contrast_norm pass 1");
-  lcn_sd_sum_kernel<R><<<grid, kLcnThreads, smem, s>>>(x, a.c, a.h, a.w, t, cen, sd_plane, partial);
-  SL_LAUNCH_CHECK("contrast_norm pass 1");
+  const size_t big_blocks = size_t((a.w + LcnBig::W - 1) / LcnBig::W) * ((a.h + LcnBig::H - 1) / LcnBig::H);
+  const size_t nblk = big_blocks * a.n >= 512 ? lcn_pass1<LcnBig>(x, a, t, cen, sd_plane, partial, s)
+                                              : lcn_pass1<LcnSmall>(x, a, t, cen, sd_plane, partial, s);
   sum_partials_block_kernel<<<unsigned(planes), 256, 0, s>>>(partial, int(nblk), sums);
   SL_LAUNCH_CHECK("contrast_norm sums");
   const bool nhwc = y.format.layout == Layout::NHWC;
