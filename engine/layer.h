@@ -58,9 +58,12 @@ class LayerParams {
 // output is then the producer's memory and the follower does not run (Layer::as_epilogue,
 // Layer::can_fuse).
 struct Epilogue {
-  enum class Kind : uint8_t { None, Relu, MaxPool, Argmax, Standardize };
+  enum class Kind : uint8_t { None, Relu, MaxPool, Argmax, Standardize, ContrastNorm };
   Kind kind = Kind::None;
-  int k = 0, stride = 0;  // MaxPool: window and stride
+  int k = 0, stride = 0;  // MaxPool: window and stride; ContrastNorm: window
+  // ContrastNorm: its eps and the window's k normalised Gaussian taps (host memory, the layer's).
+  float eps = 0;
+  const float* taps = nullptr;
   // The follower's parameters (e.g. Standardize's mean and std), set by the planner.
   const LayerParams* params = nullptr;
 };

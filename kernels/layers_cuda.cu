@@ -101,14 +101,20 @@ __global__ void softmax_kernel(const float* x, float* y, int n, int c, size_t pl
   for (int k = 0; k < c; ++k) py[size_t(k) * plane] *= inv;
 }
 
+// Channel ch of YUV from RGB (layers/rgb_to_yuv.cpp's coefficients): the rgb_to_yuv kernel and
+// the contrast normalisation's loads when it is fused after it compute it alike.
+__device__ __forceinline__ float yuv_of(int ch, float r, float g, float bl) {
+  return ch == 0   ? 0.299f * r + 0.587f * g + 0.114f * bl
+         : ch == 1 ? -0.14713f * r - 0.28886f * g + 0.436f * bl
+                   : 0.615f * r - 0.51499f * g - 0.10001f * bl;
+}
+
 __global__ void rgb_to_yuv_kernel(const float* x, float* y, int n, size_t plane) {
   size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= size_t(n) * plane) return;
   const size_t b = i / plane, q = i % plane;
   const float r = x[b * 3 * plane + q], g = x[(b * 3 + 1) * plane + q], bl = x[(b * 3 + 2) * plane + q];
-  y[b * 3 * plane + q] = 0.299f * r + 0.587f * g + 0.114f * bl;
-  y[(b * 3 + 1) * plane + q] = -0.14713f * r - 0.28886f * g + 0.436f * bl;
-  y[(b * 3 + 2) * plane + q] = 0.615f * r - 0.51499f * g - 0.10001f * bl;
+  for (int ch = 0; ch < 3; ++ch) y[(b * 3 + ch) * plane + q] = yuv_of(ch, r, g, bl);
 }
 
 __global__ void standardize_kernel(const float* x, float* y, const float* mean, const float* sd,
@@ -327,14 +333,20 @@ __device__ __forceinline__ void slide(const float* in, int step, const float* g,
 // Returns false for threads without a column segment. Also leaves the centred values in S.c.
 template <int R, typename Tl>
 __device__ bool lcn_tile(const float* x, int C, int H, int W, int b, int ch, int y0, int x0,
-                         LcnSmem<R, Tl>& S, float (&var)[Tl::SEG], int& col, int& row0) {
+                         LcnSmem<R, Tl>& S, float (&var)[Tl::SEG], int& col, int& row0, bool yuv) {
   using L = LcnSmem<R, Tl>;
   constexpr int kLcnW = Tl::W, kLcnH = Tl::H, kSeg = Tl::SEG;
-  const float* src = x + (size_t(b) * C + ch) * size_t(H) * W;
+  const size_t plane = size_t(H) * W;
+  const float* src = x + (size_t(b) * C + (yuv ? 0 : ch)) * plane;  // yuv: the image's R, G, B planes
   for (int i = threadIdx.x; i < L::XH * L::XW; i += blockDim.x) {
     const int r = i / L::XW, j = i % L::XW;
     const int yy = y0 - 2 * R + r, xx = x0 - 2 * R + j;
-    S.x[r * L::XP + j] = (yy >= 0 && yy < H && xx >= 0 && xx < W) ? src[size_t(yy) * W + xx] : 0.f;
+    float v = 0.f;
+    if (yy >= 0 && yy < H && xx >= 0 && xx < W) {
+      const size_t at = size_t(yy) * W + xx;
+      v = yuv ? yuv_of(ch, src[at], src[plane + at], src[2 * plane + at]) : src[at];
+    }
+    S.x[r * L::XP + j] = v;
   }
   __syncthreads();
   // t = horizontal blur of x at the mean's columns (x region column j + R), every x row; lanes
@@ -436,7 +448,7 @@ __device__ void lcn_setup(LcnSmem<R, Tl>& S, const Taps& taps, int H, int W, int
 
 template <int R, typename Tl>
 __global__ void __launch_bounds__(kLcnThreads) lcn_sd_sum_kernel(const float* x, int C, int H, int W, Taps taps,
-                                                         float* cen, float* sd, double* partial) {
+                                                         float* cen, float* sd, double* partial, bool yuv) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   LcnSmem<R, Tl>& S = *reinterpret_cast<LcnSmem<R, Tl>*>(smem_raw);
   __shared__ double red[8];
@@ -448,7 +460,7 @@ __global__ void __launch_bounds__(kLcnThreads) lcn_sd_sum_kernel(const float* x,
     float var[kSeg];
     int col = 0, row0 = 0;
     double acc = 0;
-    if (lcn_tile<R, Tl>(x, C, H, W, b, ch, y0, x0, S, var, col, row0)) {
+    if (lcn_tile<R, Tl>(x, C, H, W, b, ch, y0, x0, S, var, col, row0, yuv)) {
       const size_t at = (size_t(b) * C + ch) * size_t(H) * W + size_t(y0 + row0) * W + x0 + col;
       for (int k = 0; k < kSeg; ++k)
         if (y0 + row0 + k < H && x0 + col < W) {
@@ -1000,19 +1012,20 @@ size_t contrast_norm_fused_workspace_floats(int n, int c, int h, int w) {
 // Pass 1 with tile shape Tl: the centred values and deviations, each block's sums of sd.
 template <typename Tl>
 size_t lcn_pass1(const float* x, const Shape& a, const Taps& t, float* cen, float* sd_plane, double* partial,
-                 cudaStream_t s) {
+                 bool yuv, cudaStream_t s) {
   constexpr int R = 6;
   const dim3 grid(unsigned((a.w + Tl::W - 1) / Tl::W), unsigned((a.h + Tl::H - 1) / Tl::H), unsigned(a.n));
   const size_t smem = sizeof(LcnSmem<R, Tl>);  // over 48 KB for the big tiles: the limit raised once
   allow_dynamic_smem(reinterpret_cast<const void*>(&lcn_sd_sum_kernel<R, Tl>), smem, "contrast_norm pass 1");
-  lcn_sd_sum_kernel<R, Tl><<<grid, kLcnThreads, smem, s>>>(x, a.c, a.h, a.w, t, cen, sd_plane, partial);
+  lcn_sd_sum_kernel<R, Tl><<<grid, kLcnThreads, smem, s>>>(x, a.c, a.h, a.w, t, cen, sd_plane, partial, yuv);
   SL_LAUNCH_CHECK("contrast_norm pass 1");
   return size_t(grid.x) * grid.y;
 }
 
 void contrast_norm_fused(const float* x, const TensorView& y, const float* kernel, int size, float eps,
-                         const float* mean, const float* sd, float* ws, cudaStream_t s) {
+                         const float* mean, const float* sd, float* ws, cudaStream_t s, bool rgb_to_yuv) {
   const Shape& a = y.shape;
+  SL_REQUIRE(!rgb_to_yuv || a.c == 3, "contrast_norm_fused: YUV from ", a.c, " channels");
   SL_REQUIRE(contrast_norm_fused_supported(size, a.c), "contrast_norm_fused: window ", size, ", ", a.c,
              " channels");
   SL_REQUIRE(is_nchw_f32(y) || (y.format.layout == Layout::NHWC && supports(y.format)),
@@ -1028,8 +1041,8 @@ void contrast_norm_fused(const float* x, const TensorView& y, const float* kerne
   float* cen = reinterpret_cast<float*>(sums + planes);
   float* sd_plane = cen + planes * a.plane();
   const size_t big_blocks = size_t((a.w + LcnBig::W - 1) / LcnBig::W) * ((a.h + LcnBig::H - 1) / LcnBig::H);
-  const size_t nblk = big_blocks * a.n >= 512 ? lcn_pass1<LcnBig>(x, a, t, cen, sd_plane, partial, s)
-                                              : lcn_pass1<LcnSmall>(x, a, t, cen, sd_plane, partial, s);
+  const size_t nblk = big_blocks * a.n >= 512 ? lcn_pass1<LcnBig>(x, a, t, cen, sd_plane, partial, rgb_to_yuv, s)
+                                              : lcn_pass1<LcnSmall>(x, a, t, cen, sd_plane, partial, rgb_to_yuv, s);
   sum_partials_block_kernel<<<unsigned(planes), 256, 0, s>>>(partial, int(nblk), sums);
   SL_LAUNCH_CHECK("contrast_norm sums");
   const bool nhwc = y.format.layout == Layout::NHWC;

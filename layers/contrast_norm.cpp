@@ -15,6 +15,7 @@
 #ifdef SCENELAB_WITH_CUDA
 #include "engine/cuda_backend.h"
 #include "kernels/layers_cuda.h"
+#include "layers/contrast_norm.h"
 #endif
 
 namespace scenelab {
@@ -48,6 +49,14 @@ class ContrastNorm : public Layer {
     const size_t planes = size_t(in[0].n) * in[0].c;
     return std::max(planes * in[0].plane() * 3 + size_t(in[0].h + in[0].w),
                     contrast_norm_workspace(in[0]));
+  }
+  // As an epilogue: the GPU's two-pass kernel run by the producer (rgb_to_yuv, converting on
+  // its loads: the YUV image is never written).
+  Epilogue as_epilogue() const override {
+    Epilogue e{Epilogue::Kind::ContrastNorm, size_, 0};
+    e.eps = eps_;
+    e.taps = kernel_f_.data();
+    return e;
   }
   // On the GPU a following standardisation runs in the two-pass kernel's last pass, writing the
   // network's activation format (cuda::contrast_norm_fused).
@@ -111,18 +120,7 @@ class ContrastNorm : public Layer {
   void forward_cuda(const ForwardArgs& a, const CudaContext& ctx) const override {
     const Shape& s = a.in[0].shape;
     if (cuda::contrast_norm_fused_supported(size_, s.c)) {
-      const float *mean = nullptr, *sd = nullptr;
-      if (a.epilogue) {  // the standardisation (can_fuse); std > 0 checked on its host copy
-        const LayerParams& p = *(*a.epilogue)[0].params;
-        const Tensor& host_sd = p.get("std");
-        for (size_t c = 0; c < host_sd.numel(); ++c)
-          SL_REQUIRE(host_sd[c] > 0, "standardize after '", name_, "': std[", c, "] = ", host_sd[c],
-                     " is not positive");
-        mean = p.data("mean");
-        sd = p.data("std");
-      }
-      cuda::contrast_norm_fused(a.in[0].f32(), a.out, kernel_f_.data(), size_, eps_, mean, sd,
-                                a.workspace, ctx.stream);
+      contrast_norm_fused_cuda(a, ctx, as_epilogue(), a.epilogue ? &(*a.epilogue)[0] : nullptr, false);
       return;
     }
     cuda::contrast_norm(a.in[0].f32(), a.out.f32(), s.n * s.c, s.h, s.w, kernel_f_.data(), size_, eps_,
@@ -176,6 +174,24 @@ class ContrastNorm : public Layer {
 };
 
 }  // namespace
+
+#ifdef SCENELAB_WITH_CUDA
+void contrast_norm_fused_cuda(const ForwardArgs& a, const CudaContext& ctx, const Epilogue& lcn,
+                              const Epilogue* standardize, bool rgb_to_yuv) {
+  const float *mean = nullptr, *sd = nullptr;
+  if (standardize) {  // std > 0 checked on its host copy
+    const LayerParams& p = *standardize->params;
+    const Tensor& host_sd = p.get("std");
+    for (size_t c = 0; c < host_sd.numel(); ++c)
+      SL_REQUIRE(host_sd[c] > 0, "standardize after contrast normalisation: std[", c, "] = ", host_sd[c],
+                 " is not positive");
+    mean = p.data("mean");
+    sd = p.data("std");
+  }
+  cuda::contrast_norm_fused(a.in[0].f32(), a.out, lcn.taps, lcn.k, lcn.eps, mean, sd, a.workspace, ctx.stream,
+                            rgb_to_yuv);
+}
+#endif
 
 std::unique_ptr<Layer> make_contrast_norm(const NodeDesc& d) {
   return std::make_unique<ContrastNorm>(d);

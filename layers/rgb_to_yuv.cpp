@@ -8,6 +8,7 @@
 #ifdef SCENELAB_WITH_CUDA
 #include "engine/cuda_backend.h"
 #include "kernels/layers_cuda.h"
+#include "layers/contrast_norm.h"
 #endif
 
 namespace scenelab {
@@ -37,8 +38,37 @@ class RgbToYuv : public Layer {
       });
     }
   }
+  // On the GPU a contrast normalisation after it (and a standardisation after that) runs as one
+  // two-pass kernel that converts to YUV as it loads the image (layers/contrast_norm.h).
+  bool can_fuse(const std::vector<Epilogue>& chain, const std::vector<Shape>& in,
+                const std::vector<Format>& /*in_formats*/, const Backend& backend) const override {
+#ifdef SCENELAB_WITH_CUDA
+    using K = Epilogue::Kind;
+    return backend.cuda() && (chain.size() == 1 || chain.size() == 2) && chain[0].kind == K::ContrastNorm &&
+           cuda::contrast_norm_fused_supported(chain[0].k, in[0].c) &&
+           (chain.size() == 1 || (chain[1].kind == K::Standardize && chain[1].params));
+#else
+    (void)chain, (void)in, (void)backend;
+    return false;
+#endif
+  }
+  size_t fused_workspace_floats(const std::vector<Epilogue>& /*chain*/, const std::vector<Shape>& in,
+                                const Shape& /*out*/, const Backend& /*backend*/) const override {
+#ifdef SCENELAB_WITH_CUDA
+    const Shape& s = in[0];
+    return cuda::contrast_norm_fused_workspace_floats(s.n, s.c, s.h, s.w);
+#else
+    (void)in;
+    return 0;
+#endif
+  }
 #ifdef SCENELAB_WITH_CUDA
   void forward_cuda(const ForwardArgs& a, const CudaContext& ctx) const override {
+    if (a.epilogue) {  // can_fuse said so
+      const auto& chain = *a.epilogue;
+      contrast_norm_fused_cuda(a, ctx, chain[0], chain.size() > 1 ? &chain[1] : nullptr, true);
+      return;
+    }
     cuda::rgb_to_yuv(a.in[0].f32(), a.out.f32(), a.in[0].shape.n, a.in[0].shape.plane(), ctx.stream);
   }
 #endif

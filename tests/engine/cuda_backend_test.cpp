@@ -529,6 +529,39 @@ TEST(CudaBackend, PlannerFusesPoolAndArgmax) {
   }
 }
 
+// rgb_to_yuv followed by contrast normalisation and a standardisation: on the GPU one two-pass
+// kernel converting on its loads (the YUV image and the normalised one never written), equal to
+// the CPU path at every precision.
+TEST(CudaBackend, PlannerFusesYuvIntoContrastNorm) {
+  SCENELAB_REQUIRE_GPU();
+  const std::string text =
+      "input x channels=3\n"
+      "yuv = rgb_to_yuv(x)\n"
+      "lcn = contrast_norm(yuv) size=13\n"
+      "pre = standardize(lcn)\n"
+      "c = conv2d(pre) out=8 k=3 pad=same\n"
+      "output c\n";
+  Model m = random_model_from_text(text, 17);
+  for (const char* prec : {"fp32", "fp16"}) {
+    for (Shape in : {Shape(2, 3, 45, 61), Shape(1, 3, 70, 131)}) {
+      SCOPED_TRACE(std::string(prec) + " " + in.str());
+      const bool half = std::string(prec) != "fp32";
+      compare(m, in, opts("auto", prec), half ? 2e-2 : 1e-4, std::string("yuv fused ") + prec, half ? 0.97 : 0.999);
+      auto gpu = make_backend("cuda", 0, opts("auto", prec));
+      Graph g(m);
+      g.plan(in.n, in.h, in.w, *gpu);
+      g.set_profiling(true);
+      Tensor x = random_tensor(in, 3, 0.f, 1.f);
+      g.run(x.view());
+      std::map<std::string, LayerStat> st;
+      for (const auto& s : g.stats()) st[s.name] = s;
+      EXPECT_EQ(st["lcn"].time_ms, 0.0) << "the contrast normalisation was not fused";
+      EXPECT_EQ(st["pre"].time_ms, 0.0) << "the standardisation was not fused";
+      EXPECT_GT(st["yuv"].time_ms, 0.0);
+    }
+  }
+}
+
 #ifdef SCENELAB_WITH_CUDA
 // cuBLAS writes every element of a GEMM's output: C is fresh device memory (never written by
 // us), the product read back equals a float64 reference, for the GEMMs of the convolutions
