@@ -46,7 +46,7 @@ namespace {
 
 constexpr int64_t kX = 1, kW = 2, kB = 3, kY = 4, kConvOut = 5, kAddOut = 6;
 constexpr int kRanked = 8, kTimed = 2;
-constexpr float kFuseWorthMs = 0.1f;
+constexpr float kFuseWorthMs = 0.3f;
 
 cudnnDataType_t cudnn_type(DType t) { return t == DType::BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF; }
 
@@ -219,15 +219,16 @@ void CudnnGraphConv::choose(const void* x, const void* w, const float* b, void* 
   for (bool fused : {false, true}) {
     if (fused && !bias_ && !relu_) continue;  // nothing to fuse
     // Fused graphs run on runtime-fusion engines, compiled when finalised (0.1-1.7 s a shape on an
-    // H100, again in every process): tried only where runtime fusion is on (CudaOptions:
-    // label_image turns it on for long runs) and the plain convolution takes 0.1 ms or more, so
-    // the fused epilogue pays for its compilation within some thousands of frames (64 -> 256 at
-    // 1920x1080: 0.49-0.55 ms plain, 0.27 fused; at a 0.5 ms bar that layer's timing fell on
-    // either side from run to run; the multiscale net's half scale, 0.115 ms plain, gains the
-    // bias/ReLU pass too). Where no plain engine runs the shape the fused graph is tried as well
-    // (89 ms to compile 64 -> 256 on 120x67, the multiscale net's quarter scale at 1920x1080,
-    // against the legacy API's TF32 kernel and conversions, 0.15 ms a frame); with runtime
-    // fusion off the legacy API runs it (the caller's fallback) in a few ms of planning.
+    // H100, again in every process, a plan cache's choice too): tried only where runtime fusion
+    // is on (CudaOptions: label_image turns it on for long runs) and the plain convolution takes
+    // 0.3 ms or more, where the fused epilogue pays for its compilation within a few thousand
+    // frames (64 -> 256 at 1920x1080: 0.47-0.52 ms plain, 0.26-0.29 fused; at a 0.5 ms bar that
+    // layer's timing fell on either side from run to run). Smaller layers are not worth it: the
+    // multiscale net's half scale at 1920x1080 (0.13-0.14 ms plain, 0.09 fused) took 1.15 s to
+    // compile. Where no plain engine runs the shape, the fused graph is tried as well (the
+    // quarter scale, 64 -> 256 on 120x67: 0.03-0.04 ms fused against the legacy API's TF32 kernel
+    // and conversions, 0.15 ms); with runtime fusion off the legacy API runs it (the caller's
+    // fallback) in a few ms of planning.
     if (fused && (!runtime_fusion || (plan_ && best < kFuseWorthMs))) continue;
     std::unique_ptr<Graph> g;
     try {
