@@ -6,9 +6,11 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 #include "engine/error.h"
@@ -32,13 +34,32 @@ static void plain_child() {
   for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT}) ::signal(sig, SIG_DFL);
 }
 
+// Each input is written to a file of this process (HDF5 opens files by path, and not a memfd's:
+// "can't retrieve real path"). It goes when the process exits normally; files of processes that
+// died (a crash, libFuzzer's timeout) are removed by the next one to start, so that campaigns do
+// not pile them up in /tmp (hundreds were found there).
+std::string input_path(long pid) { return "/tmp/scenelab_fuzz_model_" + std::to_string(pid) + ".h5"; }
+
+void remove_files_of_dead_processes() {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/tmp", ec)) {
+    const std::string name = e.path().filename().string(), prefix = "scenelab_fuzz_model_";
+    if (name.rfind(prefix, 0) != 0 || name.size() < prefix.size() + 4) continue;
+    const long pid = std::atol(name.c_str() + prefix.size());
+    if (pid > 0 && name == input_path(pid).substr(5) && ::kill(pid_t(pid), 0) != 0 && errno == ESRCH)
+      std::filesystem::remove(e.path(), ec);
+  }
+}
+
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   ::pthread_atfork(nullptr, nullptr, plain_child);
+  remove_files_of_dead_processes();
+  std::atexit([] { ::unlink(input_path(::getpid()).c_str()); });
   return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const std::string path = "/tmp/scenelab_fuzz_model_" + std::to_string(::getpid()) + ".h5";
+  static const std::string path = input_path(::getpid());
   FILE* f = std::fopen(path.c_str(), "wb");
   if (!f) return 0;
   std::fwrite(data, 1, size, f);
