@@ -568,20 +568,27 @@ __global__ void maxpool_nhwc8_kernel(const T* x, T* y, int c, int h, int w, int 
   *reinterpret_cast<uint4*>(y + size_t(pix) * c + 8 * size_t(cg)) = out;
 }
 
-// One thread an output pixel: its taps once, every channel resampled in float and compared.
+// One thread an output pixel: every channel resampled in float and compared.
+constexpr int kUaW = 64, kUaH = 4;
 template <typename T>
-__global__ void upsample_argmax_kernel(const T* x, T* y, int c, int hi, int wi, int ho, int wo,
+__global__ void __launch_bounds__(kUaW * kUaH) upsample_argmax_kernel(const T* x, T* y, int c, int hi, int wi, int ho, int wo,
                                        bool nhwc, bool geometry, bool bilinear, Geometry gi,
                                        Geometry go) {
-  // grid: (columns / blockDim.x, ho, n): no integer division
-  const int ox = int(blockIdx.x * blockDim.x + threadIdx.x), oy = int(blockIdx.y);
-  if (ox >= wo) return;
+  // A block of kUaW x kUaH output pixels (grid: columns, rows, images; no integer division):
+  // the taps of its columns and rows, in double, computed once each into shared memory.
+  __shared__ UpsampleTap col_tap[kUaW], row_tap[kUaH];
+  const int ox = int(blockIdx.x * kUaW + threadIdx.x), oy = int(blockIdx.y * kUaH + threadIdx.y);
+  if (threadIdx.y == 0 && ox < wo)
+    col_tap[threadIdx.x] = upsample_tap(ox, wi, wo, geometry, bilinear, gi.offset_x, gi.stride_x,
+                                        go.offset_x, go.stride_x);
+  if (threadIdx.x == 0 && oy < ho)
+    row_tap[threadIdx.y] = upsample_tap(oy, hi, ho, geometry, bilinear, gi.offset_y, gi.stride_y,
+                                        go.offset_y, go.stride_y);
+  __syncthreads();
+  if (ox >= wo || oy >= ho) return;
   const size_t b = blockIdx.z;
   const size_t i = (b * ho + size_t(oy)) * wo + size_t(ox);
-  const UpsampleTap t = upsample_tap(oy, hi, ho, geometry, bilinear, gi.offset_y, gi.stride_y,
-                                     go.offset_y, go.stride_y);
-  const UpsampleTap u = upsample_tap(ox, wi, wo, geometry, bilinear, gi.offset_x, gi.stride_x,
-                                     go.offset_x, go.stride_x);
+  const UpsampleTap t = row_tap[threadIdx.y], u = col_tap[threadIdx.x];
   const size_t plane = size_t(hi) * wi;
   // Element (channel k, pixel p) of image b: NHWC or NCHW.
   const size_t cs = nhwc ? 1 : plane, ps = nhwc ? size_t(c) : 1;
@@ -844,10 +851,11 @@ void upsample_argmax(const TensorView& x, const TensorView& y, bool geometry, bo
   SL_REQUIRE(b.c == 1 && b.n == a.n, "upsample + argmax: output ", b.str(), " for input ", a.str());
   const size_t n = b.numel();
   if (!n) return;
-  SL_REQUIRE(b.h <= 65535 && b.n <= 65535, "upsample + argmax: output ", b.str(), " is too large");
+  SL_REQUIRE(b.n <= 65535, "upsample + argmax: output ", b.str(), " is too large");
   with_type(y, [&](auto* t) {
     using T = std::remove_pointer_t<decltype(t)>;
-    upsample_argmax_kernel<<<dim3(blocks_for(size_t(b.w)), unsigned(b.h), unsigned(b.n)), kThreads, 0, s>>>(
+    upsample_argmax_kernel<<<dim3(unsigned((b.w + kUaW - 1) / kUaW), unsigned((b.h + kUaH - 1) / kUaH), unsigned(b.n)),
+                             dim3(kUaW, kUaH), 0, s>>>(
         x.as<const T>(), y.as<T>(), a.c, a.h, a.w, b.h, b.w, x.format.layout == Layout::NHWC, geometry,
         bilinear, gin, gout);
   });
