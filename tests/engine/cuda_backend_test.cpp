@@ -485,6 +485,18 @@ TEST(CudaBackend, TwoPassContrastNormAgainstFloat64) {
 // kernel under fp16/bf16 (not under fp32, where the pool runs alone), argmax into the upsample
 // before it and the standardisation into the contrast normalisation at every precision; the fused followers do not run (profiled time 0) and results
 // agree with the CPU path.
+// One profiled pass of g planned at `in` on `gpu`, on random pixels: each layer's stats by name
+// (a fused follower's time is 0).
+std::map<std::string, LayerStat> profiled_pass(Graph& g, const Shape& in, Backend& gpu) {
+  g.plan(in.n, in.h, in.w, gpu);
+  g.set_profiling(true);
+  Tensor x = random_tensor(in, 3, 0.f, 1.f);
+  g.run(x.view());
+  std::map<std::string, LayerStat> st;
+  for (const auto& s : g.stats()) st[s.name] = s;
+  return st;
+}
+
 TEST(CudaBackend, PlannerFusesPoolAndArgmax) {
   SCENELAB_REQUIRE_GPU();
   const std::string text =
@@ -510,12 +522,7 @@ TEST(CudaBackend, PlannerFusesPoolAndArgmax) {
               half ? 0.97 : 0.999);
       auto gpu = make_backend("cuda", 0, opts("auto", prec));
       Graph g(m);
-      g.plan(in.n, in.h, in.w, *gpu);
-      g.set_profiling(true);
-      Tensor x = random_tensor(in, 3, 0.f, 1.f);
-      g.run(x.view());
-      std::map<std::string, LayerStat> st;
-      for (const auto& s : g.stats()) st[s.name] = s;
+      std::map<std::string, LayerStat> st = profiled_pass(g, in, *gpu);
       EXPECT_EQ(st["r"].time_ms, 0.0) << "the ReLU was not fused";
       EXPECT_EQ(st["p"].time_ms == 0.0, half) << "pool fused: " << (st["p"].time_ms == 0.0);
       EXPECT_EQ(st["c"].detail.find("fused") != std::string::npos, half) << st["c"].detail;
@@ -551,12 +558,7 @@ TEST(CudaBackend, PlannerFusesYuvIntoContrastNorm) {
       compare(m, in, opts("auto", prec), half ? 2e-2 : 1e-4, std::string("yuv fused ") + prec, half ? 0.97 : 0.999);
       auto gpu = make_backend("cuda", 0, opts("auto", prec));
       Graph g(m);
-      g.plan(in.n, in.h, in.w, *gpu);
-      g.set_profiling(true);
-      Tensor x = random_tensor(in, 3, 0.f, 1.f);
-      g.run(x.view());
-      std::map<std::string, LayerStat> st;
-      for (const auto& s : g.stats()) st[s.name] = s;
+      std::map<std::string, LayerStat> st = profiled_pass(g, in, *gpu);
       EXPECT_EQ(st["lcn"].time_ms, 0.0) << "the contrast normalisation was not fused";
       EXPECT_EQ(st["pre"].time_ms, 0.0) << "the standardisation was not fused";
       EXPECT_GT(st["yuv"].time_ms, 0.0);
