@@ -177,6 +177,25 @@ def _label_chunk(chunk: list[tuple[str, str]], settings: dict) -> dict:
     return result
 
 
+_PARTIAL = re.compile(r"^(.+)_[a-z]+\.png\.tmp\.\d+\.\d+$")
+
+
+def _remove_partial_outputs(out_dir: str, bases: Sequence[str]) -> None:
+    """Outputs are written to NAME.tmp.PID.N and renamed (engine/file_io.cpp); a worker killed
+    while writing leaves its temporary file, and Dask runs the task again elsewhere. Once every
+    task is done, the temporary files of this run's outputs are such leftovers: removed (one pass
+    over the folder)."""
+    names = {os.path.basename(b) for b in bases}
+    with os.scandir(out_dir) as it:
+        for e in it:
+            m = _PARTIAL.match(e.name)
+            if m and m.group(1) in names:
+                try:
+                    os.remove(e.path)
+                except FileNotFoundError:
+                    pass
+
+
 def run(files: Sequence[str], out_dir: str, client, *, model: str | None = None, device: str = "auto",
         precision: str = "fp32", save=("classes", "labels"), chunk: int = 0, batch: int = 0,
         threads: int = 0, io_threads: int = 0, device_per_worker: bool = False, warm_up: bool = True,
@@ -228,6 +247,7 @@ def run(files: Sequence[str], out_dir: str, client, *, model: str | None = None,
         if on_result:
             on_result(r)
     seconds = time.perf_counter() - start
+    _remove_partial_outputs(out_dir, bases)
     order = {f: i for i, f in enumerate(files)}
     failures.sort(key=lambda f: order.get(f[0], 0))
     return dict(images=images, failed=len(failures), failures=[dict(file=f, error=e) for f, e in failures],

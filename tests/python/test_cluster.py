@@ -124,3 +124,13 @@ def test_local_cluster_workers_start_without_dasks_malloc_trim(tmp_path):
     r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().splitlines()[-1] == "[None]"
+
+
+def test_partial_outputs_of_this_run_are_removed(tmp_path):
+    # what a worker killed while writing leaves (engine/file_io.cpp: NAME.tmp.PID.N, then renamed)
+    for n in ["frame_01_classes.png.tmp.5600.12", "frame_01_classes.png", "other_labels.png.tmp.7.1",
+              "frame_01_labels.png.tmp.x"]:
+        (tmp_path / n).write_bytes(b"x")
+    cluster._remove_partial_outputs(str(tmp_path), [str(tmp_path / "frame_01"), str(tmp_path / "frame_02")])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["frame_01_classes.png", "frame_01_labels.png.tmp.x",
+                                                          "other_labels.png.tmp.7.1"]
