@@ -720,6 +720,26 @@ void with_type(const TensorView& v, F&& launch) {
   }
 }
 
+// Runs `launch` with an index type for `count` elements: 32-bit where it fits (no 64-bit
+// division in the kernel's index arithmetic), else size_t.
+template <typename F>
+void with_index(size_t count, F&& launch) {
+  if (count < (size_t(1) << 31))
+    launch(unsigned(count));
+  else
+    launch(count);
+}
+
+// The 8-channel NHWC max-pool (maxpool_nhwc8_kernel), with an optional bias and ReLU after the max.
+template <typename T>
+void maxpool8(const T* x, T* y, const Shape& a, const Shape& o, int k, int stride, const float* bias, bool relu,
+              cudaStream_t s) {
+  with_index(o.numel() / 8, [&](auto groups) {
+    maxpool_nhwc8_kernel<<<blocks_for(groups), kThreads, 0, s>>>(x, y, a.c, a.h, a.w, o.h, o.w, k, stride, groups,
+                                                                 bias, relu);
+  });
+}
+
 bool is_nchw_f32(const TensorView& v) { return v.format == Format{}; }
 
 // NHWC tensors of a 2-byte type whose channel count (c) is a multiple of 8, both 16-byte
@@ -762,12 +782,7 @@ void maxpool2d(const TensorView& x, const TensorView& y, int k, int stride, cuda
   } else if (vector8(x, y, a.c)) {
     with_type(y, [&](auto* t) {
       using T = std::remove_pointer_t<decltype(t)>;
-      if (n / 8 < (size_t(1) << 31))
-        maxpool_nhwc8_kernel<T, unsigned><<<blocks_for(n / 8), kThreads, 0, s>>>(
-            x.as<const T>(), y.as<T>(), a.c, a.h, a.w, b.h, b.w, k, stride, unsigned(n / 8));
-      else
-        maxpool_nhwc8_kernel<T, size_t><<<blocks_for(n / 8), kThreads, 0, s>>>(
-            x.as<const T>(), y.as<T>(), a.c, a.h, a.w, b.h, b.w, k, stride, n / 8);
+      maxpool8(x.as<const T>(), y.as<T>(), a, b, k, stride, nullptr, false, s);
     });
   } else {
     with_type(y, [&](auto* t) {
@@ -779,25 +794,14 @@ void maxpool2d(const TensorView& x, const TensorView& y, int k, int stride, cuda
   SL_LAUNCH_CHECK("maxpool2d kernel");
 }
 
-bool bias_relu_maxpool_supported(const TensorView& x, const TensorView& y) {
-  return vector8(x, y, x.shape.c) && x.format == y.format;
-}
-
 void bias_relu_maxpool(const TensorView& x, const float* b, bool relu, const TensorView& y, int k, int stride,
                        cudaStream_t s) {
-  SL_REQUIRE(bias_relu_maxpool_supported(x, y), "bias + ReLU + max-pool: no kernel for ", x.format.str(), " ",
-             x.shape.str());
-  const Shape &a = x.shape, &o = y.shape;
-  const size_t n = o.numel();
-  if (!n) return;
+  SL_REQUIRE(vector8(x, y, x.shape.c) && x.format == y.format, "bias + ReLU + max-pool: no kernel for ",
+             x.format.str(), " ", x.shape.str());
+  if (!y.shape.numel()) return;
   with_type(y, [&](auto* t) {
     using T = std::remove_pointer_t<decltype(t)>;
-    if (n / 8 < (size_t(1) << 31))
-      maxpool_nhwc8_kernel<T, unsigned><<<blocks_for(n / 8), kThreads, 0, s>>>(
-          x.as<const T>(), y.as<T>(), a.c, a.h, a.w, o.h, o.w, k, stride, unsigned(n / 8), b, relu);
-    else
-      maxpool_nhwc8_kernel<T, size_t><<<blocks_for(n / 8), kThreads, 0, s>>>(
-          x.as<const T>(), y.as<T>(), a.c, a.h, a.w, o.h, o.w, k, stride, n / 8, b, relu);
+    maxpool8(x.as<const T>(), y.as<T>(), x.shape, y.shape, k, stride, b, relu, s);
   });
   SL_LAUNCH_CHECK("bias + ReLU + max-pool kernel");
 }
@@ -943,15 +947,12 @@ void bias_act_nhwc(const TensorView& y, const float* b, bool relu, cudaStream_t 
   if (!n || (!b && !relu)) return;
   const int c = y.shape.c;
   if (dtype_bytes(y.format.dtype) == 2 && c % 8 == 0 && reinterpret_cast<uintptr_t>(y.data) % 16 == 0) {
-    const size_t groups = n / 8;
     with_type(y, [&](auto* t) {
       using T = std::remove_pointer_t<decltype(t)>;
-      if (groups < (size_t(1) << 31))
-        bias_act_nhwc8_kernel<T, unsigned><<<blocks_for(groups), kThreads, 0, s>>>(
-            y.as<T>(), b, unsigned(c / 8), unsigned(groups), relu);
-      else
-        bias_act_nhwc8_kernel<T, size_t><<<blocks_for(groups), kThreads, 0, s>>>(y.as<T>(), b, size_t(c / 8),
-                                                                                 groups, relu);
+      with_index(n / 8, [&](auto groups) {
+        using Idx = decltype(groups);
+        bias_act_nhwc8_kernel<T, Idx><<<blocks_for(groups), kThreads, 0, s>>>(y.as<T>(), b, Idx(c / 8), groups, relu);
+      });
     });
   } else {
     with_type(y, [&](auto* t) {

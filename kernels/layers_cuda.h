@@ -19,8 +19,7 @@ void relu(const TensorView& x, const TensorView& y, cudaStream_t s);
 void maxpool2d(const TensorView& x, const TensorView& y, int k, int stride, cudaStream_t s);
 // y = maxpool(act(x + b)) computed as act(maxpool(x) + b), bit for bit the same: a convolution's
 // raw output pooled with its bias and ReLU (b may be null). For 2-byte NHWC tensors whose
-// channels are a multiple of 8 (bias_relu_maxpool_supported).
-bool bias_relu_maxpool_supported(const TensorView& x, const TensorView& y);
+// channels are a multiple of 8, 16-byte aligned.
 void bias_relu_maxpool(const TensorView& x, const float* b, bool relu, const TensorView& y, int k, int stride,
                        cudaStream_t s);
 void downscale(const TensorView& x, const TensorView& y, int f, cudaStream_t s);

@@ -178,7 +178,7 @@ class Conv2d : public Layer {
       const bool half = ctx.precision == Precision::FP16 || ctx.precision == Precision::BF16;
       const TensorView raw{a.workspace + raw_offset(cuda::conv_workspace(c, bound, half).total()),
                            Shape(x.n, out_, c.ho, c.wo), a.out.format};
-      forward_nhwc(a, ctx, raw.data, /*relu=*/false, /*b=*/nullptr, /*pooled=*/true);
+      forward_nhwc(a, ctx, c, raw.data, /*relu=*/false, /*b=*/nullptr, /*pooled=*/true);
       cuda::bias_relu_maxpool(raw, b, a.fused_relu, a.out, pool.k, pool.stride, ctx.stream);
       last_ += " + bias + ReLU + pool";
       return;
@@ -225,7 +225,7 @@ class Conv2d : public Layer {
         last_ = "gemm (1x1, NHWC)";
         return;
       }
-      forward_nhwc(a, ctx, a.out.data, a.fused_relu, b, /*pooled=*/false);
+      forward_nhwc(a, ctx, c, a.out.data, a.fused_relu, b, /*pooled=*/false);
       return;
     }
     ConvAlgo algo = ctx.conv;
@@ -294,12 +294,10 @@ class Conv2d : public Layer {
   // fused where it pays), the legacy API where no graph engine runs the shape. pooled: the raw
   // convolution for a fused pool (no bias, no ReLU: a graph of its own, remembered apart in
   // plan caches).
-  void forward_nhwc(const ForwardArgs& a, const CudaContext& ctx, void* out, bool relu, const float* b,
-                    bool pooled) const {
-    const Shape& x = a.in[0].shape;
-    const cuda::ConvShape c = conv_shape(x, Shape(x.n, out_, x.h + 2 * pad_ - k_ + 1, x.w + 2 * pad_ - k_ + 1));
+  void forward_nhwc(const ForwardArgs& a, const CudaContext& ctx, const cuda::ConvShape& c, void* out, bool relu,
+                    const float* b, bool pooled) const {
     const size_t bound = ctx.conv_workspace_bytes / sizeof(float);
-    const ChoiceKey key = choice_key(x, ctx);
+    const ChoiceKey key = choice_key(a.in[0].shape, ctx);
     const float* w = a.params->data("weight");
     SL_REQUIRE(a.in[0].format == a.out.format, "conv2d '", name_, "': input ", a.in[0].format.str(),
                ", output ", a.out.format.str());
@@ -335,7 +333,7 @@ class Conv2d : public Layer {
     conv->forward(a.in[0].data, w, b, out, relu, a.workspace, bound, ctx.stream);
     last_ = algo_label(ConvAlgo::Cudnn, key, ctx.precision);
 #else
-    (void)out, (void)relu, (void)b, (void)pooled, (void)w;
+    (void)c, (void)bound, (void)key, (void)out, (void)relu, (void)b, (void)pooled, (void)w;
     throw_error("conv2d '", name_, "': this build has no cuDNN");
 #endif
   }
