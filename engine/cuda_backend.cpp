@@ -60,10 +60,12 @@ CudaBackend::CudaBackend(const CudaOptions& o) : select_(o.device) {
   else if (o.conv == "gemm") ctx_.conv = ConvAlgo::Gemm;
   else if (o.conv == "gemm2s") ctx_.conv = ConvAlgo::Gemm2s;
   else if (o.conv == "cudnn") ctx_.conv = ConvAlgo::Cudnn;
+  else if (o.conv == "split") ctx_.conv = ConvAlgo::Split;
   else if (o.conv == "auto") ctx_.conv = ConvAlgo::Auto;
-  else throw_error("--conv ", o.conv, ": expected direct, gemm, gemm2s, cudnn or auto");
+  else throw_error("--conv ", o.conv, ": expected direct, gemm, gemm2s, cudnn, split or auto");
 #ifndef SCENELAB_WITH_CUDNN
-  if (ctx_.conv == ConvAlgo::Cudnn) throw_error("--conv cudnn: this build has no cuDNN");
+  if (ctx_.conv == ConvAlgo::Cudnn || ctx_.conv == ConvAlgo::Split)
+    throw_error("--conv ", o.conv, ": this build has no cuDNN");
   if (ctx_.precision == Precision::BF16) throw_error("--precision bf16 runs on cuDNN, which this build has not");
 #endif
   if (ctx_.precision == Precision::BF16 && (ctx_.conv == ConvAlgo::Gemm || ctx_.conv == ConvAlgo::Gemm2s))
@@ -100,7 +102,8 @@ CudaBackend::CudaBackend(const CudaOptions& o) : select_(o.device) {
   SL_CUDNN_CHECK(cudnnSetStream(ctx_.cudnn, ctx_.stream), "CUDA backend");
   // cuDNN loads its sub-libraries at the first convolution query: done here, once per
   // backend, where the convolution may use cuDNN, so planning a size does not pay for it.
-  if (ctx_.conv == ConvAlgo::Auto || ctx_.conv == ConvAlgo::Cudnn) warm_up_cudnn(ctx_.cudnn);
+  if (ctx_.conv != ConvAlgo::Direct && ctx_.conv != ConvAlgo::Gemm && ctx_.conv != ConvAlgo::Gemm2s)
+    warm_up_cudnn(ctx_.cudnn);
 #endif
   int driver = 0, runtime = 0, cublas_version = 0;
   SL_CUDA_CHECK(cudaDriverGetVersion(&driver), "CUDA backend");
@@ -113,6 +116,8 @@ CudaBackend::CudaBackend(const CudaOptions& o) : select_(o.device) {
 #endif
   // What a timed choice depends on besides the device: precision, algorithm, workspace bound.
   identity_ += str_cat(" | precision=", o.precision, " | conv=", o.conv);
+  // The candidates auto times (a plan cached before split existed is timed anew).
+  if (ctx_.conv == ConvAlgo::Auto) identity_ += " | candidates=direct,gemm,gemm2s,cudnn,split";
   // Larger bands mean fewer, larger GEMMs (measured on an H100 at 3840x2160, fp32: 35.6 ms
   // with a 1 GiB bound, 34.1 with 2 GiB); a sixteenth of the memory keeps small GPUs safe.
   ctx_.conv_workspace_bytes = o.conv_workspace_bytes

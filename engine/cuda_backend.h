@@ -23,8 +23,11 @@
 
 namespace scenelab {
 
-enum class ConvAlgo { Direct, Gemm, Gemm2s, Cudnn, Auto };
-// fp32: exact single precision (CUDA cores), the default, matches the CPU path;
+// split: fp32 on TF32 tensor cores, each float as two pieces and three products summed by one
+// cuDNN convolution ("3xTF32", kernels/conv_cuda.h): fp32-accurate at any precision setting.
+enum class ConvAlgo { Direct, Gemm, Gemm2s, Cudnn, Split, Auto };
+// fp32: single precision, the default: within 1e-4 of the CPU path (the paper's algorithms on
+//       CUDA cores; auto also times split, 3xTF32 on tensor cores, and takes it where faster);
 // tf32: tensor cores on fp32 data (10-bit mantissa products, fp32 accumulation);
 // fp16, bf16: activations between layers in half precision (f16 or bf16 NHWC) where the
 //       convolutions run on cuDNN (--conv auto or cudnn), tensor cores with fp32 accumulation;

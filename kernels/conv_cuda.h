@@ -79,5 +79,29 @@ bool conv_pool_supported(const ConvShape& c, int pool_k, int pool_stride, DType 
 void conv_relu_pool_nhwc(const ConvShape& c, const void* x, const void* w, const float* b, void* y,
                          bool relu, DType t, cudaStream_t s);
 
+// kernels/conv_split_cuda.cu: the fp32 convolution on TF32 tensor cores (--conv split; "3xTF32").
+// Every float is split in two, x ~ big + small, both with TF32's 10-bit mantissa (taken exactly
+// by the tensor cores: big is x rounded to it, small what is left rounded to it); the three
+// products big*big, big*small and small*big are summed by ONE convolution over 3 * cin channels,
+// NHWC, fp32 accumulation and output (cuDNN's graph API, engines without FFT or Winograd): what
+// is dropped (small*small and the bits past small's, rounded to nearest) is ~2^-22 of a product,
+// a few fp32 roundings. Channels padded with zeros to a multiple of 4.
+int split_channels(int cin);
+// x NCHW f32 (n, cin, h, w) -> NHWC f32 (n, h, w, split_channels(cin)): slots [big big small 0..].
+void split_input(const float* x, int n, int cin, int h, int w, void* out, cudaStream_t s);
+// OIHW f32 -> KRSC f32 (cout, k, k, split_channels(cin)): slots [big small big 0..]; made when
+// first seen (allocates: never inside a CUDA-graph capture) and again if the weights move.
+class SplitWeights {
+ public:
+  const void* get(const float* w, const ConvShape& c, cudaStream_t s);
+
+ private:
+  DeviceBuffer buf_;
+  const float* of_ = nullptr;
+};
+// y NHWC f32 (n, pixels, c) -> out NCHW f32 (n, c, pixels), + b[c] (b may be null), ReLU if asked.
+void nhwc_to_nchw_bias_act(const float* y, int n, int c, size_t pixels, const float* b, bool relu,
+                           float* out, cudaStream_t s);
+
 }  // namespace scenelab::cuda
 #endif

@@ -48,13 +48,18 @@ constexpr int64_t kX = 1, kW = 2, kB = 3, kY = 4, kConvOut = 5, kAddOut = 6;
 constexpr int kRanked = 8, kTimed = 2;
 constexpr float kFuseWorthMs = 0.3f;
 
-cudnnDataType_t cudnn_type(DType t) { return t == DType::BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF; }
+cudnnDataType_t cudnn_type(DType t) {
+  return t == DType::BF16 ? CUDNN_DATA_BFLOAT16 : t == DType::F32 ? CUDNN_DATA_FLOAT : CUDNN_DATA_HALF;
+}
 
 }  // namespace
 
-CudnnGraphConv::CudnnGraphConv(cudnnHandle_t h, const ConvShape& c, DType t, bool relu, bool bias)
-    : h_(h), c_(c), t_(t), relu_(relu), bias_(bias) {
-  SL_REQUIRE(t == DType::F16 || t == DType::BF16, "cuDNN graph convolution: f16 or bf16 tensors");
+CudnnGraphConv::CudnnGraphConv(cudnnHandle_t h, const ConvShape& c, DType t, bool relu, bool bias,
+                               DType y_type, bool exact)
+    : h_(h), c_(c), t_(t), y_type_(y_type == DType::F32 ? DType::F32 : t), relu_(relu), bias_(bias),
+      exact_(exact) {
+  SL_REQUIRE(t == DType::F16 || t == DType::BF16 || t == DType::F32,
+             "cuDNN graph convolution: f16, bf16 or f32 tensors");
 }
 
 CudnnGraphConv::~CudnnGraphConv() = default;
@@ -81,7 +86,7 @@ std::unique_ptr<CudnnGraphConv::Graph> CudnnGraphConv::build(bool fused) const {
   const cudnnDataType_t dt = cudnn_type(t_), f32 = CUDNN_DATA_FLOAT;
   auto x = tensor(kX, dt, c_.n, c_.cin, c_.h, c_.w, false);
   auto w = tensor(kW, dt, c_.cout, c_.cin, c_.k, c_.k, false);
-  auto y = tensor(kY, dt, c_.n, c_.cout, c_.ho, c_.wo, false);
+  auto y = tensor(kY, y_type_ == DType::F32 ? f32 : dt, c_.n, c_.cout, c_.ho, c_.wo, false);
   const bool add = fused && bias_, act = fused && relu_;
   auto conv_out = add || act ? tensor(kConvOut, f32, c_.n, c_.cout, c_.ho, c_.wo, true) : y;
 
@@ -179,6 +184,41 @@ std::shared_ptr<CudnnGraphConv::Desc> CudnnGraphConv::finalize_plan(
   return cudnnBackendFinalize(plan->d) == CUDNN_STATUS_SUCCESS ? plan : nullptr;
 }
 
+CudnnGraphConv::Engine CudnnGraphConv::engine_of(const Desc& config) const {
+  Engine e;
+  Desc engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+  int64_t n = 0;
+  SL_CUDNN_CHECK(cudnnBackendGetAttribute(config.d, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                          1, &n, &engine.d),
+                 "cuDNN graph: a configuration's engine");
+  SL_CUDNN_CHECK(cudnnBackendGetAttribute(engine.d, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n,
+                                          &e.index),
+                 "cuDNN graph: an engine's index");
+  cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
+  SL_CUDNN_CHECK(cudnnBackendGetAttribute(engine.d, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
+                                          CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &n, notes),
+                 "cuDNN graph: an engine's numerical notes");
+  for (int64_t i = 0; i < n; ++i) {
+    const char* name = "";
+    bool inexact = false;
+    switch (notes[i]) {
+      case CUDNN_NUMERICAL_NOTE_TENSOR_CORE: name = "tc"; break;
+      case CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS: name = "down-convert"; break;
+      case CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION: name = "reduced-reduction", inexact = true; break;
+      case CUDNN_NUMERICAL_NOTE_FFT: name = "fft", inexact = true; break;
+      case CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC: name = "nondeterministic"; break;
+      case CUDNN_NUMERICAL_NOTE_WINOGRAD:
+      case CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_4x4:
+      case CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_6x6:
+      case CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_13x13: name = "winograd", inexact = true; break;
+      default: continue;
+    }
+    e.notes += str_cat(e.notes.empty() ? "" : ",", name);
+    e.excluded = e.excluded || (exact_ && inexact);
+  }
+  return e;
+}
+
 int64_t CudnnGraphConv::workspace_of(const Desc& plan) const {
   int64_t bytes = 0, n = 0;
   SL_CUDNN_CHECK(cudnnBackendGetAttribute(plan.d, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
@@ -204,7 +244,7 @@ void CudnnGraphConv::execute(const Desc& plan, bool fused, const void* x, const 
     pack_ptrs_ = ptrs;
   }
   SL_CUDNN_CHECK(cudnnBackendExecute(h_, plan.d, pack_->d), "cuDNN graph: executing the convolution");
-  if (!fused && (bias_ || relu_))
+  if (!fused && (bias_ || relu_) && y_type_ != DType::F32)
     bias_act_nhwc(TensorView{y, Shape(c_.n, c_.cout, c_.ho, c_.wo), Format{t_, Layout::NHWC}},
                   bias_ ? b : nullptr, relu_, s);
 }
@@ -239,8 +279,18 @@ void CudnnGraphConv::choose(const void* x, const void* w, const float* b, void* 
     const auto cfgs = configs(*g, kRanked);
     int timed = 0;
     for (size_t i = 0; i < cfgs.size() && timed < kTimed; ++i) {
+      const Engine e = engine_of(*cfgs[i]);
+      if (e.excluded) {
+        if (trace) report += str_cat(" ", fused ? "fused" : "plain", "#", i, " (engine ", e.index, " ", e.notes, ") left out;");
+        continue;
+      }
       const auto p = finalize_plan(*g, cfgs[i]);
-      if (!p || workspace_of(*p) > int64_t(scratch_bytes)) continue;
+      if (!p || workspace_of(*p) > int64_t(scratch_bytes)) {
+        if (trace)
+          report += str_cat(" ", fused ? "fused" : "plain", "#", i, " (engine ", e.index, ") ",
+                            p ? str_cat("needs ", workspace_of(*p) >> 20, " MiB") : std::string("does not build"), ";");
+        continue;
+      }
       float ms = 1e30f;
       try {
         for (int k = 0; k < 3; ++k) {  // a warm-up, then the better of two runs
@@ -256,13 +306,14 @@ void CudnnGraphConv::choose(const void* x, const void* w, const float* b, void* 
         continue;  // listed, built, but does not run: the next one
       }
       ++timed;
-      if (trace) report += str_cat(" ", fused ? "fused" : "plain", "#", i, " ", ms, " ms;");
+      if (trace) report += str_cat(" ", fused ? "fused" : "plain", "#", i, " (engine ", e.index, " ", e.notes, ") ", ms, " ms;");
       if (ms < best) {
         best = ms;
         plan_ = p;
         fused_ = fused;
         index_ = int(i);
         ws_bytes_ = workspace_of(*p);
+        engine_ = str_cat("engine ", e.index, e.notes.empty() ? "" : " ", e.notes);
       }
     }
   }
@@ -286,6 +337,9 @@ bool CudnnGraphConv::preset(const std::string& choice, size_t scratch_bytes) {
     const auto g = build(fused == 1);
     const auto cfgs = configs(*g, index + 1);
     if (size_t(index) >= cfgs.size()) return false;
+    const Engine e = engine_of(*cfgs[size_t(index)]);
+    if (e.excluded) return false;
+    engine_ = str_cat("engine ", e.index, e.notes.empty() ? "" : " ", e.notes);
     const auto p = finalize_plan(*g, cfgs[size_t(index)]);
     if (!p || workspace_of(*p) > int64_t(scratch_bytes)) return false;
     plan_ = p;
@@ -302,7 +356,7 @@ bool CudnnGraphConv::preset(const std::string& choice, size_t scratch_bytes) {
 std::string CudnnGraphConv::choice() const { return str_cat(fused_ ? 1 : 0, " ", index_); }
 
 std::string CudnnGraphConv::name() const {
-  return str_cat("cudnn graph", fused_ ? " (fused bias/ReLU)" : "", " #", index_);
+  return str_cat("cudnn graph", fused_ ? " (fused bias/ReLU)" : "", " #", index_, " [", engine_, "]");
 }
 
 void CudnnGraphConv::forward(const void* x, const void* w, const float* b, void* y, void* ws,

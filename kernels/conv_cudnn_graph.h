@@ -21,9 +21,13 @@ namespace scenelab::cuda {
 
 class CudnnGraphConv {
  public:
-  // t: F16 or BF16; x (n x cin x h x w) and y (n x cout x ho x wo) NHWC of that type, the
-  // weights KRSC of that type, the bias float.
-  CudnnGraphConv(cudnnHandle_t h, const ConvShape& c, DType t, bool relu, bool bias);
+  // t: F16, BF16 or F32; x (n x cin x h x w) NHWC and the weights KRSC of that type, the bias
+  // float; y (n x cout x ho x wo) NHWC of type y_type: t, or F32 (a float output: there the plain
+  // graph leaves the bias and ReLU to the caller, see fused()).
+  // exact: engines whose numerics differ from a direct sum (FFT, Winograd, reduced-precision
+  // reduction; cuDNN's numerical notes) are left out.
+  CudnnGraphConv(cudnnHandle_t h, const ConvShape& c, DType t, bool relu, bool bias,
+                 DType y_type = DType::F16, bool exact = false);
   ~CudnnGraphConv();
   CudnnGraphConv(const CudnnGraphConv&) = delete;
   CudnnGraphConv& operator=(const CudnnGraphConv&) = delete;
@@ -36,6 +40,8 @@ class CudnnGraphConv {
   // A choice made earlier (choice()), without timing; false where it no longer applies.
   bool preset(const std::string& choice, size_t scratch_bytes);
   bool chosen() const { return plan_ != nullptr; }
+  // Whether the chosen graph applies the bias and ReLU (else, with a float output, the caller does).
+  bool fused() const { return fused_; }
   std::string choice() const;  // "F I": fused graph or not, index in its heuristic ranking
   std::string name() const;    // for reports
   // Stream-ordered, no allocation once the pointers are seen (the first run is not captured).
@@ -51,13 +57,22 @@ class CudnnGraphConv {
   std::vector<std::shared_ptr<Desc>> configs(const Graph& g, int max) const;
   std::shared_ptr<Desc> finalize_plan(const Graph& g, const std::shared_ptr<Desc>& config) const;
   int64_t workspace_of(const Desc& plan) const;
+  // The engine of a configuration: its global index and numerical notes ("tc" tensor cores,
+  // "fft", "winograd", ...); excluded: whether `exact` rules it out.
+  struct Engine {
+    int64_t index = -1;
+    std::string notes;
+    bool excluded = false;
+  };
+  Engine engine_of(const Desc& config) const;
   void execute(const Desc& plan, bool fused, const void* x, const void* w, const float* b, void* y,
                void* ws, cudaStream_t s);
 
   cudnnHandle_t h_;
   ConvShape c_;
-  DType t_;
-  bool relu_, bias_;
+  DType t_, y_type_;
+  bool relu_, bias_, exact_;
+  std::string engine_;  // the chosen engine, for name()
   std::shared_ptr<Desc> plan_;
   bool fused_ = false;
   int index_ = -1;

@@ -106,10 +106,13 @@ class Conv2d : public Layer {
 #ifdef SCENELAB_WITH_CUDA
     if (const CudaContext* ctx = backend.cuda()) {
       // One band of gemm or the two half-size bands of gemm2s (or cuDNN's workspace), and the
-      // half-precision copies under fp16.
-      return cuda::conv_workspace(conv_shape(in[0], o), ctx->conv_workspace_bytes / sizeof(float),
-                                  ctx->precision == Precision::FP16 || ctx->precision == Precision::BF16)
-          .total();
+      // half-precision copies under fp16; or the split convolution's tensors where it may run.
+      const size_t bound = ctx->conv_workspace_bytes / sizeof(float);
+      const cuda::ConvShape c = conv_shape(in[0], o);
+      const size_t own = cuda::conv_workspace(c, bound,
+                                              ctx->precision == Precision::FP16 || ctx->precision == Precision::BF16)
+                             .total();
+      return may_split(*ctx, c.cin) ? std::max(own, split_layout(c, bound).total) : own;
     }
 #endif
     const int threads = backend.threads();
@@ -152,6 +155,33 @@ class Conv2d : public Layer {
   }
   cuda::ConvShape conv_shape(const Shape& x, const Shape& y) const {
     return {x.n, x.c, x.h, x.w, out_, k_, pad_, y.h, y.w};
+  }
+  // The split fp32 convolution (kernels/conv_cuda.h): asked for, or a candidate of auto in fp32
+  // where the sum is at most kSplitMaxK long: the tensor cores' accumulation truncates, its error
+  // grows with K (3.7e-5 of the largest output at K = 3136 on an H100, the nets' largest; the fp32
+  // bound is 1e-4; tests/engine/cuda_backend_test.cpp, SplitConvolutionIsFp32Accurate).
+  static constexpr int kSplitMaxK = 4096;
+  bool may_split(const CudaContext& ctx, int cin) const {
+#ifdef SCENELAB_WITH_CUDNN
+    return k_ > 1 && (ctx.conv == ConvAlgo::Split ||
+                      (ctx.conv == ConvAlgo::Auto && ctx.precision == Precision::FP32 && cin * k_ * k_ <= kSplitMaxK));
+#else
+    (void)ctx, (void)cin;
+    return false;
+#endif
+  }
+  // Its workspace, in floats: the input's pieces (NHWC, split_channels(cin)), the float NHWC
+  // result, cuDNN's scratch (the workspace bound).
+  struct SplitLayout {
+    size_t pieces, result, scratch, total;
+  };
+  static SplitLayout split_layout(const cuda::ConvShape& c, size_t bound) {
+    SplitLayout l;
+    l.pieces = raw_offset(size_t(c.n) * c.h * c.w * cuda::split_channels(c.cin));
+    l.result = raw_offset(size_t(c.n) * c.ho * c.wo * c.cout);
+    l.scratch = bound;
+    l.total = l.pieces + l.result + l.scratch;
+    return l;
   }
   // direct: the paper's direct kernel; gemm: im2col + cuBLAS; gemm2s: the same on two streams;
   // cudnn: cuDNN's fastest algorithm (timed once per input size); auto: every candidate timed
@@ -199,6 +229,8 @@ class Conv2d : public Layer {
         cuda::conv2d_gemm2s(c, a.in[0].f32(), gemm_weights(), b, a.out.f32(), a.fused_relu,
                             a.workspace, bound, fp16, ctx.cublas, ctx.stream, ctx.side_stream,
                             ctx.events);
+      } else if (algo == ConvAlgo::Split) {
+        forward_split(a, ctx, c, b);
       } else if (algo == ConvAlgo::Cudnn) {
 #ifdef SCENELAB_WITH_CUDNN
         auto& conv = cudnn_[key];
@@ -231,6 +263,7 @@ class Conv2d : public Layer {
     ConvAlgo algo = ctx.conv;
     if (k_ == 1) algo = ConvAlgo::Gemm;  // a 1x1 convolution is a plain GEMM
     if (algo == ConvAlgo::Direct && k_ > 7) algo = ConvAlgo::Gemm;  // the direct kernel's limit
+    if (algo == ConvAlgo::Split && k_ == 1) algo = ConvAlgo::Gemm;
     if (algo == ConvAlgo::Auto) {
       auto it = auto_choice_.find(key);
       if (it == auto_choice_.end()) {
@@ -252,7 +285,7 @@ class Conv2d : public Layer {
         // algorithm) and once timed; a second timed run only where it is within 25% of the
         // best. A candidate whose warm-up alone took 8x the best so far is not timed further,
         // and gemm2s is left out where its plan has a single band (nothing to overlap: it is
-        // gemm then).
+        // gemm then). In fp32 the split convolution is a candidate too.
         float best = 1e30f;
         ConvAlgo pick = ConvAlgo::Gemm;
         std::vector<ConvAlgo> cands{ConvAlgo::Gemm};
@@ -261,15 +294,18 @@ class Conv2d : public Layer {
 #endif
         if (cuda::conv_bands(c, bound, fp16, /*two_streams=*/true) > 1) cands.push_back(ConvAlgo::Gemm2s);
         if (k_ <= 7) cands.push_back(ConvAlgo::Direct);
+        if (may_split(ctx, c.cin)) cands.push_back(ConvAlgo::Split);
         for (ConvAlgo cand : cands) {
           float warm = 0;
           try {
             warm = time_one(cand);  // warm-up, and cuDNN's own choice
           } catch (const Error&) {
-            if (cand == ConvAlgo::Cudnn) continue;  // cuDNN may have no algorithm for a shape
+            // cuDNN may have no algorithm for a shape
+            if (cand == ConvAlgo::Cudnn || cand == ConvAlgo::Split) continue;
             throw;
           }
-          if (cand != ConvAlgo::Cudnn && warm > 8 * best) {  // cuDNN's warm-up is its own timing
+          // cuDNN's warm-up is its own timing
+          if (cand != ConvAlgo::Cudnn && cand != ConvAlgo::Split && warm > 8 * best) {
             if (trace) report += str_cat(" ", algo_label(cand, key, ctx.precision), " warm-up ", warm, " ms, skipped;");
             continue;
           }
@@ -338,6 +374,46 @@ class Conv2d : public Layer {
 #endif
   }
 
+  // The split fp32 convolution: the input's two pieces, one cuDNN convolution over 3 x cin
+  // channels into a float NHWC result, back to NCHW with the bias and ReLU (where cuDNN's fused
+  // graph did not apply them).
+  void forward_split(const ForwardArgs& a, const CudaContext& ctx, const cuda::ConvShape& c,
+                     const float* b) const {
+#ifdef SCENELAB_WITH_CUDNN
+    const auto key = choice_key(a.in[0].shape, ctx);
+    const SplitLayout l = split_layout(c, ctx.conv_workspace_bytes / sizeof(float));
+    cuda::ConvShape cs = c;
+    cs.cin = cuda::split_channels(c.cin);
+    float* pieces = a.workspace;
+    float* result = pieces + l.pieces;
+    float* scratch = result + l.result;
+    const void* w = split_w_.get(a.params->data("weight"), c, ctx.stream);
+    cuda::split_input(a.in[0].f32(), c.n, c.cin, c.h, c.w, pieces, ctx.stream);
+    auto& g = split_[key];
+    if (!g) {
+      g = std::make_unique<cuda::CudnnGraphConv>(ctx.cudnn, cs, DType::F32, a.fused_relu, b != nullptr,
+                                                 DType::F32, /*exact=*/true);
+      auto saved = preset_.find(key);
+      const bool restored = saved != preset_.end() && saved->second.rfind("split ", 0) == 0 &&
+                            g->preset(saved->second.substr(6), l.scratch * sizeof(float));
+      try {
+        if (!restored)
+          g->choose(pieces, w, b, result, scratch, l.scratch * sizeof(float), ctx.runtime_fusion, ctx.stream);
+      } catch (const Error&) {
+        g.reset();
+        throw;
+      }
+    }
+    g->forward(pieces, w, b, result, scratch, ctx.stream);
+    const bool fused = g->fused();
+    cuda::nhwc_to_nchw_bias_act(result, c.n, c.cout, size_t(c.ho) * c.wo, fused ? nullptr : b,
+                                !fused && a.fused_relu, a.out.f32(), ctx.stream);
+#else
+    (void)a, (void)ctx, (void)c, (void)b;
+    throw_error("conv2d '", name_, "': --conv split runs on cuDNN, which this build has not");
+#endif
+  }
+
   std::string detail() const override { return last_; }
 
   // The algorithm auto picked (and cuDNN's own pick within it), for plan caches:
@@ -361,6 +437,11 @@ class Conv2d : public Layer {
       default: break;
     }
 #ifdef SCENELAB_WITH_CUDNN
+    if (algo == ConvAlgo::Split) {
+      auto g = split_.find(key);
+      return g != split_.end() && g->second && g->second->chosen() ? "split " + g->second->choice()
+                                                                   : std::string();
+    }
     if (nhwc) {
       auto g = graph_.find(key);
       if (g != graph_.end() && g->second && g->second->chosen())
@@ -387,6 +468,15 @@ class Conv2d : public Layer {
       preset_[key] = text;
       graph_.erase(key);
       graph_failed_.erase(key);
+      return true;
+    }
+#endif
+#ifdef SCENELAB_WITH_CUDNN
+    if (text.rfind("split ", 0) == 0) {  // the engine is checked when the layer first runs
+      if (ctx->conv != ConvAlgo::Auto || !may_split(*ctx, in[0].c)) return false;
+      preset_[key] = text;
+      split_.erase(key);
+      auto_choice_[key] = ConvAlgo::Split;
       return true;
     }
 #endif
@@ -433,6 +523,13 @@ class Conv2d : public Layer {
     const bool fp16 = p == Precision::FP16;
     switch (algo) {
       case ConvAlgo::Direct: return "direct (fp32)";
+      case ConvAlgo::Split: {
+#ifdef SCENELAB_WITH_CUDNN
+        auto it = split_.find(key);
+        if (it != split_.end() && it->second) return "split (fp32 as tf32 x 3, " + it->second->name() + ")";
+#endif
+        return "split";
+      }
       case ConvAlgo::Gemm2s: return fp16 && k_ > 1 ? "gemm2s (fp16)" : "gemm2s";
       case ConvAlgo::Cudnn: {
 #ifdef SCENELAB_WITH_CUDNN
@@ -450,6 +547,8 @@ class Conv2d : public Layer {
 #ifdef SCENELAB_WITH_CUDNN
   mutable std::map<ChoiceKey, std::unique_ptr<cuda::CudnnConv>> cudnn_;
   mutable std::map<ChoiceKey, std::unique_ptr<cuda::CudnnGraphConv>> graph_;
+  mutable std::map<ChoiceKey, std::unique_ptr<cuda::CudnnGraphConv>> split_;
+  mutable cuda::SplitWeights split_w_;
   mutable std::set<ChoiceKey> graph_failed_;
   mutable std::map<ChoiceKey, std::string> preset_;  // plan-cache choices not yet built
   mutable std::set<ChoiceKey> pooled_;  // shapes whose raw convolution feeds a fused pool

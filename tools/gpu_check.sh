@@ -2,7 +2,7 @@
 # The GPU machine's run, in one call (../shared/gpu/README.md): build, every test (the gpu-labelled
 # ones run there), compute-sanitizer over the GPU tests, then the benchmarks named by $BENCH
 # (space-separated: pipeline peer1080 plan batch gops torch power compile hog nms detect python
-# cluster soak twoproc allgpus half ncu;
+# cluster soak twoproc allgpus half fp32 ncu;
 # default: the first four). Logs go to $OUT
 # (or ./gpu-out), a summary at the end of stdout.
 #   source .gpu/env.sh && tools/gpu_check.sh
@@ -239,6 +239,18 @@ EOF
       --runs 20 2>&1 | grep multiscale | sed "s/^/fp16 batch 8 /" | tee -a "$OUT/summary.txt"
     build-gpu/tools/bench_gops --device cuda --precision fp16 --nets reference --sizes 1920x1080 --layers \
       --runs 10 2>&1 | tee -a "$OUT/gops.log" | tail -22 | tee -a "$OUT/summary.txt" ;;
+  fp32)  # the fp32 path: what auto picks per layer, then each convolution algorithm, then per layer
+    SCENELAB_TRACE_TUNING=1 build-gpu/tools/bench_gops --device cuda --precision fp32 --nets reference \
+      --sizes 1920x1080 --runs 3 2>&1 | grep -E "cudnn graph|tuning" | cut -c1-240 | tee -a "$OUT/summary.txt"
+    for conv in auto split gemm2s; do
+      build-gpu/tools/bench_gops --device cuda --precision fp32 --conv $conv \
+        --sizes ${FP32_SIZES:-320x240,640x480,1920x1080,3840x2160} --runs 20 2>&1 | tee -a "$OUT/gops.log" |
+        grep -E "^\| (reference|multiscale)" | sed "s/^/fp32 $conv /" | tee -a "$OUT/summary.txt"
+    done
+    SCENELAB_TRACE_TUNING=1 build-gpu/tools/bench_gops --device cuda --precision fp32 --conv split --nets reference \
+      --sizes 3840x2160 --runs 3 2>&1 | grep -E "cudnn graph" | cut -c1-400 | tee -a "$OUT/summary.txt"
+    build-gpu/tools/bench_gops --device cuda --precision fp32 --nets reference --sizes 1920x1080 --layers \
+      --runs 10 2>&1 | tee -a "$OUT/gops.log" | tail -16 | tee -a "$OUT/summary.txt" ;;
   gops)
     for b in 1 8 16; do
       build-gpu/tools/bench_gops --device cuda --precision fp16 --nets multiscale --sizes 480x360,1920x1080 \
@@ -269,8 +281,8 @@ EOF
       python3 tools/ncu_summary.py "$f" 4 | tee -a "$OUT/summary.txt"
     done ;;
   torch)
-    python3 tools/peer_torch.py --build build-gpu --device cuda --precision fp16 \
-      --sizes 320x240,640x480,1920x1080 --runs 20 2>&1 | tee "$OUT/torch.log" | tail -12 ;;
+    python3 tools/peer_torch.py --build build-gpu --device cuda --precision ${TORCH_PRECISION:-fp16} \
+      --sizes ${TORCH_SIZES:-320x240,640x480,1920x1080} --runs 20 2>&1 | tee "$OUT/torch.log" | tail -12 ;;
   esac
 done
 echo; cat "$OUT/summary.txt"
