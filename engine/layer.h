@@ -58,14 +58,16 @@ class LayerParams {
 // output is then the producer's memory and the follower does not run (Layer::as_epilogue,
 // Layer::can_fuse).
 struct Epilogue {
-  enum class Kind : uint8_t { None, Relu, MaxPool, Argmax, Standardize, ContrastNorm };
+  // Pixelwise: a 1x1 convolution (its weights and bias among the follower's parameters).
+  enum class Kind : uint8_t { None, Relu, MaxPool, Argmax, Standardize, ContrastNorm, Pixelwise };
   Kind kind = Kind::None;
-  int k = 0, stride = 0;  // MaxPool: window and stride; ContrastNorm: window
+  int k = 0, stride = 0;  // MaxPool: window and stride; ContrastNorm: window; Pixelwise: outputs
   // ContrastNorm: its eps and the window's k normalised Gaussian taps (host memory, the layer's).
   float eps = 0;
   const float* taps = nullptr;
   // The follower's parameters (e.g. Standardize's mean and std), set by the planner.
   const LayerParams* params = nullptr;
+  bool bias = false;  // Pixelwise: whether it adds a bias ("bias" among the params)
 };
 
 // Arguments of one layer's forward pass. All pointers live in the backend's memory: host on the

@@ -78,6 +78,14 @@ void conv2d_direct(const ConvShape& c, const float* x, const float* w, const flo
 bool conv_pool_supported(const ConvShape& c, int pool_k, int pool_stride, DType t);
 void conv_relu_pool_nhwc(const ConvShape& c, const void* x, const void* w, const float* b, void* y,
                          bool relu, DType t, cudaStream_t s);
+// Two pixel-wise (1x1) layers in one tensor-core kernel on f16/bf16 NHWC tensors: y (pixels x c3)
+// = w2 act(w1 x + b1) + b2, act a ReLU if asked; x pixels x c1, w1 c2 x c1, w2 c3 x c2 (the
+// tensors' type), b1, b2 float (b2 may be null). The intermediate is rounded to the type, as
+// between two layers, but never written. Supported: c1 a multiple of 32, c2 16, 32 or 64, c3 <=
+// 16, on a device whose binary has sm_80+ code.
+bool conv1x1_pair_supported(int c1, int c2, int c3, DType t);
+void conv1x1_pair_nhwc(int pixels, int c1, int c2, int c3, const void* x, const void* w1, const float* b1,
+                       bool relu, const void* w2, const float* b2, void* y, DType t, cudaStream_t s);
 
 // kernels/conv_split_cuda.cu: the fp32 convolution on TF32 tensor cores (--conv split; "3xTF32").
 // Every float is split in two, x ~ big + small, both with TF32's 10-bit mantissa (taken exactly

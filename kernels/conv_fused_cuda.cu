@@ -12,6 +12,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
@@ -185,6 +186,110 @@ bool shape_fits(const ConvShape& c, int pool_k, int pool_stride, DType t) {
          (t == DType::F16 || t == DType::BF16);
 }
 
+// Two pixel-wise layers in one pass (conv1x1_pair_nhwc): Y = W2 act(W1 X + b1) + b2 on NHWC
+// half-precision tensors, X (pixels x C1), W1 (C2 x C1), W2 (C3 x C2). A warp computes 16 pixels
+// (one m16 tile) of the first product with mma.sync m16n8k16 (f32 accumulators), adds b1,
+// applies the ReLU, rounds to the tensors' type (as the unfused pass writes its intermediate
+// tensor) and, the accumulator layout being the A-operand layout of the next mma, feeds the
+// second product from registers: the intermediate never leaves the SM. K of the first product
+// runs over the channels permuted within each 32 (at k-step 2s + p, lane t's four A elements are
+// channels 32s + 8t + 4p .. + 3), so a lane loads its row's A elements of two k-steps as one
+// 16-byte load (the next 32 channels' loads in flight while these are multiplied), and its B
+// elements from W1 (staged in shared memory, rows 32 halfs longer than C1: conflict-free) as one
+// 16-byte load too. W2 (at most 16 rows, zero beyond C3) is staged too. One m-tile a warp keeps
+// the registers at about 80 (three blocks of 8 warps an SM): two took 140 and ran slower.
+constexpr int kPairWarps = 8;  // 128 pixels a block
+template <typename T, int NT1>
+__global__ void __launch_bounds__(kPairWarps * 32, 3)
+conv1x1_pair_kernel(int pixels, int c1, int c3, const T* __restrict__ x, const T* __restrict__ w1,
+                    const float* __restrict__ b1, bool relu, const T* __restrict__ w2,
+                    const float* __restrict__ b2, T* __restrict__ y) {
+  constexpr int C2 = NT1 * 8;
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int p1 = c1 + 32, p2 = C2 + 8;  // row pitches (halfs)
+  T* w1s = reinterpret_cast<T*>(smem);
+  T* w2s = w1s + size_t(C2) * p1;
+  const uint16_t zero = 0;
+  for (int i = threadIdx.x; i < C2 * (c1 / 8); i += blockDim.x) {  // 16 bytes a thread
+    const int n = i / (c1 / 8), k = (i % (c1 / 8)) * 8;
+    *reinterpret_cast<uint4*>(w1s + size_t(n) * p1 + k) = *reinterpret_cast<const uint4*>(w1 + size_t(n) * c1 + k);
+  }
+  for (int i = threadIdx.x; i < 16 * C2; i += blockDim.x) {
+    const int n = i / C2, k = i % C2;
+    w2s[n * p2 + k] = n < c3 ? w2[size_t(n) * C2 + k] : *reinterpret_cast<const T*>(&zero);
+  }
+  __syncthreads();
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int tiles = (pixels + 15) / 16;
+  for (int tile = blockIdx.x * kPairWarps + warp; tile < tiles; tile += gridDim.x * kPairWarps) {
+    const int base = tile * 16;
+    float acc[NT1][4] = {};
+    // rows g and g + 8 of the tile (null past the end: zeros)
+    const T* row0 = base + g < pixels ? x + size_t(base + g) * c1 + 8 * t : nullptr;
+    const T* row1 = base + g + 8 < pixels ? x + size_t(base + g + 8) * c1 + 8 * t : nullptr;
+    const uint4 z = make_uint4(0, 0, 0, 0);
+    uint4 lo = row0 ? *reinterpret_cast<const uint4*>(row0) : z;
+    uint4 hi = row1 ? *reinterpret_cast<const uint4*>(row1) : z;
+    for (int k32 = 0; k32 < c1; k32 += 32) {
+      uint4 nlo = z, nhi = z;
+      if (k32 + 32 < c1) {
+        if (row0) nlo = *reinterpret_cast<const uint4*>(row0 + k32 + 32);
+        if (row1) nhi = *reinterpret_cast<const uint4*>(row1 + k32 + 32);
+      }
+#pragma unroll
+      for (int p = 0; p < 2; ++p) {
+        const uint32_t af[4] = {p ? lo.z : lo.x, p ? hi.z : hi.x, p ? lo.w : lo.y, p ? hi.w : hi.y};
+#pragma unroll
+        for (int j = 0; j < NT1; ++j) {
+          const uint4 bw = *reinterpret_cast<const uint4*>(w1s + size_t(8 * j + g) * p1 + k32 + 8 * t);
+          mma<T>(acc[j], af, p ? bw.z : bw.x, p ? bw.w : bw.y);
+        }
+      }
+      lo = nlo, hi = nhi;
+    }
+    // bias, ReLU, rounding; then the second product from registers
+    float out[2][4] = {};
+#pragma unroll
+    for (int kk = 0; kk < NT1 / 2; ++kk) {
+      // a0 (row g, k 2t), a1 (row g + 8, k 2t), a2 (row g, k 2t + 8), a3 (row g + 8, k 2t + 8):
+      // n-tiles 2kk and 2kk + 1 of the first product
+      uint32_t af[4];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int j = 2 * kk + h, col = 8 * j + 2 * t;
+        float v[4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          v[e] = acc[j][e] + b1[col + (e & 1)];
+          if (relu) v[e] = fmaxf(v[e], 0.f);
+        }
+        af[2 * h] = pack2<T>(v[0], v[1]);      // row g
+        af[2 * h + 1] = pack2<T>(v[2], v[3]);  // row g + 8
+      }
+#pragma unroll
+      for (int j2 = 0; j2 < 2; ++j2) {
+        const T* wr = w2s + (8 * j2 + g) * p2 + 16 * kk + 2 * t;
+        mma<T>(out[j2], af, *reinterpret_cast<const uint32_t*>(wr), *reinterpret_cast<const uint32_t*>(wr + 8));
+      }
+    }
+#pragma unroll
+    for (int j2 = 0; j2 < 2; ++j2)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int col = 8 * j2 + 2 * t + (e & 1), px = base + g + (e >= 2 ? 8 : 0);
+        if (col < c3 && px < pixels) {
+          const float v = out[j2][e] + (b2 ? b2[col] : 0.f);
+          if constexpr (std::is_same_v<T, __half>)
+            y[size_t(px) * c3 + col] = __float2half_rn(v);
+          else
+            y[size_t(px) * c3 + col] = __float2bfloat16_rn(v);
+        }
+      }
+  }
+}
+
+size_t pair_smem_bytes(int c1, int c2) { return (size_t(c2) * (c1 + 32) + 16 * size_t(c2 + 8)) * 2; }
+
 }  // namespace
 
 bool conv_pool_supported(const ConvShape& c, int pool_k, int pool_stride, DType t) {
@@ -208,6 +313,47 @@ void conv_relu_pool_nhwc(const ConvShape& c, const void* x, const void* w, const
         c, static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_bfloat16*>(w), b,
         static_cast<__nv_bfloat16*>(y), hp, wp, relu);
   SL_CUDA_CHECK(cudaGetLastError(), "fused conv + pool kernel");
+}
+
+bool conv1x1_pair_supported(int c1, int c2, int c3, DType t) {
+  if (!(t == DType::F16 || t == DType::BF16) || c1 < 32 || c1 % 32 || (c2 != 16 && c2 != 32 && c2 != 64) ||
+      c3 < 1 || c3 > 16 || pair_smem_bytes(c1, c2) > 48 * 1024)
+    return false;
+  return t == DType::F16 ? has_binary<__half>() : has_binary<__nv_bfloat16>();
+}
+
+namespace {
+template <typename T, int NT1>
+void launch_pair(int pixels, int c1, int c3, const void* x, const void* w1, const float* b1, bool relu,
+                 const void* w2, const float* b2, void* y, cudaStream_t s) {
+  int device = 0, sms = 0;
+  SL_CUDA_CHECK(cudaGetDevice(&device), "fused 1x1 pair");
+  SL_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "fused 1x1 pair");
+  const int tiles = (pixels + 15) / 16;
+  const int blocks = std::max(1, std::min((tiles + kPairWarps - 1) / kPairWarps, 6 * sms));
+  conv1x1_pair_kernel<T, NT1><<<blocks, kPairWarps * 32, pair_smem_bytes(c1, NT1 * 8), s>>>(
+      pixels, c1, c3, static_cast<const T*>(x), static_cast<const T*>(w1), b1, relu,
+      static_cast<const T*>(w2), b2, static_cast<T*>(y));
+}
+template <typename T>
+void launch_pair_c2(int c2, int pixels, int c1, int c3, const void* x, const void* w1, const float* b1,
+                    bool relu, const void* w2, const float* b2, void* y, cudaStream_t s) {
+  if (c2 == 16) launch_pair<T, 2>(pixels, c1, c3, x, w1, b1, relu, w2, b2, y, s);
+  else if (c2 == 32) launch_pair<T, 4>(pixels, c1, c3, x, w1, b1, relu, w2, b2, y, s);
+  else launch_pair<T, 8>(pixels, c1, c3, x, w1, b1, relu, w2, b2, y, s);
+}
+}  // namespace
+
+void conv1x1_pair_nhwc(int pixels, int c1, int c2, int c3, const void* x, const void* w1, const float* b1,
+                       bool relu, const void* w2, const float* b2, void* y, DType t, cudaStream_t s) {
+  SL_REQUIRE(conv1x1_pair_supported(c1, c2, c3, t), "conv1x1_pair_nhwc: unsupported ", c1, "->", c2, "->",
+             c3, " or type ", dtype_name(t));
+  if (pixels <= 0) return;
+  if (t == DType::F16)
+    launch_pair_c2<__half>(c2, pixels, c1, c3, x, w1, b1, relu, w2, b2, y, s);
+  else
+    launch_pair_c2<__nv_bfloat16>(c2, pixels, c1, c3, x, w1, b1, relu, w2, b2, y, s);
+  SL_CUDA_CHECK(cudaGetLastError(), "fused 1x1 pair kernel");
 }
 
 }  // namespace scenelab::cuda

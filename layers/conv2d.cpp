@@ -68,6 +68,7 @@ class Conv2d : public Layer {
     using K = Epilogue::Kind;
     if (chain.size() == 1 && chain[0].kind == K::Relu) return true;
     const Epilogue& last = chain.back();
+    if (last.kind == K::Pixelwise) return pixelwise_pair(chain, in[0], backend);
     if (last.kind != K::MaxPool || chain.size() > 2 || (chain.size() == 2 && chain[0].kind != K::Relu))
       return false;
 #ifdef SCENELAB_WITH_CUDA
@@ -76,6 +77,14 @@ class Conv2d : public Layer {
     (void)in, (void)backend;
     return false;
 #endif
+  }
+  // A 1x1 convolution as the epilogue of another (a pixel-wise pair, e.g. a net's two
+  // classifier layers): its output count, whether it has a bias; its weights come with it.
+  Epilogue as_epilogue() const override {
+    if (k_ != 1) return {};
+    Epilogue e{Epilogue::Kind::Pixelwise, out_, 1};
+    e.bias = bias_;
+    return e;
   }
   // fp16/bf16 with cuDNN (--conv auto or cudnn): half-precision NHWC tensors; else f32 NCHW.
   Format format(const std::vector<Format>& /*in*/, const Backend& b) const override {
@@ -142,6 +151,15 @@ class Conv2d : public Layer {
     return ctx && ctx->conv == ConvAlgo::Auto && f.layout == Layout::NHWC &&
            cuda::conv_pool_supported(conv_shape(x, infer_shape({x})), pool.k, pool.stride, f.dtype);
   }
+  // This 1x1 convolution and a following one (after a ReLU or not) as one tensor-core kernel on
+  // half-precision NHWC tensors (cuda::conv1x1_pair_nhwc).
+  bool pixelwise_pair(const std::vector<Epilogue>& chain, const Shape& x, const Backend& backend) const {
+    using K = Epilogue::Kind;
+    const bool shape = k_ == 1 && (chain.size() == 1 || (chain.size() == 2 && chain[0].kind == K::Relu));
+    const Format f = activation_format_of(backend);
+    return shape && backend.cuda() && f.layout == Layout::NHWC &&
+           cuda::conv1x1_pair_supported(x.c, out_, chain.back().k, f.dtype);
+  }
   // The pool after cuDNN's NHWC convolution (cuda::bias_relu_maxpool: 2-byte types, channels a
   // multiple of 8).
   bool pool_after_cudnn(const Backend& backend) const {
@@ -195,6 +213,17 @@ class Conv2d : public Layer {
     const float* w = a.params->data("weight");
     const float* b = bias_ ? a.params->data("bias") : nullptr;
     const size_t bound = ctx.conv_workspace_bytes / sizeof(float);
+    if (a.epilogue && a.epilogue->back().kind == Epilogue::Kind::Pixelwise) {  // can_fuse said so
+      const Epilogue& next = a.epilogue->back();
+      const DType t = a.out.format.dtype;
+      const cuda::ConvShape c2{x.n, out_, x.h, x.w, next.k, 1, 0, x.h, x.w};
+      cuda::conv1x1_pair_nhwc(x.n * x.h * x.w, x.c, out_, next.k, a.in[0].data,
+                              w16_.get(w, c, /*krsc=*/false, t, ctx.stream), b, a.fused_relu,
+                              w16_next_.get(next.params->data("weight"), c2, /*krsc=*/false, t, ctx.stream),
+                              next.bias ? next.params->data("bias") : nullptr, a.out.data, t, ctx.stream);
+      last_ = "fused 1x1 pair (mma)";
+      return;
+    }
     if (a.epilogue && a.epilogue->back().kind == Epilogue::Kind::MaxPool) {  // can_fuse said so
       const Epilogue& pool = a.epilogue->back();
       const DType t = a.out.format.dtype;
@@ -543,6 +572,7 @@ class Conv2d : public Layer {
   }
   mutable std::string last_;
   mutable cuda::HalfWeights w16_;
+  mutable cuda::HalfWeights w16_next_;  // a fused following 1x1 convolution's
   mutable std::map<ChoiceKey, ConvAlgo> auto_choice_;
 #ifdef SCENELAB_WITH_CUDNN
   mutable std::map<ChoiceKey, std::unique_ptr<cuda::CudnnConv>> cudnn_;

@@ -231,7 +231,7 @@ EOF
     build-gpu/tests/scenelab_gpu_tests --gtest_filter='HalfAccuracy*' 2>&1 | grep -E "rel. error" | tee -a "$OUT/summary.txt"
     SCENELAB_TRACE_TUNING=1 build-gpu/tools/bench_gops --device cuda --precision fp16 --nets reference \
       --sizes 1920x1080 --runs 3 2>&1 | grep -E "cudnn graph|tuning" | cut -c1-200 | tee -a "$OUT/summary.txt"
-    for prec in fp16 bf16 fp32; do
+    for prec in ${HALF_PRECISIONS:-fp16 bf16 fp32}; do
       build-gpu/tools/bench_gops --device cuda --precision $prec --sizes 320x240,640x480,1920x1080,3840x2160 \
         --runs 20 2>&1 | tee -a "$OUT/gops.log" | grep -E "^\| (reference|multiscale)" | sed "s/^/$prec /" | tee -a "$OUT/summary.txt"
     done

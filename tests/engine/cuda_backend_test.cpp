@@ -416,6 +416,85 @@ TEST(CudaBackend, PyramidFusionOnDevice) {
 // padding, with and without ReLU and bias, odd sizes whose last conv row/column the pool drops,
 // batch 1..3; the output poisoned with NaN first, so an unwritten pixel fails. Bound: the output's
 // rounding (f16 2^-11, bf16 2^-8 of the largest value, times 2 for the accumulation order).
+// Two 1x1 layers in one tensor-core kernel (cuda::conv1x1_pair_nhwc) against float64 on the same
+// rounded inputs, the intermediate rounded to the type as the kernel (and the unfused pass) does:
+// pixel counts that are not multiples of a warp's 32 or a block's 256, c1 32 and 256 (the channel
+// permutation over several 32-channel groups), c2 16 and 64, c3 1, 11 and 16, ReLU or not, bias
+// or not; outputs poisoned first (NaN).
+TEST(CudaBackend, PixelwisePairKernelAgainstFloat64) {
+  SCENELAB_REQUIRE_GPU();
+  struct Case {
+    int pixels, c1, c2, c3;
+    bool relu, bias2;
+  };
+  const std::vector<Case> cases = {{3 * 37 * 53, 256, 64, 11, true, true}, {1000, 32, 16, 16, false, true},
+                                   {7, 64, 64, 1, true, false}, {2 * 257, 256, 16, 5, true, true}};
+  std::mt19937 rng(33);
+  std::uniform_real_distribution<float> uni(-1.f, 1.f);
+  for (DType t : {DType::F16, DType::BF16}) {
+    for (const Case& k : cases) {
+      SCOPED_TRACE(std::string(dtype_name(t)) + " " + std::to_string(k.pixels) + " px " + std::to_string(k.c1) +
+                   "->" + std::to_string(k.c2) + "->" + std::to_string(k.c3));
+      ASSERT_TRUE(cuda::conv1x1_pair_supported(k.c1, k.c2, k.c3, t));
+      auto round = [&](double v) {
+        return t == DType::F16 ? half_to_float(float_to_half(float(v))) : bf16_to_float(float_to_bf16(float(v)));
+      };
+      auto bits = [&](float v) { return t == DType::F16 ? float_to_half(v) : float_to_bf16(v); };
+      auto fill = [&](std::vector<float>& v, std::vector<uint16_t>& h, float scale) {
+        h.resize(v.size());
+        for (size_t i = 0; i < v.size(); ++i) v[i] = round(scale * uni(rng)), h[i] = bits(v[i]);
+      };
+      std::vector<float> x(size_t(k.pixels) * k.c1), w1(size_t(k.c2) * k.c1), w2(size_t(k.c3) * k.c2);
+      std::vector<uint16_t> xh, w1h, w2h;
+      fill(x, xh, 1.f);
+      fill(w1, w1h, 0.2f);
+      fill(w2, w2h, 0.3f);
+      std::vector<float> b1(size_t(k.c2)), b2(size_t(k.c3));
+      for (auto& v : b1) v = 0.5f * uni(rng);
+      for (auto& v : b2) v = 0.5f * uni(rng);
+      // the reference: float64 sums, the intermediate rounded to the type
+      std::vector<double> want(size_t(k.pixels) * k.c3);
+      double den = 0;
+      for (int p = 0; p < k.pixels; ++p) {
+        std::vector<double> mid(size_t(k.c2));
+        for (int o = 0; o < k.c2; ++o) {
+          double acc = b1[size_t(o)];
+          for (int i = 0; i < k.c1; ++i) acc += double(x[size_t(p) * k.c1 + i]) * w1[size_t(o) * k.c1 + i];
+          mid[size_t(o)] = round(k.relu ? std::max(acc, 0.0) : acc);
+        }
+        for (int o = 0; o < k.c3; ++o) {
+          double acc = k.bias2 ? b2[size_t(o)] : 0.0;
+          for (int i = 0; i < k.c2; ++i) acc += mid[size_t(i)] * w2[size_t(o) * k.c2 + i];
+          want[size_t(p) * k.c3 + o] = acc;
+          den = std::max(den, std::abs(acc));
+        }
+      }
+      DeviceBuffer dx(xh.size() * 2), dw1(w1h.size() * 2), dw2(w2h.size() * 2), db1(b1.size() * 4),
+          db2(b2.size() * 4), dy(want.size() * 2);
+      ASSERT_EQ(cudaMemcpy(dx.get(), xh.data(), dx.bytes(), cudaMemcpyHostToDevice), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(dw1.get(), w1h.data(), dw1.bytes(), cudaMemcpyHostToDevice), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(dw2.get(), w2h.data(), dw2.bytes(), cudaMemcpyHostToDevice), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(db1.get(), b1.data(), db1.bytes(), cudaMemcpyHostToDevice), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(db2.get(), b2.data(), db2.bytes(), cudaMemcpyHostToDevice), cudaSuccess);
+      ASSERT_EQ(cudaMemset(dy.get(), 0xff, dy.bytes()), cudaSuccess);  // NaN in f16 and bf16
+      cuda::conv1x1_pair_nhwc(k.pixels, k.c1, k.c2, k.c3, dx.get(), dw1.get(), db1.get<float>(), k.relu,
+                              dw2.get(), k.bias2 ? db2.get<float>() : nullptr, dy.get(), t, nullptr);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      std::vector<uint16_t> yh(want.size());
+      ASSERT_EQ(cudaMemcpy(yh.data(), dy.get(), dy.bytes(), cudaMemcpyDeviceToHost), cudaSuccess);
+      double err = 0;
+      for (size_t i = 0; i < want.size(); ++i) {
+        const double got = t == DType::F16 ? half_to_float(yh[i]) : bf16_to_float(yh[i]);
+        ASSERT_TRUE(std::isfinite(got)) << "output " << i << " not written";
+        err = std::max(err, std::abs(got - want[i]));
+      }
+      // the output's rounding (2^-11 or 2^-8 of it), and an intermediate flipping its rounding
+      // where the fp32 sum and the float64 one straddle a rounding boundary
+      EXPECT_LT(err / den, t == DType::F16 ? 2e-3 : 1.6e-2);
+    }
+  }
+}
+
 TEST(CudaBackend, FusedConvPoolKernelAgainstFloat64) {
   SCENELAB_REQUIRE_GPU();
   struct Case {
@@ -566,10 +645,12 @@ TEST(CudaBackend, PlannerFusesPoolAndArgmax) {
       "c = conv2d(pre) out=16 k=7 pad=same\n"
       "r = relu(c)\n"
       "p = maxpool2d(r) k=2\n"
-      "c2 = conv2d(p) out=24 k=5\n"
+      "c2 = conv2d(p) out=32 k=5\n"
       "r2 = relu(c2)\n"
       "p2 = maxpool2d(r2) k=2\n"
-      "s = conv2d(p2) out=5 k=1\n"
+      "f = conv2d(p2) out=16 k=1\n"
+      "fr = relu(f)\n"
+      "s = conv2d(fr) out=5 k=1\n"
       "u = upsample(s, x) mode=bilinear align=geometry\n"
       "labels = argmax(u)\n"
       "output p labels\n";
@@ -593,7 +674,11 @@ TEST(CudaBackend, PlannerFusesPoolAndArgmax) {
       EXPECT_EQ(st["r2"].time_ms, 0.0) << "the ReLU was not fused";
       EXPECT_EQ(st["p2"].time_ms == 0.0, half) << "pool fused: " << (st["p2"].time_ms == 0.0);
       EXPECT_EQ(st["c2"].detail.find("pool") != std::string::npos, half) << st["c2"].detail;
-      EXPECT_EQ(g.shape_of("p2"), Shape(in.n, 24, (in.h / 2 - 4) / 2, (in.w / 2 - 4) / 2));
+      EXPECT_EQ(g.shape_of("p2"), Shape(in.n, 32, (in.h / 2 - 4) / 2, (in.w / 2 - 4) / 2));
+      // the two 1x1 layers as one kernel (half precision)
+      EXPECT_EQ(st["fr"].time_ms, 0.0) << "the ReLU was not fused";
+      EXPECT_EQ(st["s"].time_ms == 0.0, half) << "pixel-wise pair fused: " << (st["s"].time_ms == 0.0);
+      EXPECT_EQ(st["f"].detail.find("1x1 pair") != std::string::npos, half) << st["f"].detail;
     }
   }
 }
