@@ -306,7 +306,9 @@ void CudnnGraphConv::choose(const void* x, const void* w, const float* b, void* 
         continue;  // listed, built, but does not run: the next one
       }
       ++timed;
-      if (trace) report += str_cat(" ", fused ? "fused" : "plain", "#", i, " (engine ", e.index, " ", e.notes, ") ", ms, " ms;");
+      if (trace)
+        report += str_cat(" ", fused ? "fused" : "plain", "#", i, " (engine ", e.index, " ", e.notes, ", ",
+                          workspace_of(*p) >> 20, " MiB) ", ms, " ms;");
       if (ms < best) {
         best = ms;
         plan_ = p;
