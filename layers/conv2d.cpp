@@ -68,10 +68,10 @@ class Conv2d : public Layer {
     using K = Epilogue::Kind;
     if (chain.size() == 1 && chain[0].kind == K::Relu) return true;
     const Epilogue& last = chain.back();
-    if (last.kind == K::Pixelwise) return pixelwise_pair(chain, in[0], backend);
-    if (last.kind != K::MaxPool || chain.size() > 2 || (chain.size() == 2 && chain[0].kind != K::Relu))
-      return false;
+    if (last.kind != K::MaxPool && last.kind != K::Pixelwise) return false;
 #ifdef SCENELAB_WITH_CUDA
+    if (last.kind == K::Pixelwise) return pixelwise_pair(chain, in[0], backend);
+    if (chain.size() > 2 || (chain.size() == 2 && chain[0].kind != K::Relu)) return false;
     return mma_pool(in[0], last, backend) || pool_after_cudnn(backend);
 #else
     (void)in, (void)backend;
@@ -501,8 +501,6 @@ class Conv2d : public Layer {
       graph_failed_.erase(key);
       return true;
     }
-#endif
-#ifdef SCENELAB_WITH_CUDNN
     if (text.rfind("split ", 0) == 0) {  // the engine is checked when the layer first runs
       if (ctx->conv != ConvAlgo::Auto || !may_split(*ctx, in[0].c)) return false;
       preset_[key] = text;
