@@ -54,9 +54,8 @@ cudnnDataType_t cudnn_type(DType t) {
 
 }  // namespace
 
-CudnnGraphConv::CudnnGraphConv(cudnnHandle_t h, const ConvShape& c, DType t, bool relu, bool bias, bool exact,
-                               bool caller_epilogue)
-    : h_(h), c_(c), t_(t), relu_(relu), bias_(bias), exact_(exact), caller_epilogue_(caller_epilogue) {
+CudnnGraphConv::CudnnGraphConv(cudnnHandle_t h, const ConvShape& c, DType t, bool relu, bool bias, bool exact)
+    : h_(h), c_(c), t_(t), relu_(relu), bias_(bias), exact_(exact) {
   SL_REQUIRE(t == DType::F16 || t == DType::BF16 || t == DType::F32,
              "cuDNN graph convolution: f16, bf16 or f32 tensors");
 }
@@ -247,7 +246,7 @@ void CudnnGraphConv::execute(const Desc& plan, bool fused, const void* x, const 
     pack_ptrs_ = ptrs;
   }
   SL_CUDNN_CHECK(cudnnBackendExecute(h_, plan.d, pack_->d), "cuDNN graph: executing the convolution");
-  if (!fused && (bias_ || relu_) && !caller_epilogue_)
+  if (!fused && (bias_ || relu_))
     bias_act_nhwc(TensorView{y, Shape(c_.n, c_.cout, c_.ho, c_.wo), Format{t_, Layout::NHWC}},
                   bias_ ? b : nullptr, relu_, s);
 }

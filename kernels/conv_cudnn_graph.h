@@ -25,10 +25,7 @@ class CudnnGraphConv {
   // weights KRSC of that type, the bias float.
   // exact: engines whose numerics differ from a direct sum (FFT, Winograd, reduced-precision
   // reduction; cuDNN's numerical notes) are left out.
-  // caller_epilogue: where the plain graph is chosen, the caller applies the bias and ReLU (in a
-  // pass it makes anyway; see fused()); the fused graph applies them itself.
-  CudnnGraphConv(cudnnHandle_t h, const ConvShape& c, DType t, bool relu, bool bias, bool exact = false,
-                 bool caller_epilogue = false);
+  CudnnGraphConv(cudnnHandle_t h, const ConvShape& c, DType t, bool relu, bool bias, bool exact = false);
   ~CudnnGraphConv();
   CudnnGraphConv(const CudnnGraphConv&) = delete;
   CudnnGraphConv& operator=(const CudnnGraphConv&) = delete;
@@ -41,7 +38,6 @@ class CudnnGraphConv {
   // A choice made earlier (choice()), without timing; false where it no longer applies.
   bool preset(const std::string& choice, size_t scratch_bytes);
   bool chosen() const { return plan_ != nullptr; }
-  bool fused() const { return fused_; }  // the chosen graph applies the bias and ReLU
   std::string choice() const;  // "F I": fused graph or not, index in its heuristic ranking
   std::string name() const;    // for reports
   // Stream-ordered, no allocation once the pointers are seen (the first run is not captured).
@@ -72,7 +68,7 @@ class CudnnGraphConv {
   cudnnHandle_t h_;
   ConvShape c_;
   DType t_;
-  bool relu_, bias_, exact_, caller_epilogue_;
+  bool relu_, bias_, exact_;
   std::string engine_;  // the chosen engine, for name()
   std::shared_ptr<Desc> plan_;
   bool fused_ = false;
