@@ -54,8 +54,10 @@ cudnnDataType_t cudnn_type(DType t) {
 
 }  // namespace
 
-CudnnGraphConv::CudnnGraphConv(cudnnHandle_t h, const ConvShape& c, DType t, bool relu, bool bias, bool exact)
-    : h_(h), c_(c), t_(t), relu_(relu), bias_(bias), exact_(exact) {
+CudnnGraphConv::CudnnGraphConv(cudnnHandle_t h, const ConvShape& c, DType t, bool relu, bool bias,
+                               DType y_type, bool exact)
+    : h_(h), c_(c), t_(t), y_type_(y_type == DType::F32 ? DType::F32 : t), relu_(relu), bias_(bias),
+      exact_(exact) {
   SL_REQUIRE(t == DType::F16 || t == DType::BF16 || t == DType::F32,
              "cuDNN graph convolution: f16, bf16 or f32 tensors");
 }
@@ -84,7 +86,7 @@ std::unique_ptr<CudnnGraphConv::Graph> CudnnGraphConv::build(bool fused) const {
   const cudnnDataType_t dt = cudnn_type(t_), f32 = CUDNN_DATA_FLOAT;
   auto x = tensor(kX, dt, c_.n, c_.cin, c_.h, c_.w, false);
   auto w = tensor(kW, dt, c_.cout, c_.cin, c_.k, c_.k, false);
-  auto y = tensor(kY, dt, c_.n, c_.cout, c_.ho, c_.wo, false);
+  auto y = tensor(kY, y_type_ == DType::F32 ? f32 : dt, c_.n, c_.cout, c_.ho, c_.wo, false);
   const bool add = fused && bias_, act = fused && relu_;
   auto conv_out = add || act ? tensor(kConvOut, f32, c_.n, c_.cout, c_.ho, c_.wo, true) : y;
 
@@ -217,10 +219,6 @@ CudnnGraphConv::Engine CudnnGraphConv::engine_of(const Desc& config) const {
   return e;
 }
 
-std::string CudnnGraphConv::Engine::str() const {
-  return str_cat("engine ", index, notes.empty() ? "" : " ", notes);
-}
-
 int64_t CudnnGraphConv::workspace_of(const Desc& plan) const {
   int64_t bytes = 0, n = 0;
   SL_CUDNN_CHECK(cudnnBackendGetAttribute(plan.d, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
@@ -246,7 +244,7 @@ void CudnnGraphConv::execute(const Desc& plan, bool fused, const void* x, const 
     pack_ptrs_ = ptrs;
   }
   SL_CUDNN_CHECK(cudnnBackendExecute(h_, plan.d, pack_->d), "cuDNN graph: executing the convolution");
-  if (!fused && (bias_ || relu_))
+  if (!fused && (bias_ || relu_) && y_type_ != DType::F32)
     bias_act_nhwc(TensorView{y, Shape(c_.n, c_.cout, c_.ho, c_.wo), Format{t_, Layout::NHWC}},
                   bias_ ? b : nullptr, relu_, s);
 }
@@ -282,15 +280,15 @@ void CudnnGraphConv::choose(const void* x, const void* w, const float* b, void* 
     int timed = 0;
     for (size_t i = 0; i < cfgs.size() && timed < kTimed; ++i) {
       const Engine e = engine_of(*cfgs[i]);
-      const std::string label = str_cat(" ", fused ? "fused" : "plain", "#", i, " (", e.str());
       if (e.excluded) {
-        if (trace) report += label + ") left out;";
+        if (trace) report += str_cat(" ", fused ? "fused" : "plain", "#", i, " (engine ", e.index, " ", e.notes, ") left out;");
         continue;
       }
       const auto p = finalize_plan(*g, cfgs[i]);
-      const int64_t needs = p ? workspace_of(*p) : 0;
-      if (!p || needs > int64_t(scratch_bytes)) {
-        if (trace) report += label + (p ? str_cat(") needs ", needs >> 20, " MiB;") : std::string(") does not build;"));
+      if (!p || workspace_of(*p) > int64_t(scratch_bytes)) {
+        if (trace)
+          report += str_cat(" ", fused ? "fused" : "plain", "#", i, " (engine ", e.index, ") ",
+                            p ? str_cat("needs ", workspace_of(*p) >> 20, " MiB") : std::string("does not build"), ";");
         continue;
       }
       float ms = 1e30f;
@@ -308,14 +306,16 @@ void CudnnGraphConv::choose(const void* x, const void* w, const float* b, void* 
         continue;  // listed, built, but does not run: the next one
       }
       ++timed;
-      if (trace) report += str_cat(label, ", ", needs >> 20, " MiB) ", ms, " ms;");
+      if (trace)
+        report += str_cat(" ", fused ? "fused" : "plain", "#", i, " (engine ", e.index, " ", e.notes, ", ",
+                          workspace_of(*p) >> 20, " MiB) ", ms, " ms;");
       if (ms < best) {
         best = ms;
         plan_ = p;
         fused_ = fused;
         index_ = int(i);
-        ws_bytes_ = needs;
-        engine_ = e.str();
+        ws_bytes_ = workspace_of(*p);
+        engine_ = str_cat("engine ", e.index, e.notes.empty() ? "" : " ", e.notes);
       }
     }
   }
@@ -341,7 +341,7 @@ bool CudnnGraphConv::preset(const std::string& choice, size_t scratch_bytes) {
     if (size_t(index) >= cfgs.size()) return false;
     const Engine e = engine_of(*cfgs[size_t(index)]);
     if (e.excluded) return false;
-    engine_ = e.str();
+    engine_ = str_cat("engine ", e.index, e.notes.empty() ? "" : " ", e.notes);
     const auto p = finalize_plan(*g, cfgs[size_t(index)]);
     if (!p || workspace_of(*p) > int64_t(scratch_bytes)) return false;
     plan_ = p;

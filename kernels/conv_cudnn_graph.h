@@ -1,4 +1,4 @@
-// Convolution on f16/bf16 (and f32: the split convolution) NHWC tensors through cuDNN's graph (backend) API: the engines it offers
+// Convolution on f16/bf16 NHWC tensors through cuDNN's graph (backend) API: the engines it offers
 // there include the Hopper tensor-core kernels that the legacy cudnnConvolutionForward does not
 // reach (on an H100, 64 -> 256 7x7 at 1920x1080 fp16: 0.5 ms against 1.5), and runtime fusion of
 // the epilogue: the convolution, the bias and the ReLU as one operation graph. Two graphs are
@@ -21,11 +21,13 @@ namespace scenelab::cuda {
 
 class CudnnGraphConv {
  public:
-  // t: F16, BF16 or F32; x (n x cin x h x w) and y (n x cout x ho x wo) NHWC of that type, the
-  // weights KRSC of that type, the bias float.
+  // t: F16, BF16 or F32; x (n x cin x h x w) NHWC and the weights KRSC of that type, the bias
+  // float; y (n x cout x ho x wo) NHWC of type y_type: t, or F32 (a float output: there the plain
+  // graph leaves the bias and ReLU to the caller, see fused()).
   // exact: engines whose numerics differ from a direct sum (FFT, Winograd, reduced-precision
   // reduction; cuDNN's numerical notes) are left out.
-  CudnnGraphConv(cudnnHandle_t h, const ConvShape& c, DType t, bool relu, bool bias, bool exact = false);
+  CudnnGraphConv(cudnnHandle_t h, const ConvShape& c, DType t, bool relu, bool bias,
+                 DType y_type = DType::F16, bool exact = false);
   ~CudnnGraphConv();
   CudnnGraphConv(const CudnnGraphConv&) = delete;
   CudnnGraphConv& operator=(const CudnnGraphConv&) = delete;
@@ -38,6 +40,8 @@ class CudnnGraphConv {
   // A choice made earlier (choice()), without timing; false where it no longer applies.
   bool preset(const std::string& choice, size_t scratch_bytes);
   bool chosen() const { return plan_ != nullptr; }
+  // Whether the chosen graph applies the bias and ReLU (else, with a float output, the caller does).
+  bool fused() const { return fused_; }
   std::string choice() const;  // "F I": fused graph or not, index in its heuristic ranking
   std::string name() const;    // for reports
   // Stream-ordered, no allocation once the pointers are seen (the first run is not captured).
@@ -59,7 +63,6 @@ class CudnnGraphConv {
     int64_t index = -1;
     std::string notes;
     bool excluded = false;
-    std::string str() const;  // "engine 46 tc"
   };
   Engine engine_of(const Desc& config) const;
   void execute(const Desc& plan, bool fused, const void* x, const void* w, const float* b, void* y,
@@ -67,7 +70,7 @@ class CudnnGraphConv {
 
   cudnnHandle_t h_;
   ConvShape c_;
-  DType t_;
+  DType t_, y_type_;
   bool relu_, bias_, exact_;
   std::string engine_;  // the chosen engine, for name()
   std::shared_ptr<Desc> plan_;

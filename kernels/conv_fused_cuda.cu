@@ -209,13 +209,14 @@ conv1x1_pair_kernel(int pixels, int c1, int c3, const T* __restrict__ x, const T
   const int p1 = c1 + 32, p2 = C2 + 8;  // row pitches (halfs)
   T* w1s = reinterpret_cast<T*>(smem);
   T* w2s = w1s + size_t(C2) * p1;
+  const uint16_t zero = 0;
   for (int i = threadIdx.x; i < C2 * (c1 / 8); i += blockDim.x) {  // 16 bytes a thread
     const int n = i / (c1 / 8), k = (i % (c1 / 8)) * 8;
     *reinterpret_cast<uint4*>(w1s + size_t(n) * p1 + k) = *reinterpret_cast<const uint4*>(w1 + size_t(n) * c1 + k);
   }
   for (int i = threadIdx.x; i < 16 * C2; i += blockDim.x) {
     const int n = i / C2, k = i % C2;
-    w2s[n * p2 + k] = n < c3 ? w2[size_t(n) * C2 + k] : T(0.f);
+    w2s[n * p2 + k] = n < c3 ? w2[size_t(n) * C2 + k] : *reinterpret_cast<const T*>(&zero);
   }
   __syncthreads();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;

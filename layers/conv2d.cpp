@@ -406,8 +406,8 @@ class Conv2d : public Layer {
   }
 
   // The split fp32 convolution: the input's two pieces, one cuDNN convolution over 3 x cin
-  // channels into a float NHWC result, back to NCHW with the bias and ReLU on the way (cuDNN's
-  // runtime-fused graph, which could apply them, was 2.5-4x slower for these on an H100).
+  // channels into a float NHWC result, back to NCHW with the bias and ReLU (where cuDNN's fused
+  // graph did not apply them).
   void forward_split(const ForwardArgs& a, const CudaContext& ctx, const cuda::ConvShape& c,
                      const float* b) const {
 #ifdef SCENELAB_WITH_CUDNN
@@ -422,21 +422,23 @@ class Conv2d : public Layer {
     cuda::split_input(a.in[0].f32(), c.n, c.cin, c.h, c.w, pieces, ctx.stream);
     auto& g = split_[key];
     if (!g) {
-      g = std::make_unique<cuda::CudnnGraphConv>(ctx.cudnn, cs, DType::F32, /*relu=*/false, /*bias=*/false,
-                                                 /*exact=*/true);
+      g = std::make_unique<cuda::CudnnGraphConv>(ctx.cudnn, cs, DType::F32, a.fused_relu, b != nullptr,
+                                                 DType::F32, /*exact=*/true);
       auto saved = preset_.find(key);
       const bool restored = saved != preset_.end() && saved->second.rfind("split ", 0) == 0 &&
                             g->preset(saved->second.substr(6), l.scratch * sizeof(float));
       try {
         if (!restored)
-          g->choose(pieces, w, nullptr, result, scratch, l.scratch * sizeof(float), ctx.runtime_fusion, ctx.stream);
+          g->choose(pieces, w, b, result, scratch, l.scratch * sizeof(float), ctx.runtime_fusion, ctx.stream);
       } catch (const Error&) {
         g.reset();
         throw;
       }
     }
-    g->forward(pieces, w, nullptr, result, scratch, ctx.stream);
-    cuda::nhwc_to_nchw_bias_act(result, c.n, c.cout, size_t(c.ho) * c.wo, b, a.fused_relu, a.out.f32(), ctx.stream);
+    g->forward(pieces, w, b, result, scratch, ctx.stream);
+    const bool fused = g->fused();
+    cuda::nhwc_to_nchw_bias_act(result, c.n, c.cout, size_t(c.ho) * c.wo, fused ? nullptr : b,
+                                !fused && a.fused_relu, a.out.f32(), ctx.stream);
 #else
     (void)a, (void)ctx, (void)c, (void)b;
     throw_error("conv2d '", name_, "': --conv split runs on cuDNN, which this build has not");
