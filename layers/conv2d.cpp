@@ -407,7 +407,10 @@ class Conv2d : public Layer {
 
   // The split fp32 convolution: the input's two pieces, one cuDNN convolution over 3 x cin
   // channels into a float NHWC result, back to NCHW with the bias and ReLU (where cuDNN's fused
-  // graph did not apply them).
+  // graph did not apply them). The bias and ReLU are handed to CudnnGraphConv although its plain
+  // graph leaves them to the transpose: they make the fused graph a candidate, the one engine
+  // that runs these under a small workspace bound (no plain engine fits 64 KiB:
+  // ReplanOntoAnotherBackend fails on the H100 without it).
   void forward_split(const ForwardArgs& a, const CudaContext& ctx, const cuda::ConvShape& c,
                      const float* b) const {
 #ifdef SCENELAB_WITH_CUDNN
