@@ -117,7 +117,7 @@ CudaBackend::CudaBackend(const CudaOptions& o) : select_(o.device) {
   // What a timed choice depends on besides the device: precision, algorithm, workspace bound.
   identity_ += str_cat(" | precision=", o.precision, " | conv=", o.conv);
   // The candidates auto times (a plan cached before split existed is timed anew).
-  if (ctx_.conv == ConvAlgo::Auto) identity_ += " | candidates=direct,gemm,gemm2s,cudnn,split";
+  if (ctx_.conv == ConvAlgo::Auto) identity_ += " | candidates=direct,gemm,gemm2s,cudnn,split,mma";
   // Larger bands mean fewer, larger GEMMs (measured on an H100 at 3840x2160, fp32: 35.6 ms
   // with a 1 GiB bound, 34.1 with 2 GiB); a sixteenth of the memory keeps small GPUs safe.
   ctx_.conv_workspace_bytes = o.conv_workspace_bytes

@@ -74,7 +74,8 @@ void conv2d_direct(const ConvShape& c, const float* x, const float* w, const flo
 // kernels/conv_fused_cuda.cu: convolution + bias + optional ReLU + max-pool (pool_k x pool_k,
 // stride pool_stride) in one tensor-core kernel on f16/bf16 NHWC tensors, writing only the pooled
 // map (n x ho/2 x wo/2 x cout). Supported: 3 -> 16 channels, 7x7, pad 0 or 3, pool 2 stride 2, on
-// a device whose binary has sm_80+ code. w: KRSC weights in the tensors' type (HalfWeights).
+// a device whose binary has sm_80+ code. w: the weights in the kernel's fragment order
+// (MmaWeights, MmaKernel::ConvPool).
 bool conv_pool_supported(const ConvShape& c, int pool_k, int pool_stride, DType t);
 void conv_relu_pool_nhwc(const ConvShape& c, const void* x, const void* w, const float* b, void* y,
                          bool relu, DType t, cudaStream_t s);
@@ -86,6 +87,34 @@ void conv_relu_pool_nhwc(const ConvShape& c, const void* x, const void* w, const
 bool conv1x1_pair_supported(int c1, int c2, int c3, DType t);
 void conv1x1_pair_nhwc(int pixels, int c1, int c2, int c3, const void* x, const void* w1, const float* b1,
                        bool relu, const void* w2, const float* b2, void* y, DType t, cudaStream_t s);
+
+// kernels/conv_mma_cuda.cu: our implicit-GEMM convolution on tensor cores, f16/bf16 NHWC
+// tensors, fp32 accumulation: 7x7, cin 16 or 32, cout a multiple of 64, any padding up to 3; bias,
+// optional ReLU and, with `pool`, a 2x2 stride-2 max-pool in the epilogue (y is then the pooled
+// map, n x ho/2 x wo/2 x cout). wf: the weights in fragment order (MmaWeights,
+// MmaKernel::ImplicitGemm), on a device whose binary has sm_80+ code.
+bool conv_mma_supported(const ConvShape& c, bool pool, DType t);
+void conv_mma_nhwc(const ConvShape& c, const void* x, const void* wf, const float* b, void* y, bool relu,
+                   bool pool, DType t, cudaStream_t s);
+// A layer's weights for one of our mma kernels, in the order its fragments are loaded, made from
+// the float OIHW ones when first seen (allocates: never inside a CUDA-graph capture) and again if
+// they move or the kernel or type changes.
+enum class MmaKernel { ConvPool, ImplicitGemm };
+class MmaWeights {
+ public:
+  const void* get(const float* w, const ConvShape& c, MmaKernel k, DType t, cudaStream_t s);
+
+ private:
+  DeviceBuffer buf_;
+  const float* of_ = nullptr;
+  MmaKernel kind_ = MmaKernel::ConvPool;
+  DType type_ = DType::F16;
+};
+// (MmaWeights's two layouts: conv_fused_cuda.cu's and conv_mma_cuda.cu's.)
+size_t conv_pool_weights_bytes(const ConvShape& c);
+void conv_pool_weights(const float* w, const ConvShape& c, DType t, void* out, cudaStream_t s);
+size_t conv_mma_weights_bytes(const ConvShape& c);
+void conv_mma_weights(const float* w, const ConvShape& c, DType t, void* out, cudaStream_t s);
 
 // kernels/conv_split_cuda.cu: the fp32 convolution on TF32 tensor cores (--conv split; "3xTF32").
 // Every float is split in two, x ~ big + small, both with TF32's 10-bit mantissa (taken exactly

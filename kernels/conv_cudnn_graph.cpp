@@ -46,7 +46,7 @@ namespace {
 
 constexpr int64_t kX = 1, kW = 2, kB = 3, kY = 4, kConvOut = 5, kAddOut = 6;
 constexpr int kRanked = 8, kTimed = 2;
-constexpr float kFuseWorthMs = 0.3f;
+constexpr float kFuseWorthMs = 0.02f;
 
 cudnnDataType_t cudnn_type(DType t) {
   return t == DType::BF16 ? CUDNN_DATA_BFLOAT16 : t == DType::F32 ? CUDNN_DATA_FLOAT : CUDNN_DATA_HALF;
@@ -258,17 +258,21 @@ void CudnnGraphConv::choose(const void* x, const void* w, const float* b, void* 
   std::string report;
   for (bool fused : {false, true}) {
     if (fused && !bias_ && !relu_) continue;  // nothing to fuse
-    // Fused graphs run on runtime-fusion engines, compiled when finalised (0.1-1.7 s a shape on an
-    // H100, again in every process, a plan cache's choice too): tried only where runtime fusion
-    // is on (CudaOptions: label_image turns it on for long runs) and the plain convolution takes
-    // 0.3 ms or more, where the fused epilogue pays for its compilation within a few thousand
-    // frames (64 -> 256 at 1920x1080: 0.47-0.52 ms plain, 0.26-0.29 fused; at a 0.5 ms bar that
-    // layer's timing fell on either side from run to run). Smaller layers are not worth it: the
-    // multiscale net's half scale at 1920x1080 (0.13-0.14 ms plain, 0.09 fused) took 1.15 s to
-    // compile. Where no plain engine runs the shape, the fused graph is tried as well (the
-    // quarter scale, 64 -> 256 on 120x67: 0.03-0.04 ms fused against the legacy API's TF32 kernel
-    // and conversions, 0.15 ms); with runtime fusion off the legacy API runs it (the caller's
-    // fallback) in a few ms of planning.
+    // Fused graphs run on runtime-fusion engines, compiled when finalised, again in every
+    // process (a plan cache's choice too): on an H100 0.5-0.7 s for each kernel variant cuDNN
+    // compiles, 65-75 ms for a shape that reuses one compiled before in the process (the
+    // multiscale net at 320x240 compiled two variants for its three 64 -> 256 layers), up to
+    // 1.7 s on a fresh machine.
+    // So they are tried only where runtime fusion is on (CudaOptions: the library's default;
+    // label_image turns it on for long runs, videos and 1000 images or more) and the plain
+    // convolution takes 0.02 ms or more. Measured there (64 -> 256, fp16): 0.47-0.49 -> 0.27 ms
+    // at 1920x1080, 0.034 -> 0.020 at 320x240 (plus the bias/ReLU pass it saves), 0.11-0.13 ->
+    // 0.06 at 640x480 (the multiscale net's full scale); below 0.02 ms the gains are a few us.
+    // (The bar was 0.3 ms while compiling was thought to cost 1.15 s a shape.) Where no plain
+    // engine runs the shape the fused graph is tried as well (the quarter scale, 64 -> 256 on
+    // 120x67: 0.03-0.04 ms fused against the legacy API's TF32 kernel and conversions, 0.15 ms);
+    // with runtime fusion off the legacy API runs it (the caller's fallback) in a few ms of
+    // planning.
     if (fused && (!runtime_fusion || (plan_ && best < kFuseWorthMs))) continue;
     std::unique_ptr<Graph> g;
     try {

@@ -14,58 +14,21 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <tuple>
 #include <type_traits>
 
 #include "engine/error.h"
 #include "kernels/conv_cuda.h"
 #include "kernels/cuda_check.h"
+#include "kernels/mma_sm80.cuh"
 
 namespace scenelab::cuda {
 namespace {
 
 constexpr int kWarps = 8;
-constexpr int kTileRows = 16, kTileCols = 64;  // conv output pixels per block (8 x 32 pooled)
+constexpr int kTileRows = 16;  // conv output rows per block; columns 64, or 32 where 64 would not fill the GPU
 
-__device__ __forceinline__ uint32_t pack(uint16_t lo, uint16_t hi) {
-  return uint32_t(lo) | (uint32_t(hi) << 16);
-}
-template <typename T>
-__device__ __forceinline__ uint16_t bits(T v) {
-  return *reinterpret_cast<const uint16_t*>(&v);
-}
-template <typename T>
-__device__ __forceinline__ uint32_t pack2(float a, float b);
-template <>
-__device__ __forceinline__ uint32_t pack2<__half>(float a, float b) {
-  const __half2 h = __floats2half2_rn(a, b);  // .x = a (low half)
-  return *reinterpret_cast<const uint32_t*>(&h);
-}
-template <>
-__device__ __forceinline__ uint32_t pack2<__nv_bfloat16>(float a, float b) {
-  const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
-  return *reinterpret_cast<const uint32_t*>(&h);
-}
-
-// d += a (16x16, row-major) * b (16x8, column-major), f32 accumulators.
-template <typename T>
-__device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  if constexpr (std::is_same_v<T, __half>)
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  else
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-#else
-  __trap();  // launched only where conv_pool_supported() found an sm_80+ binary
-#endif
-}
+using namespace mma_sm80;
 
 // CIN (<= 4) input channels, KS x KS window, NT * 8 output channels; pad 0 or KS / 2; pool 2x2
 // stride 2. The tile keeps 4 channels a pixel (8 bytes, zero beyond CIN), and the GEMM's K runs
@@ -74,9 +37,9 @@ __device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], uint3
 // 4s + t, one 8-byte shared-memory load; the weights are permuted alike (channel 3 and window
 // pixels past KS * KS have zero weights). 2 loads a k-step where the 16-bit gather took 8 and
 // 4 offsets (that kernel took 121 us at 1920x1080 on the H100, by Nsight Compute).
-template <typename T, int CIN, int KS, int NT>
+template <typename T, int CIN, int KS, int NT, int kTileCols>
 __global__ void __launch_bounds__(kWarps * 32)
-conv_pool_kernel(ConvShape c, const T* __restrict__ x, const T* __restrict__ w,
+conv_pool_kernel(ConvShape c, const T* __restrict__ x, const uint2* __restrict__ wf,
                  const float* __restrict__ bias, T* __restrict__ y, int hp, int wp, bool relu) {
   static_assert(CIN >= 1 && CIN <= 4, "4 channels a pixel in the tile");
   constexpr int WIN = KS * KS, KSTEPS = (WIN + 3) / 4;
@@ -102,7 +65,8 @@ conv_pool_kernel(ConvShape c, const T* __restrict__ x, const T* __restrict__ w,
   }
 
   // This thread's window pixel at each k-step (its offset in the tile, in pixels) and weight
-  // fragments: B[k][n] = w[n][pixel 4s + t][channel], n = 8j + g.
+  // fragments (conv_pool_weights: B[k][n] = w[n][pixel 4s + t][channel], n = 8j + g; one coalesced
+  // 8-byte load each where gathering them from KRSC weights took 8 two-byte loads).
   int off[KSTEPS];
   uint32_t bw[KSTEPS][NT][2];
 #pragma unroll
@@ -111,10 +75,9 @@ conv_pool_kernel(ConvShape c, const T* __restrict__ x, const T* __restrict__ w,
     off[s] = q < WIN ? (q / KS) * IN_COLS + q % KS : 0;  // past the window: zero weights
 #pragma unroll
     for (int j = 0; j < NT; ++j) {
-      const T* wr = w + (size_t(8 * j + g) * WIN + q) * CIN;
-      auto wk = [&](int ci) { return q < WIN && ci < CIN ? bits(wr[ci]) : uint16_t(0); };
-      bw[s][j][0] = pack(wk(0), wk(1));
-      bw[s][j][1] = pack(wk(2), wk(3));
+      const uint2 v = __ldg(wf + (s * NT + j) * 32 + lane);
+      bw[s][j][0] = v.x;
+      bw[s][j][1] = v.y;
     }
   }
   float bj[NT][2];
@@ -160,9 +123,28 @@ conv_pool_kernel(ConvShape c, const T* __restrict__ x, const T* __restrict__ w,
   }
 }
 
+// OIHW float weights (3 -> 16, 7x7) -> the kernel's fragments: element (k-step s, n-tile j, lane)
+// holds channels 0..3 of window pixel 4s + t for output 8j + g (zero past the window and for
+// channel 3).
+template <typename T>
+__global__ void conv_pool_weights_kernel(const float* __restrict__ w, int cin, int ks, int nt, T* __restrict__ out) {
+  const int win = ks * ks, ksteps = (win + 3) / 4;
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= ksteps * nt * 32) return;
+  const int lane = i % 32, j = (i / 32) % nt, s = i / (32 * nt);
+  const int g = lane / 4, t = lane % 4, q = 4 * s + t, n = 8 * j + g;
+  for (int ci = 0; ci < 4; ++ci) {
+    const float v = q < win && ci < cin ? w[(size_t(n) * cin + ci) * win + q] : 0.f;
+    if constexpr (std::is_same_v<T, __half>)
+      out[4 * i + ci] = __float2half_rn(v);
+    else
+      out[4 * i + ci] = __float2bfloat16_rn(v);
+  }
+}
+
 template <typename T>
 const void* kernel_of() {
-  return reinterpret_cast<const void*>(&conv_pool_kernel<T, 3, 7, 2>);
+  return reinterpret_cast<const void*>(&conv_pool_kernel<T, 3, 7, 2, 64>);
 }
 
 // The mma instructions need sm_80 or later, in the binary built for the device (asked once: the
@@ -197,23 +179,36 @@ bool shape_fits(const ConvShape& c, int pool_k, int pool_stride, DType t) {
 // 16-byte load (the next 32 channels' loads in flight while these are multiplied), and its B
 // elements from W1 (staged in shared memory, rows 32 halfs longer than C1: conflict-free) as one
 // 16-byte load too. W2 (at most 16 rows, zero beyond C3) is staged too. One m-tile a warp keeps
-// the registers at about 80 (three blocks of 8 warps an SM): two took 140 and ran slower.
+// the registers at about 80 (three blocks of 8 warps an SM): two took 140 and ran slower. (Blocks
+// of 2 warps at small maps, to fill more SMs, made the 320x240 reference pass's pair slower, 9.3
+// -> 16.1 us: each block stages all of W1.)
+// STAGED false (small maps, where blocks of 8 warps would leave SMs idle): blocks of
+// kPairSmallWarps warps read W1's fragments from global memory (L1/L2) instead of staging all of
+// it per block, which made small blocks slower than big ones (9.3 -> 16.1 us for the 320x240
+// reference pass's pair with blocks of 2 warps).
 constexpr int kPairWarps = 8;  // 128 pixels a block
-template <typename T, int NT1>
-__global__ void __launch_bounds__(kPairWarps * 32, 3)
-conv1x1_pair_kernel(int pixels, int c1, int c3, const T* __restrict__ x, const T* __restrict__ w1,
+constexpr int kPairSmallWarps = 2;
+// C1: c1 known at compile time (0: it is not), so that the small blocks' loop over it unrolls
+// and its global loads are issued ahead of the MMAs that use them (a loop with one 16-byte input
+// load in flight left the pair latency-bound at 9.3 us at 320x240).
+template <typename T, int NT1, bool STAGED, int C1>
+__global__ void __launch_bounds__(kPairWarps * 32, STAGED ? 3 : 1)
+conv1x1_pair_kernel(int pixels, int c1_arg, int c3, const T* __restrict__ x, const T* __restrict__ w1,
                     const float* __restrict__ b1, bool relu, const T* __restrict__ w2,
                     const float* __restrict__ b2, T* __restrict__ y) {
   constexpr int C2 = NT1 * 8;
+  const int c1 = C1 ? C1 : c1_arg;
   extern __shared__ __align__(16) unsigned char smem[];
-  const int p1 = c1 + 32, p2 = C2 + 8;  // row pitches (halfs)
+  const int p1 = STAGED ? c1 + 32 : c1, p2 = C2 + 8;  // row pitches (halfs)
   T* w1s = reinterpret_cast<T*>(smem);
-  T* w2s = w1s + size_t(C2) * p1;
+  T* w2s = w1s + (STAGED ? size_t(C2) * p1 : 0);
+  const T* w1b = STAGED ? w1s : w1;
   const uint16_t zero = 0;
-  for (int i = threadIdx.x; i < C2 * (c1 / 8); i += blockDim.x) {  // 16 bytes a thread
-    const int n = i / (c1 / 8), k = (i % (c1 / 8)) * 8;
-    *reinterpret_cast<uint4*>(w1s + size_t(n) * p1 + k) = *reinterpret_cast<const uint4*>(w1 + size_t(n) * c1 + k);
-  }
+  if constexpr (STAGED)
+    for (int i = threadIdx.x; i < C2 * (c1 / 8); i += blockDim.x) {  // 16 bytes a thread
+      const int n = i / (c1 / 8), k = (i % (c1 / 8)) * 8;
+      *reinterpret_cast<uint4*>(w1s + size_t(n) * p1 + k) = *reinterpret_cast<const uint4*>(w1 + size_t(n) * c1 + k);
+    }
   for (int i = threadIdx.x; i < 16 * C2; i += blockDim.x) {
     const int n = i / C2, k = i % C2;
     w2s[n * p2 + k] = n < c3 ? w2[size_t(n) * C2 + k] : *reinterpret_cast<const T*>(&zero);
@@ -221,7 +216,8 @@ conv1x1_pair_kernel(int pixels, int c1, int c3, const T* __restrict__ x, const T
   __syncthreads();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int tiles = (pixels + 15) / 16;
-  for (int tile = blockIdx.x * kPairWarps + warp; tile < tiles; tile += gridDim.x * kPairWarps) {
+  const int warps = blockDim.x / 32;
+  for (int tile = blockIdx.x * warps + warp; tile < tiles; tile += gridDim.x * warps) {
     const int base = tile * 16;
     float acc[NT1][4] = {};
     // rows g and g + 8 of the tile (null past the end: zeros)
@@ -230,6 +226,7 @@ conv1x1_pair_kernel(int pixels, int c1, int c3, const T* __restrict__ x, const T
     const uint4 z = make_uint4(0, 0, 0, 0);
     uint4 lo = row0 ? *reinterpret_cast<const uint4*>(row0) : z;
     uint4 hi = row1 ? *reinterpret_cast<const uint4*>(row1) : z;
+#pragma unroll
     for (int k32 = 0; k32 < c1; k32 += 32) {
       uint4 nlo = z, nhi = z;
       if (k32 + 32 < c1) {
@@ -241,7 +238,7 @@ conv1x1_pair_kernel(int pixels, int c1, int c3, const T* __restrict__ x, const T
         const uint32_t af[4] = {p ? lo.z : lo.x, p ? hi.z : hi.x, p ? lo.w : lo.y, p ? hi.w : hi.y};
 #pragma unroll
         for (int j = 0; j < NT1; ++j) {
-          const uint4 bw = *reinterpret_cast<const uint4*>(w1s + size_t(8 * j + g) * p1 + k32 + 8 * t);
+          const uint4 bw = *reinterpret_cast<const uint4*>(w1b + size_t(8 * j + g) * p1 + k32 + 8 * t);
           mma<T>(acc[j], af, p ? bw.z : bw.x, p ? bw.w : bw.y);
         }
       }
@@ -288,7 +285,9 @@ conv1x1_pair_kernel(int pixels, int c1, int c3, const T* __restrict__ x, const T
   }
 }
 
-size_t pair_smem_bytes(int c1, int c2) { return (size_t(c2) * (c1 + 32) + 16 * size_t(c2 + 8)) * 2; }
+size_t pair_smem_bytes(int c1, int c2, bool staged = true) {
+  return ((staged ? size_t(c2) * (c1 + 32) : 0) + 16 * size_t(c2 + 8)) * 2;
+}
 
 }  // namespace
 
@@ -302,17 +301,40 @@ void conv_relu_pool_nhwc(const ConvShape& c, const void* x, const void* w, const
   SL_REQUIRE(shape_fits(c, 2, 2, t), "conv_relu_pool_nhwc: unsupported shape ", c.cin, "->", c.cout,
              " k=", c.k, " pad=", c.pad, " or type ", dtype_name(t));
   const int hp = c.ho / 2, wp = c.wo / 2;
-  const dim3 grid(unsigned((c.wo + kTileCols - 1) / kTileCols), unsigned((c.ho + kTileRows - 1) / kTileRows),
-                  unsigned(c.n));
-  if (t == DType::F16)
-    conv_pool_kernel<__half, 3, 7, 2><<<grid, kWarps * 32, 0, s>>>(
-        c, static_cast<const __half*>(x), static_cast<const __half*>(w), b, static_cast<__half*>(y), hp,
-        wp, relu);
-  else
-    conv_pool_kernel<__nv_bfloat16, 3, 7, 2><<<grid, kWarps * 32, 0, s>>>(
-        c, static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_bfloat16*>(w), b,
-        static_cast<__nv_bfloat16*>(y), hp, wp, relu);
+  int device = 0, sms = 0;
+  SL_CUDA_CHECK(cudaGetDevice(&device), "fused conv + pool");
+  SL_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "fused conv + pool");
+  const unsigned rows = unsigned((c.ho + kTileRows - 1) / kTileRows);
+  const bool narrow = size_t((c.wo + 63) / 64) * rows * c.n < size_t(sms);  // 64 columns would not fill it
+  auto go = [&](auto type_tag, auto cols_tag) {
+    using T = decltype(type_tag);
+    constexpr int cols = decltype(cols_tag)::value;
+    conv_pool_kernel<T, 3, 7, 2, cols><<<dim3(unsigned((c.wo + cols - 1) / cols), rows, unsigned(c.n)), kWarps * 32, 0, s>>>(
+        c, static_cast<const T*>(x), static_cast<const uint2*>(w), b, static_cast<T*>(y), hp, wp, relu);
+  };
+  using C32 = std::integral_constant<int, 32>;
+  using C64 = std::integral_constant<int, 64>;
+  if (t == DType::F16) {
+    if (narrow) go(__half{}, C32{});
+    else go(__half{}, C64{});
+  } else {
+    if (narrow) go(__nv_bfloat16{}, C32{});
+    else go(__nv_bfloat16{}, C64{});
+  }
   SL_CUDA_CHECK(cudaGetLastError(), "fused conv + pool kernel");
+}
+
+size_t conv_pool_weights_bytes(const ConvShape& c) {
+  return size_t((c.k * c.k + 3) / 4) * (c.cout / 8) * 32 * 8;
+}
+
+void conv_pool_weights(const float* w, const ConvShape& c, DType t, void* out, cudaStream_t s) {
+  const int nt = c.cout / 8, total = (c.k * c.k + 3) / 4 * nt * 32;
+  if (t == DType::F16)
+    conv_pool_weights_kernel<<<(total + 255) / 256, 256, 0, s>>>(w, c.cin, c.k, nt, static_cast<__half*>(out));
+  else
+    conv_pool_weights_kernel<<<(total + 255) / 256, 256, 0, s>>>(w, c.cin, c.k, nt, static_cast<__nv_bfloat16*>(out));
+  SL_CUDA_CHECK(cudaGetLastError(), "fused conv + pool: the weights' fragments");
 }
 
 bool conv1x1_pair_supported(int c1, int c2, int c3, DType t) {
@@ -330,10 +352,23 @@ void launch_pair(int pixels, int c1, int c3, const void* x, const void* w1, cons
   SL_CUDA_CHECK(cudaGetDevice(&device), "fused 1x1 pair");
   SL_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "fused 1x1 pair");
   const int tiles = (pixels + 15) / 16;
-  const int blocks = std::max(1, std::min((tiles + kPairWarps - 1) / kPairWarps, 6 * sms));
-  conv1x1_pair_kernel<T, NT1><<<blocks, kPairWarps * 32, pair_smem_bytes(c1, NT1 * 8), s>>>(
-      pixels, c1, c3, static_cast<const T*>(x), static_cast<const T*>(w1), b1, relu,
-      static_cast<const T*>(w2), b2, static_cast<T*>(y));
+  const auto args = std::make_tuple(pixels, c1, c3, static_cast<const T*>(x), static_cast<const T*>(w1), b1, relu,
+                                    static_cast<const T*>(w2), b2, static_cast<T*>(y));
+  if ((tiles + kPairWarps - 1) / kPairWarps >= sms) {
+    const int blocks = std::min((tiles + kPairWarps - 1) / kPairWarps, 6 * sms);
+    std::apply([&](auto... a) {
+      conv1x1_pair_kernel<T, NT1, true, 0><<<blocks, kPairWarps * 32, pair_smem_bytes(c1, NT1 * 8), s>>>(a...);
+    }, args);
+  } else {
+    const int blocks = std::max(1, (tiles + kPairSmallWarps - 1) / kPairSmallWarps);
+    const size_t smem = pair_smem_bytes(c1, NT1 * 8, false);
+    std::apply([&](auto... a) {
+      if (c1 == 256)  // the nets' classifier
+        conv1x1_pair_kernel<T, NT1, false, 256><<<blocks, kPairSmallWarps * 32, smem, s>>>(a...);
+      else
+        conv1x1_pair_kernel<T, NT1, false, 0><<<blocks, kPairSmallWarps * 32, smem, s>>>(a...);
+    }, args);
+  }
 }
 template <typename T>
 void launch_pair_c2(int c2, int pixels, int c1, int c3, const void* x, const void* w1, const float* b1,

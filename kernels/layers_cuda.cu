@@ -446,17 +446,22 @@ __device__ void lcn_setup(LcnSmem<R, Tl>& S, const Taps& taps, int H, int W, int
   __syncthreads();
 }
 
+// per_channel: blockIdx.z is image * C + channel, each block one channel (small images: three
+// times the blocks, a third of each one's serial chain); else blockIdx.z is the image, every
+// channel in turn.
 template <int R, typename Tl>
 __global__ void __launch_bounds__(kLcnThreads) lcn_sd_sum_kernel(const float* x, int C, int H, int W, Taps taps,
-                                                         float* cen, float* sd, double* partial, bool yuv) {
+                                                         float* cen, float* sd, double* partial, bool yuv,
+                                                         bool per_channel) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   LcnSmem<R, Tl>& S = *reinterpret_cast<LcnSmem<R, Tl>*>(smem_raw);
   __shared__ double red[8];
   constexpr int kSeg = Tl::SEG;
-  const int b = blockIdx.z, y0 = blockIdx.y * Tl::H, x0 = blockIdx.x * Tl::W;
+  const int b = per_channel ? blockIdx.z / C : blockIdx.z, y0 = blockIdx.y * Tl::H, x0 = blockIdx.x * Tl::W;
   const int blk = blockIdx.y * gridDim.x + blockIdx.x, nblk = gridDim.x * gridDim.y;
+  const int ch_begin = per_channel ? blockIdx.z % C : 0, ch_end = per_channel ? ch_begin + 1 : C;
   lcn_setup<R, Tl>(S, taps, H, W, y0, x0);
-  for (int ch = 0; ch < C; ++ch) {
+  for (int ch = ch_begin; ch < ch_end; ++ch) {
     float var[kSeg];
     int col = 0, row0 = 0;
     double acc = 0;
@@ -485,15 +490,32 @@ __global__ void __launch_bounds__(kLcnThreads) lcn_sd_sum_kernel(const float* x,
 // y (n x C x H x W in T's layout: f32 NCHW, or NHWC of any type) = c / max(sd, thr), standardised:
 // one thread a pixel of image blockIdx.y, every channel (C <= 4), from pass 1's centred values and
 // deviations (f32 NCHW); no integer division.
+// partial (not null): the image's planes' block partials (nblk each, at most kThreads) are added
+// here, by each block in the same fixed order (one warp a plane), instead of by
+// sum_partials_block_kernel first: one kernel fewer in the chain of a small image.
 template <typename T>
-__global__ void lcn_apply_kernel(const float* cen, const float* sdv, T* y, bool nhwc, int C, unsigned plane,
-                                 const double* sums, float eps, const float* mean, const float* sdev) {
+__global__ void __launch_bounds__(kThreads) lcn_apply_kernel(const float* cen, const float* sdv, T* y, bool nhwc,
+                                                            int C, unsigned plane, const double* sums,
+                                                            const double* partial, int nblk, float eps,
+                                                            const float* mean, const float* sdev) {
   const unsigned p = blockIdx.x * blockDim.x + threadIdx.x;
-  if (p >= plane) return;
   const size_t b = blockIdx.y;
+  __shared__ double total[4];
+  if (partial) {  // warp ch adds plane ch's partials: lane i those at i, i + 32, ..., then a fixed tree
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (warp < C) {
+      const double* pp = partial + (b * C + warp) * nblk;
+      double v = 0;
+      for (int i = lane; i < nblk; i += 32) v += pp[i];
+      for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+      if (lane == 0) total[warp] = v;
+    }
+    __syncthreads();
+  }
+  if (p >= plane) return;
   for (int ch = 0; ch < C; ++ch) {
     const size_t at = (b * C + ch) * plane + p;
-    const float thr = fmaxf(float(sums[b * C + ch] / double(plane)), eps);
+    const float thr = fmaxf(float((partial ? total[ch] : sums[b * C + ch]) / double(plane)), eps);
     const float v = cen[at] / fmaxf(sdv[at], thr);
     st(y, nhwc ? (b * plane + p) * C + ch : at, mean ? (v - mean[ch]) * (1.f / sdev[ch]) : v);
   }
@@ -1018,15 +1040,19 @@ size_t contrast_norm_fused_workspace_floats(int n, int c, int h, int w) {
   return 2 * (size_t(n) * c * (blocks + 1)) + 2 * size_t(n) * c * size_t(h) * w;
 }
 
-// Pass 1 with tile shape Tl: the centred values and deviations, each block's sums of sd.
+// Pass 1 with tile shape Tl: the centred values and deviations, each block's sums of sd; a
+// block a channel with the small tiles.
 template <typename Tl>
 size_t lcn_pass1(const float* x, const Shape& a, const Taps& t, float* cen, float* sd_plane, double* partial,
                  bool yuv, cudaStream_t s) {
   constexpr int R = 6;
-  const dim3 grid(unsigned((a.w + Tl::W - 1) / Tl::W), unsigned((a.h + Tl::H - 1) / Tl::H), unsigned(a.n));
+  constexpr bool per_channel = std::is_same_v<Tl, LcnSmall>;
+  const dim3 grid(unsigned((a.w + Tl::W - 1) / Tl::W), unsigned((a.h + Tl::H - 1) / Tl::H),
+                  unsigned(per_channel ? a.n * a.c : a.n));
   const size_t smem = sizeof(LcnSmem<R, Tl>);  // over 48 KB for the big tiles: the limit raised once
   allow_dynamic_smem(reinterpret_cast<const void*>(&lcn_sd_sum_kernel<R, Tl>), smem, "contrast_norm pass 1");
-  lcn_sd_sum_kernel<R, Tl><<<grid, kLcnThreads, smem, s>>>(x, a.c, a.h, a.w, t, cen, sd_plane, partial, yuv);
+  lcn_sd_sum_kernel<R, Tl><<<grid, kLcnThreads, smem, s>>>(x, a.c, a.h, a.w, t, cen, sd_plane, partial, yuv,
+                                                          per_channel);
   SL_LAUNCH_CHECK("contrast_norm pass 1");
   return size_t(grid.x) * grid.y;
 }
@@ -1039,7 +1065,8 @@ void contrast_norm_fused(const float* x, const TensorView& y, const float* kerne
              " channels");
   SL_REQUIRE(is_nchw_f32(y) || (y.format.layout == Layout::NHWC && supports(y.format)),
              "contrast_norm_fused: no kernel writes ", y.format.str());
-  SL_REQUIRE(a.plane() < (size_t(1) << 31) && a.n <= 65535, "contrast_norm_fused: ", a.str(), " is too large");
+  SL_REQUIRE(a.plane() < (size_t(1) << 31) && size_t(a.n) * a.c <= 65535, "contrast_norm_fused: ", a.str(),
+             " is too large");
   Taps t{};
   for (int k = 0; k < size; ++k) t.k[k] = kernel[k];
   const size_t planes = size_t(a.n) * a.c;
@@ -1052,14 +1079,18 @@ void contrast_norm_fused(const float* x, const TensorView& y, const float* kerne
   const size_t big_blocks = size_t((a.w + LcnBig::W - 1) / LcnBig::W) * ((a.h + LcnBig::H - 1) / LcnBig::H);
   const size_t nblk = big_blocks * a.n >= 512 ? lcn_pass1<LcnBig>(x, a, t, cen, sd_plane, partial, rgb_to_yuv, s)
                                               : lcn_pass1<LcnSmall>(x, a, t, cen, sd_plane, partial, rgb_to_yuv, s);
-  sum_partials_block_kernel<<<unsigned(planes), 256, 0, s>>>(partial, int(nblk), sums);
-  SL_LAUNCH_CHECK("contrast_norm sums");
+  // Few partials (small images): pass 2 adds them itself.
+  const bool fold = nblk <= size_t(kThreads);
+  if (!fold) {
+    sum_partials_block_kernel<<<unsigned(planes), 256, 0, s>>>(partial, int(nblk), sums);
+    SL_LAUNCH_CHECK("contrast_norm sums");
+  }
   const bool nhwc = y.format.layout == Layout::NHWC;
   const dim3 grid2(blocks_for(a.plane()), unsigned(a.n));
   with_type(y, [&](auto* tp) {
     using T = std::remove_pointer_t<decltype(tp)>;
     lcn_apply_kernel<T><<<grid2, kThreads, 0, s>>>(cen, sd_plane, y.as<T>(), nhwc, a.c, unsigned(a.plane()),
-                                                   sums, eps, mean, sd);
+                                                   sums, fold ? partial : nullptr, int(nblk), eps, mean, sd);
   });
   SL_LAUNCH_CHECK("contrast_norm pass 2");
 }

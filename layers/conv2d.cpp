@@ -230,7 +230,7 @@ class Conv2d : public Layer {
       const Epilogue& pool = a.epilogue->back();
       const DType t = a.out.format.dtype;
       if (ctx.conv == ConvAlgo::Auto && cuda::conv_pool_supported(c, pool.k, pool.stride, t)) {
-        cuda::conv_relu_pool_nhwc(c, a.in[0].data, w16_.get(w, c, /*krsc=*/true, t, ctx.stream), b,
+        cuda::conv_relu_pool_nhwc(c, a.in[0].data, wmma_.get(w, c, cuda::MmaKernel::ConvPool, t, ctx.stream), b,
                                   a.out.data, a.fused_relu, t, ctx.stream);
         last_ = "fused conv + bias + ReLU + 2x2 pool (mma)";
         return;
@@ -239,8 +239,12 @@ class Conv2d : public Layer {
       const bool half = ctx.precision == Precision::FP16 || ctx.precision == Precision::BF16;
       const TensorView raw{a.workspace + raw_offset(cuda::conv_workspace(c, bound, half).total()),
                            Shape(x.n, out_, c.ho, c.wo), a.out.format};
-      forward_nhwc(a, ctx, c, raw.data, /*relu=*/false, /*b=*/nullptr, /*pooled=*/true);
-      cuda::bias_relu_maxpool(raw, b, a.fused_relu, a.out, pool.k, pool.stride, ctx.stream);
+      auto after_cudnn = [&] {
+        forward_nhwc(a, ctx, c, raw.data, /*relu=*/false, /*b=*/nullptr, /*pooled=*/true);
+        cuda::bias_relu_maxpool(raw, b, a.fused_relu, a.out, pool.k, pool.stride, ctx.stream);
+      };
+      if (pool.k == 2 && pool.stride == 2 && run_mma(a, ctx, c, b, /*pool=*/true, after_cudnn)) return;
+      after_cudnn();
       last_ += " + bias + ReLU + pool";
       return;
     }
@@ -288,7 +292,8 @@ class Conv2d : public Layer {
         last_ = "gemm (1x1, NHWC)";
         return;
       }
-      forward_nhwc(a, ctx, c, a.out.data, a.fused_relu, b, /*pooled=*/false);
+      auto plain = [&] { forward_nhwc(a, ctx, c, a.out.data, a.fused_relu, b, /*pooled=*/false); };
+      if (!run_mma(a, ctx, c, b, /*pool=*/false, plain)) plain();
       return;
     }
     ConvAlgo algo = ctx.conv;
@@ -357,6 +362,59 @@ class Conv2d : public Layer {
     run(algo);
     last_ = algo_label(algo, key, ctx.precision);
   }
+  // Under auto on half-precision NHWC tensors, our implicit-GEMM kernel (conv_mma_nhwc) against
+  // cuDNN's path (`cudnn`: the convolution and, for a pool, the pass that pools) the first time a
+  // size runs, each run once to warm up and twice timed (CUDA events); runs ours if it is the pick
+  // and says so (false: cuDNN's path is the pick, not run).
+  template <class CudnnPath>
+  bool run_mma(const ForwardArgs& a, const CudaContext& ctx, const cuda::ConvShape& c, const float* b, bool pool,
+               CudnnPath&& cudnn) const {
+#ifdef SCENELAB_WITH_CUDNN
+    const DType t = a.out.format.dtype;
+    if (ctx.conv != ConvAlgo::Auto || !cuda::conv_mma_supported(c, pool, t)) return false;
+    const ChoiceKey key = choice_key(a.in[0].shape, ctx);
+    auto mma = [&] {
+      cuda::conv_mma_nhwc(c, a.in[0].data,
+                          wmma_.get(a.params->data("weight"), c, cuda::MmaKernel::ImplicitGemm, t, ctx.stream), b,
+                          a.out.data, a.fused_relu, pool, t, ctx.stream);
+    };
+    auto it = mma_choice_.find(key);
+    if (it == mma_choice_.end()) {
+      static const bool trace = std::getenv("SCENELAB_TRACE_TUNING") != nullptr;
+      CudaEvent e0, e1;
+      auto time = [&](auto&& fn) {
+        fn();  // warm-up (and cuDNN's own choice)
+        float best = 1e30f;
+        for (int r = 0; r < 2; ++r) {
+          SL_CUDA_CHECK(cudaEventRecord(e0.get(), ctx.stream), "conv2d auto");
+          fn();
+          SL_CUDA_CHECK(cudaEventRecord(e1.get(), ctx.stream), "conv2d auto");
+          SL_CUDA_CHECK(cudaEventSynchronize(e1.get()), "conv2d auto");
+          float ms = 0;
+          SL_CUDA_CHECK(cudaEventElapsedTime(&ms, e0.get(), e1.get()), "conv2d auto");
+          best = std::min(best, ms);
+        }
+        return best;
+      };
+      const float theirs = time(cudnn);
+      const std::string label = last_;
+      const float ours = time(mma);
+      if (trace)
+        std::fprintf(stderr, "tuning %s %s %s%s: %s %g ms; mma %g ms; picked %s\n", name_.c_str(),
+                     a.in[0].shape.str().c_str(), precision_name(ctx.precision), pool ? " (pooled)" : "",
+                     label.c_str(), theirs, ours, ours < theirs ? "mma" : "cudnn");
+      it = mma_choice_.emplace(key, ours < theirs).first;
+    }
+    if (!it->second) return false;
+    mma();
+    last_ = pool ? "implicit GEMM (mma) + bias + ReLU + 2x2 pool" : "implicit GEMM (mma) + bias + ReLU";
+    return true;
+#else
+    (void)a, (void)ctx, (void)c, (void)b, (void)pool, (void)cudnn;
+    return false;
+#endif
+  }
+
   // f16/bf16 NHWC through cuDNN into `out`: the graph API (its Hopper kernels, the epilogue
   // fused where it pays), the legacy API where no graph engine runs the shape. pooled: the raw
   // convolution for a fused pool (no bias, no ReLU: a graph of its own, remembered apart in
@@ -477,6 +535,8 @@ class Conv2d : public Layer {
                                                                    : std::string();
     }
     if (nhwc) {
+      auto m = mma_choice_.find(key);
+      if (m != mma_choice_.end() && m->second) return "mma";
       auto g = graph_.find(key);
       if (g != graph_.end() && g->second && g->second->chosen())
         return (pooled_.count(key) ? "cudnngp " : "cudnng ") + g->second->choice();
@@ -502,6 +562,12 @@ class Conv2d : public Layer {
       preset_[key] = text;
       graph_.erase(key);
       graph_failed_.erase(key);
+      mma_choice_[key] = false;  // cuDNN was the pick (over our kernel where it was a candidate)
+      return true;
+    }
+    if (nhwc && text == "mma") {
+      if (ctx->conv != ConvAlgo::Auto) return false;
+      mma_choice_[key] = true;  // the kernel's support is checked when the layer runs
       return true;
     }
     if (text.rfind("split ", 0) == 0) {  // the engine is checked when the layer first runs
@@ -576,6 +642,7 @@ class Conv2d : public Layer {
   mutable std::string last_;
   mutable cuda::HalfWeights w16_;
   mutable cuda::HalfWeights w16_next_;  // a fused following 1x1 convolution's
+  mutable cuda::MmaWeights wmma_;  // for our mma convolution kernels
   mutable std::map<ChoiceKey, ConvAlgo> auto_choice_;
 #ifdef SCENELAB_WITH_CUDNN
   mutable std::map<ChoiceKey, std::unique_ptr<cuda::CudnnConv>> cudnn_;
@@ -585,6 +652,7 @@ class Conv2d : public Layer {
   mutable std::set<ChoiceKey> graph_failed_;
   mutable std::map<ChoiceKey, std::string> preset_;  // plan-cache choices not yet built
   mutable std::set<ChoiceKey> pooled_;  // shapes whose raw convolution feeds a fused pool
+  mutable std::map<ChoiceKey, bool> mma_choice_;  // our kernel (true) or cuDNN's path
 #endif
 
  public:

@@ -428,7 +428,10 @@ TEST(CudaBackend, PixelwisePairKernelAgainstFloat64) {
     bool relu, bias2;
   };
   const std::vector<Case> cases = {{3 * 37 * 53, 256, 64, 11, true, true}, {1000, 32, 16, 16, false, true},
-                                   {7, 64, 64, 1, true, false}, {2 * 257, 256, 16, 5, true, true}};
+                                   {7, 64, 64, 1, true, false}, {2 * 257, 256, 16, 5, true, true},
+                                   // blocks of 8 warps staging W1 (the others fill a 132-SM GPU only
+                                   // with the small blocks that read it from global memory)
+                                   {2 * 97 * 101, 256, 64, 11, true, true}};
   std::mt19937 rng(33);
   std::uniform_real_distribution<float> uni(-1.f, 1.f);
   for (DType t : {DType::F16, DType::BF16}) {
@@ -503,7 +506,8 @@ TEST(CudaBackend, FusedConvPoolKernelAgainstFloat64) {
   };
   const std::vector<Case> cases = {{3, 37, 53, 0, true, true}, {2, 29, 40, 3, true, true},
                                    {1, 8, 9, 0, false, true},  {2, 70, 131, 3, false, false},
-                                   {1, 7, 7, 0, true, true}};
+                                   {1, 7, 7, 0, true, true},
+                                   {2, 262, 300, 0, true, true}};  // 64-column blocks (the others 32)
   std::mt19937 rng(21);
   std::uniform_real_distribution<float> uni(-1.f, 1.f);
   for (DType t : {DType::F16, DType::BF16}) {
@@ -524,7 +528,7 @@ TEST(CudaBackend, FusedConvPoolKernelAgainstFloat64) {
       auto bits = [&](float v) { return t == DType::F16 ? float_to_half(v) : float_to_bf16(v); };
       // Input NHWC, weights KRSC, in the half type; the references from the same rounded values.
       Ref x(Shape(k.n, cin, k.h, k.w)), wr(Shape(cout, cin, ks, ks)), bvec(Shape(cout, 1, 1, 1));
-      std::vector<uint16_t> xh(x.v.size()), wh(wr.v.size());
+      std::vector<uint16_t> xh(x.v.size());
       for (int n = 0; n < k.n; ++n)
         for (int y = 0; y < k.h; ++y)
           for (int xx = 0; xx < k.w; ++xx)
@@ -533,26 +537,22 @@ TEST(CudaBackend, FusedConvPoolKernelAgainstFloat64) {
               x.at(n, ci, y, xx) = v;
               xh[((size_t(n) * k.h + y) * k.w + xx) * cin + ci] = bits(v);
             }
-      for (int o = 0; o < cout; ++o)
-        for (int ky = 0; ky < ks; ++ky)
-          for (int kx = 0; kx < ks; ++kx)
-            for (int ci = 0; ci < cin; ++ci) {
-              const float v = round(0.3f * uni(rng));
-              wr.at(o, ci, ky, kx) = v;
-              wh[size_t(o) * ks * ks * cin + (ky * ks + kx) * cin + ci] = bits(v);
-            }
+      std::vector<float> wf(wr.v.size());  // float OIHW, already rounded: the kernel's copy is exact
+      for (size_t i = 0; i < wf.size(); ++i) wr.v[i] = wf[i] = round(0.3f * uni(rng));
       std::vector<float> bias(cout);
       for (int o = 0; o < cout; ++o) bvec.v[size_t(o)] = bias[size_t(o)] = k.bias ? 0.5f * uni(rng) : 0.f;
       const Ref want = ref_maxpool(ref_conv2d(x, wr, &bvec, k.pad, k.relu), 2, 2);
       const int hp = ho / 2, wp = wo / 2;
       ASSERT_EQ(want.shape, Shape(k.n, cout, hp, wp));
-      DeviceBuffer dx(xh.size() * 2), dw(wh.size() * 2), db(cout * sizeof(float)),
+      DeviceBuffer dx(xh.size() * 2), dw(wf.size() * 4), db(cout * sizeof(float)),
           dy(size_t(k.n) * hp * wp * cout * 2);
       ASSERT_EQ(cudaMemcpy(dx.get(), xh.data(), xh.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
-      ASSERT_EQ(cudaMemcpy(dw.get(), wh.data(), wh.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(dw.get(), wf.data(), dw.bytes(), cudaMemcpyHostToDevice), cudaSuccess);
+      cuda::MmaWeights frag;
+      const void* w16 = frag.get(dw.get<float>(), c, cuda::MmaKernel::ConvPool, t, nullptr);
       ASSERT_EQ(cudaMemcpy(db.get(), bias.data(), cout * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
       ASSERT_EQ(cudaMemset(dy.get(), 0xff, dy.bytes()), cudaSuccess);  // NaN in f16 and bf16
-      cuda::conv_relu_pool_nhwc(c, dx.get(), dw.get(), k.bias ? db.get<float>() : nullptr, dy.get(), k.relu,
+      cuda::conv_relu_pool_nhwc(c, dx.get(), w16, k.bias ? db.get<float>() : nullptr, dy.get(), k.relu,
                                 t, nullptr);
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
       std::vector<uint16_t> yh(dy.bytes() / 2);
@@ -565,6 +565,70 @@ TEST(CudaBackend, FusedConvPoolKernelAgainstFloat64) {
   }
 }
 
+// Our implicit-GEMM convolution (cuda::conv_mma_nhwc) against float64 on the same half-rounded
+// operands: cin 16 and 32, cout 64 and 128, padding 0 and 3, the 2x2 pool or none, ReLU or
+// not, bias or not, batch 1..3, sizes that are not multiples of the 8 x 16 block (and maps smaller
+// than one); outputs poisoned first (NaN).
+TEST(CudaBackend, ImplicitGemmConvKernelAgainstFloat64) {
+  SCENELAB_REQUIRE_GPU();
+  struct Case {
+    int n, cin, h, w, cout, pad;
+    bool pool, relu, bias;
+  };
+  const std::vector<Case> cases = {{3, 16, 29, 45, 64, 0, true, true, true},  {2, 32, 23, 31, 128, 0, false, true, true},
+                                   {1, 32, 17, 40, 64, 3, true, false, true}, {2, 32, 9, 8, 64, 3, false, false, false},
+                                   {1, 16, 8, 9, 64, 0, true, true, false},   {3, 16, 40, 21, 128, 3, false, true, true},
+                                   {2, 16, 70, 133, 64, 0, true, true, true}};
+  std::mt19937 rng(41);
+  std::uniform_real_distribution<float> uni(-1.f, 1.f);
+  for (DType t : {DType::F16, DType::BF16}) {
+    for (const Case& k : cases) {
+      const int ks = 7, ho = k.h + 2 * k.pad - ks + 1, wo = k.w + 2 * k.pad - ks + 1;
+      const cuda::ConvShape c{k.n, k.cin, k.h, k.w, k.cout, ks, k.pad, ho, wo};
+      ASSERT_TRUE(cuda::conv_mma_supported(c, k.pool, t));
+      auto round = [&](float v) {
+        return t == DType::F16 ? half_to_float(float_to_half(v)) : bf16_to_float(float_to_bf16(v));
+      };
+      auto bits = [&](float v) { return t == DType::F16 ? float_to_half(v) : float_to_bf16(v); };
+      Ref x(Shape(k.n, k.cin, k.h, k.w)), wr(Shape(k.cout, k.cin, ks, ks)), bvec(Shape(k.cout, 1, 1, 1));
+      std::vector<uint16_t> xh(x.v.size());
+      for (int n = 0; n < k.n; ++n)
+        for (int y = 0; y < k.h; ++y)
+          for (int xx = 0; xx < k.w; ++xx)
+            for (int ci = 0; ci < k.cin; ++ci) {
+              const float v = round(uni(rng));
+              x.at(n, ci, y, xx) = v;
+              xh[((size_t(n) * k.h + y) * k.w + xx) * k.cin + ci] = bits(v);
+            }
+      std::vector<float> wf(wr.v.size());  // float OIHW, already rounded: the kernel's copy is exact
+      for (size_t i = 0; i < wf.size(); ++i) wr.v[i] = wf[i] = round(0.1f * uni(rng));
+      std::vector<float> bias(size_t(k.cout));
+      for (int o = 0; o < k.cout; ++o) bvec.v[size_t(o)] = bias[size_t(o)] = k.bias ? 0.5f * uni(rng) : 0.f;
+      Ref want = ref_conv2d(x, wr, &bvec, k.pad, k.relu);
+      if (k.pool) want = ref_maxpool(want, 2, 2);
+      DeviceBuffer dx(xh.size() * 2), dw(wf.size() * 4), db(bias.size() * 4), dy(want.v.size() * 2);
+      ASSERT_EQ(cudaMemcpy(dx.get(), xh.data(), dx.bytes(), cudaMemcpyHostToDevice), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(dw.get(), wf.data(), dw.bytes(), cudaMemcpyHostToDevice), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(db.get(), bias.data(), db.bytes(), cudaMemcpyHostToDevice), cudaSuccess);
+      cuda::MmaWeights frag;
+      const void* w16 = frag.get(dw.get<float>(), c, cuda::MmaKernel::ImplicitGemm, t, nullptr);
+      SCOPED_TRACE(str_cat(dtype_name(t), " ", k.n, "x", k.cin, "x", k.h, "x", k.w, " -> ", k.cout, " pad ", k.pad,
+                           k.pool ? " pool" : "", k.relu ? " relu" : "", k.bias ? " bias" : ""));
+      ASSERT_EQ(cudaMemset(dy.get(), 0xff, dy.bytes()), cudaSuccess);  // NaN in f16 and bf16
+      cuda::conv_mma_nhwc(c, dx.get(), w16, k.bias ? db.get<float>() : nullptr, dy.get(), k.relu, k.pool, t,
+                          nullptr);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      std::vector<uint16_t> yh(want.v.size());
+      ASSERT_EQ(cudaMemcpy(yh.data(), dy.get(), dy.bytes(), cudaMemcpyDeviceToHost), cudaSuccess);
+      Tensor got(want.shape);
+      to_f32_nchw(TensorView{yh.data(), want.shape, Format{t, Layout::NHWC}}, got.data());
+      for (size_t i = 0; i < got.numel(); ++i) ASSERT_TRUE(std::isfinite(got[i])) << "output " << i << " unwritten";
+      // the output's rounding (2^-11 or 2^-8 of it) and fp32 accumulation over up to 1568 terms
+      EXPECT_LT(rel_error(got.view(), want), t == DType::F16 ? 1e-3 : 8e-3);
+    }
+  }
+}
+
 // The two-pass contrast normalisation (cuda::contrast_norm_fused) against the float64 reference:
 // f32 NCHW without standardisation, and standardised into f16/bf16/f32 NHWC; odd sizes, sizes
 // smaller than the 13x13 window and than a tile, 1 to 4 channels, batch 1..3; outputs poisoned.
@@ -572,7 +636,8 @@ TEST(CudaBackend, TwoPassContrastNormAgainstFloat64) {
   SCENELAB_REQUIRE_GPU();
   const std::vector<Shape> shapes = {Shape(3, 3, 37, 53), Shape(1, 3, 5, 7), Shape(2, 1, 70, 131),
                                      Shape(1, 4, 16, 32), Shape(2, 3, 33, 1),
-                                     Shape(2, 3, 65, 129)};  // tiles of 64 x 32 and one more
+                                     Shape(2, 3, 65, 129),  // small tiles, a block a channel
+                                     Shape(1, 3, 32 * 23 + 5, 64 * 23 + 3)};  // 64 x 32 tiles (512 or more)
   const int size = 13;
   const double sigma = 0.25 * size, eps = 1e-4;
   std::vector<float> taps(size);
