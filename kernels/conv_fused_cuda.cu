@@ -45,6 +45,7 @@ conv_pool_kernel(ConvShape c, const T* __restrict__ x, const uint2* __restrict__
   constexpr int WIN = KS * KS, KSTEPS = (WIN + 3) / 4;
   constexpr int IN_ROWS = kTileRows + KS - 1, IN_COLS = kTileCols + KS - 1;
   __shared__ uint2 tile[IN_ROWS * IN_COLS];  // 4 channels (8 bytes) a pixel
+  pdl_wait();
 
   const int b = blockIdx.z;
   const int oy0 = blockIdx.y * kTileRows, ox0 = blockIdx.x * kTileCols;  // conv output origin
@@ -198,6 +199,7 @@ conv1x1_pair_kernel(int pixels, int c1_arg, int c3, const T* __restrict__ x, con
                     const float* __restrict__ b2, T* __restrict__ y) {
   constexpr int C2 = NT1 * 8;
   const int c1 = C1 ? C1 : c1_arg;
+  pdl_wait();
   extern __shared__ __align__(16) unsigned char smem[];
   const int p1 = STAGED ? c1 + 32 : c1, p2 = C2 + 8;  // row pitches (halfs)
   T* w1s = reinterpret_cast<T*>(smem);
@@ -309,8 +311,9 @@ void conv_relu_pool_nhwc(const ConvShape& c, const void* x, const void* w, const
   auto go = [&](auto type_tag, auto cols_tag) {
     using T = decltype(type_tag);
     constexpr int cols = decltype(cols_tag)::value;
-    conv_pool_kernel<T, 3, 7, 2, cols><<<dim3(unsigned((c.wo + cols - 1) / cols), rows, unsigned(c.n)), kWarps * 32, 0, s>>>(
-        c, static_cast<const T*>(x), static_cast<const uint2*>(w), b, static_cast<T*>(y), hp, wp, relu);
+    launch_pdl(&conv_pool_kernel<T, 3, 7, 2, cols>, dim3(unsigned((c.wo + cols - 1) / cols), rows, unsigned(c.n)),
+               dim3(kWarps * 32), 0, s, "fused conv + pool kernel", c, static_cast<const T*>(x),
+               static_cast<const uint2*>(w), b, static_cast<T*>(y), hp, wp, relu);
   };
   using C32 = std::integral_constant<int, 32>;
   using C64 = std::integral_constant<int, 64>;
@@ -357,16 +360,16 @@ void launch_pair(int pixels, int c1, int c3, const void* x, const void* w1, cons
   if ((tiles + kPairWarps - 1) / kPairWarps >= sms) {
     const int blocks = std::min((tiles + kPairWarps - 1) / kPairWarps, 6 * sms);
     std::apply([&](auto... a) {
-      conv1x1_pair_kernel<T, NT1, true, 0><<<blocks, kPairWarps * 32, pair_smem_bytes(c1, NT1 * 8), s>>>(a...);
+      launch_pdl(&conv1x1_pair_kernel<T, NT1, true, 0>, dim3(blocks), dim3(kPairWarps * 32),
+                 pair_smem_bytes(c1, NT1 * 8), s, "fused 1x1 pair kernel", a...);
     }, args);
   } else {
     const int blocks = std::max(1, (tiles + kPairSmallWarps - 1) / kPairSmallWarps);
     const size_t smem = pair_smem_bytes(c1, NT1 * 8, false);
     std::apply([&](auto... a) {
-      if (c1 == 256)  // the nets' classifier
-        conv1x1_pair_kernel<T, NT1, false, 256><<<blocks, kPairSmallWarps * 32, smem, s>>>(a...);
-      else
-        conv1x1_pair_kernel<T, NT1, false, 0><<<blocks, kPairSmallWarps * 32, smem, s>>>(a...);
+      launch_pdl(c1 == 256 ? &conv1x1_pair_kernel<T, NT1, false, 256>  // the nets' classifier
+                           : &conv1x1_pair_kernel<T, NT1, false, 0>,
+                 dim3(blocks), dim3(kPairSmallWarps * 32), smem, s, "fused 1x1 pair kernel", a...);
     }, args);
   }
 }

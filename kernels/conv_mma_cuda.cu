@@ -68,6 +68,7 @@ conv_mma_kernel(ConvShape c, const T* __restrict__ x, const uint2* __restrict__ 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t = lane & 3;
   const int ntiles = c.cout / 8;
+  pdl_wait();
 
   // B of window row ky into buffer `buf`: KK chunks of 2 KB (8 n-tiles x 32 lanes, contiguous in
   // wf), 16 bytes a step.
@@ -221,8 +222,8 @@ void launch(const ConvShape& c, const void* x, const void* wf, const float* b, v
   allow_dynamic_smem(kernel_of<T, CIN, POOL>(), smem, "conv_mma_nhwc");
   const int groups = c.cout / 64;
   const dim3 grid(unsigned((c.wo + kCols - 1) / kCols), unsigned((c.ho + kRows - 1) / kRows), unsigned(c.n * groups));
-  conv_mma_kernel<T, CIN, POOL><<<grid, 32 * kWy * kWx, smem, s>>>(
-      c, static_cast<const T*>(x), static_cast<const uint2*>(wf), b, static_cast<T*>(y), groups, relu);
+  launch_pdl(&conv_mma_kernel<T, CIN, POOL>, grid, dim3(32 * kWy * kWx), smem, s, "conv_mma_nhwc kernel", c,
+             static_cast<const T*>(x), static_cast<const uint2*>(wf), b, static_cast<T*>(y), groups, relu);
 }
 
 template <typename T, bool POOL>

@@ -460,6 +460,7 @@ __global__ void __launch_bounds__(kLcnThreads) lcn_sd_sum_kernel(const float* x,
   const int b = per_channel ? blockIdx.z / C : blockIdx.z, y0 = blockIdx.y * Tl::H, x0 = blockIdx.x * Tl::W;
   const int blk = blockIdx.y * gridDim.x + blockIdx.x, nblk = gridDim.x * gridDim.y;
   const int ch_begin = per_channel ? blockIdx.z % C : 0, ch_end = per_channel ? ch_begin + 1 : C;
+  pdl_wait();
   lcn_setup<R, Tl>(S, taps, H, W, y0, x0);
   for (int ch = ch_begin; ch < ch_end; ++ch) {
     float var[kSeg];
@@ -501,6 +502,7 @@ __global__ void __launch_bounds__(kThreads) lcn_apply_kernel(const float* cen, c
   const unsigned p = blockIdx.x * blockDim.x + threadIdx.x;
   const size_t b = blockIdx.y;
   __shared__ double total[4];
+  pdl_wait();
   if (partial) {  // warp ch adds plane ch's partials: lane i those at i, i + 32, ..., then a fixed tree
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     if (warp < C) {
@@ -599,6 +601,7 @@ __global__ void __launch_bounds__(kUaW * kUaH) upsample_argmax_kernel(const T* x
   // A block of kUaW x kUaH output pixels (grid: columns, rows, images; no integer division):
   // the taps of its columns and rows, in double, computed once each into shared memory.
   __shared__ UpsampleTap col_tap[kUaW], row_tap[kUaH];
+  pdl_wait();
   const int ox = int(blockIdx.x * kUaW + threadIdx.x), oy = int(blockIdx.y * kUaH + threadIdx.y);
   if (threadIdx.y == 0 && ox < wo)
     col_tap[threadIdx.x] = upsample_tap(ox, wi, wo, geometry, bilinear, gi.offset_x, gi.stride_x,
@@ -880,10 +883,10 @@ void upsample_argmax(const TensorView& x, const TensorView& y, bool geometry, bo
   SL_REQUIRE(b.n <= 65535, "upsample + argmax: output ", b.str(), " is too large");
   with_type(y, [&](auto* t) {
     using T = std::remove_pointer_t<decltype(t)>;
-    upsample_argmax_kernel<<<dim3(unsigned((b.w + kUaW - 1) / kUaW), unsigned((b.h + kUaH - 1) / kUaH), unsigned(b.n)),
-                             dim3(kUaW, kUaH), 0, s>>>(
-        x.as<const T>(), y.as<T>(), a.c, a.h, a.w, b.h, b.w, x.format.layout == Layout::NHWC, geometry,
-        bilinear, gin, gout);
+    launch_pdl(&upsample_argmax_kernel<T>,
+               dim3(unsigned((b.w + kUaW - 1) / kUaW), unsigned((b.h + kUaH - 1) / kUaH), unsigned(b.n)),
+               dim3(kUaW, kUaH), 0, s, "upsample + argmax kernel", x.as<const T>(), y.as<T>(), a.c, a.h, a.w, b.h,
+               b.w, x.format.layout == Layout::NHWC, geometry, bilinear, gin, gout);
   });
   SL_LAUNCH_CHECK("upsample + argmax kernel");
 }
@@ -1051,8 +1054,8 @@ size_t lcn_pass1(const float* x, const Shape& a, const Taps& t, float* cen, floa
                   unsigned(per_channel ? a.n * a.c : a.n));
   const size_t smem = sizeof(LcnSmem<R, Tl>);  // over 48 KB for the big tiles: the limit raised once
   allow_dynamic_smem(reinterpret_cast<const void*>(&lcn_sd_sum_kernel<R, Tl>), smem, "contrast_norm pass 1");
-  lcn_sd_sum_kernel<R, Tl><<<grid, kLcnThreads, smem, s>>>(x, a.c, a.h, a.w, t, cen, sd_plane, partial, yuv,
-                                                          per_channel);
+  launch_pdl(&lcn_sd_sum_kernel<R, Tl>, grid, dim3(kLcnThreads), smem, s, "contrast_norm pass 1", x, a.c, a.h,
+             a.w, t, cen, sd_plane, partial, yuv, per_channel);
   SL_LAUNCH_CHECK("contrast_norm pass 1");
   return size_t(grid.x) * grid.y;
 }
@@ -1089,8 +1092,10 @@ void contrast_norm_fused(const float* x, const TensorView& y, const float* kerne
   const dim3 grid2(blocks_for(a.plane()), unsigned(a.n));
   with_type(y, [&](auto* tp) {
     using T = std::remove_pointer_t<decltype(tp)>;
-    lcn_apply_kernel<T><<<grid2, kThreads, 0, s>>>(cen, sd_plane, y.as<T>(), nhwc, a.c, unsigned(a.plane()),
-                                                   sums, fold ? partial : nullptr, int(nblk), eps, mean, sd);
+    launch_pdl(&lcn_apply_kernel<T>, grid2, dim3(kThreads), 0, s, "contrast_norm pass 2", cen,
+               static_cast<const float*>(sd_plane), y.as<T>(), nhwc, a.c, unsigned(a.plane()),
+               static_cast<const double*>(sums), static_cast<const double*>(fold ? partial : nullptr), int(nblk), eps,
+               mean, sd);
   });
   SL_LAUNCH_CHECK("contrast_norm pass 2");
 }
