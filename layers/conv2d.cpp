@@ -58,8 +58,9 @@ class Conv2d : public Layer {
   const char* type() const override { return "conv2d"; }
   std::string param_group() const override { return group_; }
   // A following ReLU always (every path applies it on the way out); a max-pool after it on the
-  // GPU's half-precision NHWC path: in the fused tensor-core kernel where it runs this shape
-  // (kernels/conv_fused_cuda.cu, --conv auto), else after cuDNN's convolution, which then writes
+  // GPU's half-precision NHWC path: in our fused tensor-core kernels where they run this shape
+  // (kernels/conv_fused_cuda.cu for 3 -> 16; kernels/conv_mma_cuda.cu, timed against cuDNN, for
+  // 16 -> 64; --conv auto), else after cuDNN's convolution, which then writes
   // its raw output into the workspace and one kernel adds the bias, applies the ReLU and pools
   // (cuda::bias_relu_maxpool: the bias/ReLU pass over the full-size map and the pool's reading
   // of it become one read).
