@@ -146,15 +146,25 @@ ConvWorkspace conv_workspace(const ConvShape& c, size_t bound_floats, bool fp16)
   return l;
 }
 
-const void* HalfWeights::get(const float* w, const ConvShape& c, bool krsc, DType t, cudaStream_t s) {
-  if (w != of_ || t != type_ || krsc != krsc_) {
-    buf_.resize(size_t(c.cout) * c.cin * c.k * c.k * dtype_bytes(t), "conv2d half weights");
-    // OIHW float -> the same, or KRSC (O images of I channels x k*k pixels, channels innermost).
-    convert(w, Format{}, buf_.get(), Format{t, krsc ? Layout::NHWC : Layout::NCHW}, c.cout, c.cin,
-            size_t(c.k) * c.k, s);
+const void* HalfWeights::get(const float* w, const ConvShape& c, WeightLayout layout, DType t, cudaStream_t s) {
+  if (w != of_ || t != type_ || layout != layout_) {
+    switch (layout) {
+      case WeightLayout::MmaConvPool:
+        buf_.resize(conv_pool_weights_bytes(c), "conv2d half weights");
+        conv_pool_weights(w, c, t, buf_.get(), s);
+        break;
+      case WeightLayout::MmaImplicitGemm:
+        buf_.resize(conv_mma_weights_bytes(c), "conv2d half weights");
+        conv_mma_weights(w, c, t, buf_.get(), s);
+        break;
+      default:  // OIHW float -> the same, or KRSC
+        buf_.resize(size_t(c.cout) * c.cin * c.k * c.k * dtype_bytes(t), "conv2d half weights");
+        convert(w, Format{}, buf_.get(), Format{t, layout == WeightLayout::KRSC ? Layout::NHWC : Layout::NCHW},
+                c.cout, c.cin, size_t(c.k) * c.k, s);
+    }
     of_ = w;
     type_ = t;
-    krsc_ = krsc;
+    layout_ = layout;
   }
   return buf_.get();
 }

@@ -50,19 +50,23 @@ void conv2d_gemm(const ConvShape& c, const float* x, const void* w, const float*
 void conv2d_gemm2s(const ConvShape& c, const float* x, const void* w, const float* b, float* y,
                    bool relu, float* ws, size_t bound_floats, bool fp16, cublasHandle_t h,
                    cudaStream_t main, cudaStream_t side, const cudaEvent_t* events);
-// A layer's weights in half precision (f16 or bf16), converted when first seen (that allocates:
-// a layer's first run after a plan is never captured into a CUDA graph) and again only if the
-// weights move (a graph re-planned onto another backend). Layout: that of the float weights, or
-// KRSC (krsc) for cuDNN's NHWC kernels.
+// A layer's weights in half precision (f16 or bf16) in the layout the kernel that reads them
+// wants, converted from the float OIHW ones when first seen (that allocates: a layer's first run
+// after a plan is never captured into a CUDA graph) and again only if the weights move (a graph
+// re-planned onto another backend) or the type or layout changes. Layouts: that of the float
+// weights (OIHW), KRSC (O images of I channels x k*k pixels, channels innermost: cuDNN's NHWC
+// kernels), or the fragment order of one of our mma kernels (conv_relu_pool_nhwc,
+// conv_mma_nhwc).
+enum class WeightLayout { OIHW, KRSC, MmaConvPool, MmaImplicitGemm };
 class HalfWeights {
  public:
-  const void* get(const float* w, const ConvShape& c, bool krsc, DType t, cudaStream_t s);
+  const void* get(const float* w, const ConvShape& c, WeightLayout layout, DType t, cudaStream_t s);
 
  private:
   DeviceBuffer buf_;
   const float* of_ = nullptr;
   DType type_ = DType::F16;
-  bool krsc_ = false;
+  WeightLayout layout_ = WeightLayout::OIHW;
 };
 // A 1x1 convolution on NHWC half-precision tensors (f16 or bf16): one GEMM over every pixel of
 // the batch, Y (pixels x cout) = X (pixels x cin) W^T, fp32 accumulation, half output; then bias
@@ -75,7 +79,7 @@ void conv2d_direct(const ConvShape& c, const float* x, const float* w, const flo
 // stride pool_stride) in one tensor-core kernel on f16/bf16 NHWC tensors, writing only the pooled
 // map (n x ho/2 x wo/2 x cout). Supported: 3 -> 16 channels, 7x7, pad 0 or 3, pool 2 stride 2, on
 // a device whose binary has sm_80+ code. w: the weights in the kernel's fragment order
-// (MmaWeights, MmaKernel::ConvPool).
+// (HalfWeights, WeightLayout::MmaConvPool).
 bool conv_pool_supported(const ConvShape& c, int pool_k, int pool_stride, DType t);
 void conv_relu_pool_nhwc(const ConvShape& c, const void* x, const void* w, const float* b, void* y,
                          bool relu, DType t, cudaStream_t s);
@@ -91,26 +95,12 @@ void conv1x1_pair_nhwc(int pixels, int c1, int c2, int c3, const void* x, const 
 // kernels/conv_mma_cuda.cu: our implicit-GEMM convolution on tensor cores, f16/bf16 NHWC
 // tensors, fp32 accumulation: 7x7, cin 16 or 32, cout a multiple of 64, any padding up to 3; bias,
 // optional ReLU and, with `pool`, a 2x2 stride-2 max-pool in the epilogue (y is then the pooled
-// map, n x ho/2 x wo/2 x cout). wf: the weights in fragment order (MmaWeights,
-// MmaKernel::ImplicitGemm), on a device whose binary has sm_80+ code.
+// map, n x ho/2 x wo/2 x cout). wf: the weights in fragment order (HalfWeights,
+// WeightLayout::MmaImplicitGemm), on a device whose binary has sm_80+ code.
 bool conv_mma_supported(const ConvShape& c, bool pool, DType t);
 void conv_mma_nhwc(const ConvShape& c, const void* x, const void* wf, const float* b, void* y, bool relu,
                    bool pool, DType t, cudaStream_t s);
-// A layer's weights for one of our mma kernels, in the order its fragments are loaded, made from
-// the float OIHW ones when first seen (allocates: never inside a CUDA-graph capture) and again if
-// they move or the kernel or type changes.
-enum class MmaKernel { ConvPool, ImplicitGemm };
-class MmaWeights {
- public:
-  const void* get(const float* w, const ConvShape& c, MmaKernel k, DType t, cudaStream_t s);
-
- private:
-  DeviceBuffer buf_;
-  const float* of_ = nullptr;
-  MmaKernel kind_ = MmaKernel::ConvPool;
-  DType type_ = DType::F16;
-};
-// (MmaWeights's two layouts: conv_fused_cuda.cu's and conv_mma_cuda.cu's.)
+// The two fragment layouts (HalfWeights makes them): conv_fused_cuda.cu's and conv_mma_cuda.cu's.
 size_t conv_pool_weights_bytes(const ConvShape& c);
 void conv_pool_weights(const float* w, const ConvShape& c, DType t, void* out, cudaStream_t s);
 size_t conv_mma_weights_bytes(const ConvShape& c);

@@ -37,7 +37,7 @@ CudnnConv::CudnnConv(cudnnHandle_t h, const ConvShape& c, Precision p) : h_(h), 
 
 const void* CudnnConv::weights(const float* w, cudaStream_t s) const {
   if (!nhwc()) return w;
-  return w16_.get(w, c_, /*krsc=*/true, p_ == Precision::BF16 ? DType::BF16 : DType::F16, s);
+  return w16_.get(w, c_, WeightLayout::KRSC, p_ == Precision::BF16 ? DType::BF16 : DType::F16, s);
 }
 
 size_t CudnnConv::scratch_bytes(size_t bound_floats) const {

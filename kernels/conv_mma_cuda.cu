@@ -17,7 +17,7 @@
 // (ky, kx, 16 channels). Within each 16 channels the K order is permuted so that a lane's four A
 // elements of a row are channels 4t..4t+3, one 8-byte shared-memory load (pixel pitches chosen so
 // that a half-warp's loads hit distinct banks), and its B fragment one 8-byte load from weights
-// rearranged once into fragment order (MmaWeights): a warp's 32 lanes read 256 consecutive bytes.
+// rearranged once into fragment order (HalfWeights): a warp's 32 lanes read 256 consecutive bytes.
 // Tried and dropped (H100): blocks of 8 x 8 and of 16 x 16 outputs, two warps sharing each 4 x 8
 // tile with 32 channels each, every window row's weights requested at once: none faster at any
 // size, the last 12% slower at 1920x1080 (98 KB of shared memory a block).
@@ -266,19 +266,6 @@ void conv_mma_weights(const float* w, const ConvShape& c, DType t, void* out, cu
   else
     mma_weights_kernel<<<blocks, 256, 0, s>>>(w, c.cout, c.cin, c.k, static_cast<__nv_bfloat16*>(out));
   SL_CUDA_CHECK(cudaGetLastError(), "conv_mma_nhwc: the weights in fragment order");
-}
-
-const void* MmaWeights::get(const float* w, const ConvShape& c, MmaKernel k, DType t, cudaStream_t s) {
-  if (w != of_ || k != kind_ || t != type_) {
-    const bool pool = k == MmaKernel::ConvPool;
-    buf_.resize(pool ? conv_pool_weights_bytes(c) : conv_mma_weights_bytes(c), "mma kernel weights");
-    if (pool) conv_pool_weights(w, c, t, buf_.get(), s);
-    else conv_mma_weights(w, c, t, buf_.get(), s);
-    of_ = w;
-    kind_ = k;
-    type_ = t;
-  }
-  return buf_.get();
 }
 
 }  // namespace scenelab::cuda

@@ -221,8 +221,8 @@ class Conv2d : public Layer {
       const DType t = a.out.format.dtype;
       const cuda::ConvShape c2{x.n, out_, x.h, x.w, next.k, 1, 0, x.h, x.w};
       cuda::conv1x1_pair_nhwc(x.n * x.h * x.w, x.c, out_, next.k, a.in[0].data,
-                              w16_.get(w, c, /*krsc=*/false, t, ctx.stream), b, a.fused_relu,
-                              w16_next_.get(next.params->data("weight"), c2, /*krsc=*/false, t, ctx.stream),
+                              w16_.get(w, c, cuda::WeightLayout::OIHW, t, ctx.stream), b, a.fused_relu,
+                              w16_next_.get(next.params->data("weight"), c2, cuda::WeightLayout::OIHW, t, ctx.stream),
                               next.bias ? next.params->data("bias") : nullptr, a.out.data, t, ctx.stream);
       last_ = "fused 1x1 pair (mma)";
       return;
@@ -231,7 +231,7 @@ class Conv2d : public Layer {
       const Epilogue& pool = a.epilogue->back();
       const DType t = a.out.format.dtype;
       if (ctx.conv == ConvAlgo::Auto && cuda::conv_pool_supported(c, pool.k, pool.stride, t)) {
-        cuda::conv_relu_pool_nhwc(c, a.in[0].data, wmma_.get(w, c, cuda::MmaKernel::ConvPool, t, ctx.stream), b,
+        cuda::conv_relu_pool_nhwc(c, a.in[0].data, wmma_.get(w, c, cuda::WeightLayout::MmaConvPool, t, ctx.stream), b,
                                   a.out.data, a.fused_relu, t, ctx.stream);
         last_ = "fused conv + bias + ReLU + 2x2 pool (mma)";
         return;
@@ -256,7 +256,7 @@ class Conv2d : public Layer {
     const ChoiceKey key = choice_key(a.in[0].shape, ctx);
     // The GEMM algorithms under fp16 read the weights' half copy (converted once, not per run).
     auto gemm_weights = [&]() -> const void* {
-      return fp16 && k_ > 1 ? w16_.get(w, c, /*krsc=*/false, DType::F16, ctx.stream) : w;
+      return fp16 && k_ > 1 ? w16_.get(w, c, cuda::WeightLayout::OIHW, DType::F16, ctx.stream) : w;
     };
     auto run = [&](ConvAlgo algo) {
       if (algo == ConvAlgo::Direct) {
@@ -288,7 +288,7 @@ class Conv2d : public Layer {
                  ", output ", a.out.format.str());
       if (k_ == 1) {  // pixel-wise fully connected: one GEMM over the batch's pixels
         const DType t = a.out.format.dtype;
-        cuda::conv1x1_nhwc(c, a.in[0].data, w16_.get(w, c, /*krsc=*/false, t, ctx.stream), b,
+        cuda::conv1x1_nhwc(c, a.in[0].data, w16_.get(w, c, cuda::WeightLayout::OIHW, t, ctx.stream), b,
                            a.out.data, a.fused_relu, t, ctx.cublas, ctx.stream);
         last_ = "gemm (1x1, NHWC)";
         return;
@@ -376,7 +376,7 @@ class Conv2d : public Layer {
     const ChoiceKey key = choice_key(a.in[0].shape, ctx);
     auto mma = [&] {
       cuda::conv_mma_nhwc(c, a.in[0].data,
-                          wmma_.get(a.params->data("weight"), c, cuda::MmaKernel::ImplicitGemm, t, ctx.stream), b,
+                          wmma_.get(a.params->data("weight"), c, cuda::WeightLayout::MmaImplicitGemm, t, ctx.stream), b,
                           a.out.data, a.fused_relu, pool, t, ctx.stream);
     };
     auto it = mma_choice_.find(key);
@@ -432,7 +432,7 @@ class Conv2d : public Layer {
     if (!graph_failed_.count(key)) {
       auto& g = graph_[key];
       const DType t = a.out.format.dtype;
-      const void* wt = w16_.get(w, c, /*krsc=*/true, t, ctx.stream);
+      const void* wt = w16_.get(w, c, cuda::WeightLayout::KRSC, t, ctx.stream);
       const size_t scratch = cuda::conv_workspace(c, bound, true).scratch * sizeof(float);
       if (!g) {
         g = std::make_unique<cuda::CudnnGraphConv>(ctx.cudnn, c, t, relu, b != nullptr);
@@ -643,7 +643,7 @@ class Conv2d : public Layer {
   mutable std::string last_;
   mutable cuda::HalfWeights w16_;
   mutable cuda::HalfWeights w16_next_;  // a fused following 1x1 convolution's
-  mutable cuda::MmaWeights wmma_;  // for our mma convolution kernels
+  mutable cuda::HalfWeights wmma_;  // in the fragment order of our mma convolution kernels
   mutable std::map<ChoiceKey, ConvAlgo> auto_choice_;
 #ifdef SCENELAB_WITH_CUDNN
   mutable std::map<ChoiceKey, std::unique_ptr<cuda::CudnnConv>> cudnn_;

@@ -548,8 +548,8 @@ TEST(CudaBackend, FusedConvPoolKernelAgainstFloat64) {
           dy(size_t(k.n) * hp * wp * cout * 2);
       ASSERT_EQ(cudaMemcpy(dx.get(), xh.data(), xh.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
       ASSERT_EQ(cudaMemcpy(dw.get(), wf.data(), dw.bytes(), cudaMemcpyHostToDevice), cudaSuccess);
-      cuda::MmaWeights frag;
-      const void* w16 = frag.get(dw.get<float>(), c, cuda::MmaKernel::ConvPool, t, nullptr);
+      cuda::HalfWeights frag;
+      const void* w16 = frag.get(dw.get<float>(), c, cuda::WeightLayout::MmaConvPool, t, nullptr);
       ASSERT_EQ(cudaMemcpy(db.get(), bias.data(), cout * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
       ASSERT_EQ(cudaMemset(dy.get(), 0xff, dy.bytes()), cudaSuccess);  // NaN in f16 and bf16
       cuda::conv_relu_pool_nhwc(c, dx.get(), w16, k.bias ? db.get<float>() : nullptr, dy.get(), k.relu,
@@ -610,8 +610,8 @@ TEST(CudaBackend, ImplicitGemmConvKernelAgainstFloat64) {
       ASSERT_EQ(cudaMemcpy(dx.get(), xh.data(), dx.bytes(), cudaMemcpyHostToDevice), cudaSuccess);
       ASSERT_EQ(cudaMemcpy(dw.get(), wf.data(), dw.bytes(), cudaMemcpyHostToDevice), cudaSuccess);
       ASSERT_EQ(cudaMemcpy(db.get(), bias.data(), db.bytes(), cudaMemcpyHostToDevice), cudaSuccess);
-      cuda::MmaWeights frag;
-      const void* w16 = frag.get(dw.get<float>(), c, cuda::MmaKernel::ImplicitGemm, t, nullptr);
+      cuda::HalfWeights frag;
+      const void* w16 = frag.get(dw.get<float>(), c, cuda::WeightLayout::MmaImplicitGemm, t, nullptr);
       SCOPED_TRACE(str_cat(dtype_name(t), " ", k.n, "x", k.cin, "x", k.h, "x", k.w, " -> ", k.cout, " pad ", k.pad,
                            k.pool ? " pool" : "", k.relu ? " relu" : "", k.bias ? " bias" : ""));
       ASSERT_EQ(cudaMemset(dy.get(), 0xff, dy.bytes()), cudaSuccess);  // NaN in f16 and bf16
