@@ -34,12 +34,21 @@ Image8 noise(int w, int h, uint32_t seed) { return test::noise_image(w, h, seed)
 struct Dir {
   fs::path root;
   std::string model;
-  explicit Dir(const std::string& name) : root(fs::path(::testing::TempDir()) / name) {
+  // Per process (two test runs at once on one machine, e.g. two CI checkouts, shared the fixed
+  // name and removed each other's files), removed again at the end.
+  explicit Dir(const std::string& name)
+      : root(fs::path(::testing::TempDir()) / (name + "_" + std::to_string(::getpid()))) {
     fs::remove_all(root);
     fs::create_directories(root / "in");
     model = (root / "ref.h5").string();
     write_model(model, make_random_model("reference", 8, 2));
   }
+  ~Dir() {
+    std::error_code ec;
+    fs::remove_all(root, ec);
+  }
+  Dir(const Dir&) = delete;
+  Dir& operator=(const Dir&) = delete;
   std::string cmd(const std::string& args) const {
     return std::string(LABEL_IMAGE_BIN) + " --model " + model + " --device cpu --threads 2 --plan-cache off --out " +
            (root / "out").string() + " " + args;
