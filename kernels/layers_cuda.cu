@@ -2,17 +2,12 @@
 // kernels, and NHWC kernels for f32, f16 and bf16 (channels innermost: a warp reads neighbouring
 // channels of one pixel), computing in float.
 #include <cuda_bf16.h>
-#include <cooperative_groups.h>
 #include <cuda_fp16.h>
 
 #include <algorithm>
 #include <cfloat>
 #include <cstdint>
-#include <cstdlib>
-#include <map>
-#include <mutex>
 #include <type_traits>
-#include <utility>
 
 #include "kernels/cuda_check.h"
 #include "engine/error.h"
@@ -451,28 +446,6 @@ __device__ void lcn_setup(LcnSmem<R, Tl>& S, const Taps& taps, int H, int W, int
   __syncthreads();
 }
 
-// The block's sum of acc (one value a thread) into *slot, by thread 0, in a fixed order: each
-// warp's shuffle tree, then the warps in turn. red: a warp's worth of shared doubles a warp.
-__device__ __forceinline__ void block_sum_into(double acc, double* red, double* slot) {
-  for (int o = 16; o > 0; o >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, o);
-  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = acc;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    double s = 0;
-    for (int w = 0; w < int(blockDim.x >> 5); ++w) s += red[w];
-    *slot = s;
-  }
-}
-
-// A plane's nblk block partials added by one warp in a fixed order (lane i those at i, i + 32,
-// ..., then a shuffle tree): every lane gets the total, the same in every block and kernel.
-__device__ __forceinline__ double plane_total(const double* pp, int nblk, int lane) {
-  double v = 0;
-  for (int i = lane; i < nblk; i += 32) v += pp[i];
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-
 // per_channel: blockIdx.z is image * C + channel, each block one channel (small images: three
 // times the blocks, a third of each one's serial chain); else blockIdx.z is the image, every
 // channel in turn.
@@ -503,58 +476,15 @@ __global__ void __launch_bounds__(kLcnThreads) lcn_sd_sum_kernel(const float* x,
           acc += double(d);
         }
     }
-    block_sum_into(acc, red, &partial[(size_t(b) * C + ch) * nblk + blk]);
-    __syncthreads();  // S and red are reused by the next channel
-  }
-}
-
-// Both passes in one kernel for small images (a cooperative launch: every block resident, a
-// block a channel of a small tile): the block's partial of sd, a grid-wide barrier, then each
-// block adds its plane's partials itself and writes y from the centred values and deviations it
-// still holds (shared memory and registers) - nothing round-trips through global memory but the
-// partials, and a 320x240 pass has one kernel fewer. Every operation and order is pass 1's and
-// pass 2's: the output is bit-identical to the two-pass path.
-template <int R, typename Tl, typename T>
-__global__ void __launch_bounds__(kLcnThreads) lcn_one_pass_kernel(const float* x, int C, int H, int W, Taps taps,
-                                                           double* partial, bool yuv, T* y, bool nhwc,
-                                                           float eps, const float* mean, const float* sdev) {
-  extern __shared__ __align__(16) unsigned char smem_raw[];
-  LcnSmem<R, Tl>& S = *reinterpret_cast<LcnSmem<R, Tl>*>(smem_raw);
-  __shared__ double red[8];
-  __shared__ double total;
-  constexpr int kSeg = Tl::SEG;
-  const int b = blockIdx.z / C, ch = blockIdx.z % C, y0 = blockIdx.y * Tl::H, x0 = blockIdx.x * Tl::W;
-  const int blk = blockIdx.y * gridDim.x + blockIdx.x, nblk = gridDim.x * gridDim.y;
-  pdl_wait();
-  lcn_setup<R, Tl>(S, taps, H, W, y0, x0);
-  float d[kSeg];
-  int col = 0, row0 = 0;
-  double acc = 0;
-  const bool has = lcn_tile<R, Tl>(x, C, H, W, b, ch, y0, x0, S, d, col, row0, yuv);
-  if (has)
-    for (int k = 0; k < kSeg; ++k) {
-      d[k] = sqrtf(fmaxf(d[k], 0.f));
-      if (y0 + row0 + k < H && x0 + col < W) acc += double(d[k]);
+    for (int o = 16; o > 0; o >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, o);
+    if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = acc;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      double s = 0;
+      for (int w = 0; w < int(blockDim.x >> 5); ++w) s += red[w];
+      partial[(size_t(b) * C + ch) * nblk + blk] = s;
     }
-  double* pp = partial + size_t(blockIdx.z) * nblk;
-  block_sum_into(acc, red, &pp[blk]);
-  __threadfence();
-  cooperative_groups::this_grid().sync();
-  if (threadIdx.x < 32) {
-    const double v = plane_total(pp, nblk, int(threadIdx.x));
-    if (threadIdx.x == 0) total = v;
-  }
-  __syncthreads();
-  if (!has) return;
-  const size_t plane = size_t(H) * W;
-  const float thr = fmaxf(float(total / double(plane)), eps);
-  for (int k = 0; k < kSeg; ++k) {
-    const int yy = y0 + row0 + k, xx = x0 + col;
-    if (yy >= H || xx >= W) continue;
-    const size_t p = size_t(yy) * W + xx;
-    const float v = S.c[(row0 + k + R) * LcnSmem<R, Tl>::MP + col + R] / fmaxf(d[k], thr);
-    st(y, nhwc ? (size_t(b) * plane + p) * C + ch : (size_t(b) * C + ch) * plane + p,
-       mean ? (v - mean[ch]) * (1.f / sdev[ch]) : v);
+    __syncthreads();  // S and red are reused by the next channel
   }
 }
 
@@ -576,7 +506,10 @@ __global__ void __launch_bounds__(kThreads) lcn_apply_kernel(const float* cen, c
   if (partial) {  // warp ch adds plane ch's partials: lane i those at i, i + 32, ..., then a fixed tree
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     if (warp < C) {
-      const double v = plane_total(partial + (b * C + warp) * nblk, nblk, lane);
+      const double* pp = partial + (b * C + warp) * nblk;
+      double v = 0;
+      for (int i = lane; i < nblk; i += 32) v += pp[i];
+      for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
       if (lane == 0) total[warp] = v;
     }
     __syncthreads();
@@ -1127,56 +1060,8 @@ size_t lcn_pass1(const float* x, const Shape& a, const Taps& t, float* cen, floa
   return size_t(grid.x) * grid.y;
 }
 
-// Whether every block of the one-pass kernel (blocks of them) can be resident at once on the
-// current device: its occupancy, once per (device, kernel).
-static bool all_resident(const void* kernel, size_t smem, size_t blocks) {
-  static std::mutex mu;
-  static std::map<std::pair<int, const void*>, size_t> fit;  // (device, kernel) -> blocks at once
-  int device = 0;
-  SL_CUDA_CHECK(cudaGetDevice(&device), "contrast_norm: the current device");
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = fit.find({device, kernel});
-  if (it == fit.end()) {
-    int coop = 0, sms = 0, per_sm = 0;
-    SL_CUDA_CHECK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, device), "contrast_norm: attributes");
-    SL_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "contrast_norm: attributes");
-    SL_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kLcnThreads, smem),
-                  "contrast_norm: the one-pass kernel's occupancy");
-    it = fit.emplace(std::make_pair(device, kernel), coop ? size_t(sms) * size_t(per_sm) : 0).first;
-  }
-  return blocks <= it->second;
-}
-
-// The one-pass kernel where it fits (see lcn_one_pass_kernel); false: it did not run.
-template <typename T>
-bool lcn_one_pass(const float* x, const Shape& a, const Taps& t, double* partial, bool yuv, T* y, bool nhwc, float eps,
-                  const float* mean, const float* sd, cudaStream_t s) {
-  constexpr int R = 6;
-  using Tl = LcnSmall;
-  const dim3 grid(unsigned((a.w + Tl::W - 1) / Tl::W), unsigned((a.h + Tl::H - 1) / Tl::H), unsigned(a.n * a.c));
-  const size_t smem = sizeof(LcnSmem<R, Tl>);
-  const void* kernel = reinterpret_cast<const void*>(&lcn_one_pass_kernel<R, Tl, T>);
-  allow_dynamic_smem(kernel, smem, "contrast_norm one pass");
-  if (!all_resident(kernel, smem, size_t(grid.x) * grid.y * grid.z)) return false;
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = grid;
-  cfg.blockDim = dim3(kLcnThreads);
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = s;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeCooperative;  // the grid-wide barrier needs every block resident
-  attr[0].val.cooperative = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  SL_CUDA_CHECK(cudaLaunchKernelEx(&cfg, &lcn_one_pass_kernel<R, Tl, T>, x, a.c, a.h, a.w, t, partial, yuv, y, nhwc,
-                                   eps, mean, sd),
-                "contrast_norm one pass");
-  return true;
-}
-
-bool contrast_norm_fused(const float* x, const TensorView& y, const float* kernel, int size, float eps,
-                         const float* mean, const float* sd, float* ws, cudaStream_t s, bool rgb_to_yuv,
-                         LcnPasses passes) {
+void contrast_norm_fused(const float* x, const TensorView& y, const float* kernel, int size, float eps,
+                         const float* mean, const float* sd, float* ws, cudaStream_t s, bool rgb_to_yuv) {
   const Shape& a = y.shape;
   SL_REQUIRE(!rgb_to_yuv || a.c == 3, "contrast_norm_fused: YUV from ", a.c, " channels");
   SL_REQUIRE(contrast_norm_fused_supported(size, a.c), "contrast_norm_fused: window ", size, ", ", a.c,
@@ -1195,24 +1080,15 @@ bool contrast_norm_fused(const float* x, const TensorView& y, const float* kerne
   float* cen = reinterpret_cast<float*>(sums + planes);
   float* sd_plane = cen + planes * a.plane();
   const size_t big_blocks = size_t((a.w + LcnBig::W - 1) / LcnBig::W) * ((a.h + LcnBig::H - 1) / LcnBig::H);
-  const bool nhwc = y.format.layout == Layout::NHWC;
-  const bool small = big_blocks * a.n < 512;
-  bool one = false;
-  static const bool two_only = std::getenv("SCENELAB_LCN_TWO_PASS") != nullptr;  // for comparisons
-  if (small && passes == LcnPasses::Auto && !two_only)
-    with_type(y, [&](auto* tp) {
-      using T = std::remove_pointer_t<decltype(tp)>;
-      one = lcn_one_pass<T>(x, a, t, partial, rgb_to_yuv, y.as<T>(), nhwc, eps, mean, sd, s);
-    });
-  if (one) return true;
-  const size_t nblk = !small ? lcn_pass1<LcnBig>(x, a, t, cen, sd_plane, partial, rgb_to_yuv, s)
-                             : lcn_pass1<LcnSmall>(x, a, t, cen, sd_plane, partial, rgb_to_yuv, s);
+  const size_t nblk = big_blocks * a.n >= 512 ? lcn_pass1<LcnBig>(x, a, t, cen, sd_plane, partial, rgb_to_yuv, s)
+                                              : lcn_pass1<LcnSmall>(x, a, t, cen, sd_plane, partial, rgb_to_yuv, s);
   // Few partials (small images): pass 2 adds them itself.
   const bool fold = nblk <= size_t(kThreads);
   if (!fold) {
     sum_partials_block_kernel<<<unsigned(planes), 256, 0, s>>>(partial, int(nblk), sums);
     SL_LAUNCH_CHECK("contrast_norm sums");
   }
+  const bool nhwc = y.format.layout == Layout::NHWC;
   const dim3 grid2(blocks_for(a.plane()), unsigned(a.n));
   with_type(y, [&](auto* tp) {
     using T = std::remove_pointer_t<decltype(tp)>;
@@ -1222,7 +1098,6 @@ bool contrast_norm_fused(const float* x, const TensorView& y, const float* kerne
                mean, sd);
   });
   SL_LAUNCH_CHECK("contrast_norm pass 2");
-  return false;
 }
 
 void bias_act(const float* src, size_t ld_src, float* dst, size_t ld_dst, const float* b,

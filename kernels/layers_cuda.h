@@ -56,13 +56,9 @@ void contrast_norm(const float* x, float* y, int planes, int h, int w, const flo
 bool contrast_norm_fused_supported(int size, int channels);
 size_t contrast_norm_fused_workspace_floats(int n, int c, int h, int w);
 // rgb_to_yuv: x is RGB, each channel converted to YUV as it is loaded (rgb_to_yuv fused before).
-// Small images (a block a channel of a 32 x 16 tile, every block resident at once on the device)
-// run both passes as one cooperative kernel with a grid-wide barrier between them, bit-identical
-// to the two (LcnPasses::Two forces the two-pass kernels); returns whether it ran as one.
-enum class LcnPasses { Auto, Two };
-bool contrast_norm_fused(const float* x, const TensorView& y, const float* kernel, int size, float eps,
+void contrast_norm_fused(const float* x, const TensorView& y, const float* kernel, int size, float eps,
                          const float* mean, const float* sd, float* workspace, cudaStream_t s,
-                         bool rgb_to_yuv = false, LcnPasses passes = LcnPasses::Auto);
+                         bool rgb_to_yuv = false);
 // dst[c][i] = max(src[c][i] + b[c], 0) (relu) or src + b, over `channels` rows of `cols` values,
 // rows ld_src / ld_dst apart; in place when src == dst (then nothing to do without b and relu).
 // The convolutions' bias/ReLU epilogue (also copying a GEMM's aligned band into the output).

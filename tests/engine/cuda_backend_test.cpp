@@ -632,15 +632,12 @@ TEST(CudaBackend, ImplicitGemmConvKernelAgainstFloat64) {
 // The two-pass contrast normalisation (cuda::contrast_norm_fused) against the float64 reference:
 // f32 NCHW without standardisation, and standardised into f16/bf16/f32 NHWC; odd sizes, sizes
 // smaller than the 13x13 window and than a tile, 1 to 4 channels, batch 1..3; outputs poisoned.
-// Where the one-pass kernel runs (small images), its output equals the two passes' bit for bit.
 TEST(CudaBackend, TwoPassContrastNormAgainstFloat64) {
   SCENELAB_REQUIRE_GPU();
   const std::vector<Shape> shapes = {Shape(3, 3, 37, 53), Shape(1, 3, 5, 7), Shape(2, 1, 70, 131),
                                      Shape(1, 4, 16, 32), Shape(2, 3, 33, 1),
                                      Shape(2, 3, 65, 129),  // small tiles, a block a channel
-                                     Shape(1, 3, 240, 320),  // the nets' smallest benchmark size
                                      Shape(1, 3, 32 * 23 + 5, 64 * 23 + 3)};  // 64 x 32 tiles (512 or more)
-  int one_pass_runs = 0;
   const int size = 13;
   const double sigma = 0.25 * size, eps = 1e-4;
   std::vector<float> taps(size);
@@ -668,36 +665,23 @@ TEST(CudaBackend, TwoPassContrastNormAgainstFloat64) {
     for (Format f : {Format{}, Format{DType::F32, Layout::NHWC}, Format{DType::F16, Layout::NHWC},
                      Format{DType::BF16, Layout::NHWC}}) {
       for (bool standardize : {false, true}) {
-        std::vector<uint8_t> two_pass;
-        for (cuda::LcnPasses passes : {cuda::LcnPasses::Two, cuda::LcnPasses::Auto}) {
-          SCOPED_TRACE(sh.str() + " " + f.str() + (standardize ? " standardized" : "") +
-                       (passes == cuda::LcnPasses::Two ? " two passes" : " auto"));
-          ASSERT_EQ(cudaMemset(dy.get(), 0xff, dy.bytes()), cudaSuccess);  // NaN in every type
-          const TensorView y{dy.get(), sh, f};
-          const bool one = cuda::contrast_norm_fused(
-              dx.get<float>(), y, taps.data(), size, float(eps), standardize ? dm.get<float>() : nullptr,
-              standardize ? ds.get<float>() : nullptr, ws.get<float>(), nullptr, false, passes);
-          ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-          std::vector<uint8_t> raw(y.bytes());
-          ASSERT_EQ(cudaMemcpy(raw.data(), dy.get(), raw.size(), cudaMemcpyDeviceToHost), cudaSuccess);
-          Tensor got(sh);
-          to_f32_nchw(TensorView{raw.data(), sh, f}, got.data());
-          for (size_t i = 0; i < got.numel(); ++i) ASSERT_TRUE(std::isfinite(got[i])) << "output " << i << " unwritten";
-          const double bound = f.dtype == DType::F32 ? 1e-4 : f.dtype == DType::F16 ? 1e-3 : 8e-3;
-          EXPECT_LT(rel_error(got.view(), standardize ? standardized : lcn), bound);
-          if (passes == cuda::LcnPasses::Two) {
-            EXPECT_FALSE(one);
-            two_pass = raw;
-          } else if (one) {  // the one-pass kernel: the same operations in the same order
-            ++one_pass_runs;
-            EXPECT_TRUE(raw == two_pass) << "the one-pass kernel differs from the two passes";
-          }
-        }
+        SCOPED_TRACE(sh.str() + " " + f.str() + (standardize ? " standardized" : ""));
+        ASSERT_EQ(cudaMemset(dy.get(), 0xff, dy.bytes()), cudaSuccess);  // NaN in every type
+        const TensorView y{dy.get(), sh, f};
+        cuda::contrast_norm_fused(dx.get<float>(), y, taps.data(), size, float(eps),
+                                  standardize ? dm.get<float>() : nullptr, standardize ? ds.get<float>() : nullptr,
+                                  ws.get<float>(), nullptr);
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        std::vector<uint8_t> raw(y.bytes());
+        ASSERT_EQ(cudaMemcpy(raw.data(), dy.get(), raw.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+        Tensor got(sh);
+        to_f32_nchw(TensorView{raw.data(), sh, f}, got.data());
+        for (size_t i = 0; i < got.numel(); ++i) ASSERT_TRUE(std::isfinite(got[i])) << "output " << i << " unwritten";
+        const double bound = f.dtype == DType::F32 ? 1e-4 : f.dtype == DType::F16 ? 1e-3 : 8e-3;
+        EXPECT_LT(rel_error(got.view(), standardize ? standardized : lcn), bound);
       }
     }
   }
-  // the small shapes (a few hundred blocks) fit any GPU of ours at once: the one-pass kernel ran
-  EXPECT_GE(one_pass_runs, 8 * 4);
 }
 #endif
 
