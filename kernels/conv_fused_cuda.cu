@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <tuple>
 #include <type_traits>
 
@@ -187,16 +188,76 @@ bool shape_fits(const ConvShape& c, int pool_k, int pool_stride, DType t) {
 // kPairSmallWarps warps read W1's fragments from global memory (L1/L2) instead of staging all of
 // it per block, which made small blocks slower than big ones (9.3 -> 16.1 us for the 320x240
 // reference pass's pair with blocks of 2 warps).
+// The pair's second half for a warp's m16 tile: acc (the first product) + b1, ReLU, rounded to
+// T, fed from registers as the A operand of the second product with W2 (staged in w2s, row
+// pitch p2 halfs, zero beyond c3), + b2, written to y (pixels x c3).
+template <typename T, int NT1>
+__device__ __forceinline__ void pair_second(const float (&acc)[NT1][4], const float* __restrict__ b1, bool relu,
+                                            const T* w2s, int p2, const float* __restrict__ b2, T* __restrict__ y,
+                                            int base, int pixels, int c3, int g, int t) {
+  float out[2][4] = {};
+#pragma unroll
+  for (int kk = 0; kk < NT1 / 2; ++kk) {
+    // a0 (row g, k 2t), a1 (row g + 8, k 2t), a2 (row g, k 2t + 8), a3 (row g + 8, k 2t + 8):
+    // n-tiles 2kk and 2kk + 1 of the first product
+    uint32_t af[4];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int j = 2 * kk + h, col = 8 * j + 2 * t;
+      float v[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        v[e] = acc[j][e] + b1[col + (e & 1)];
+        if (relu) v[e] = fmaxf(v[e], 0.f);
+      }
+      af[2 * h] = pack2<T>(v[0], v[1]);      // row g
+      af[2 * h + 1] = pack2<T>(v[2], v[3]);  // row g + 8
+    }
+#pragma unroll
+    for (int j2 = 0; j2 < 2; ++j2) {
+      const T* wr = w2s + (8 * j2 + g) * p2 + 16 * kk + 2 * t;
+      mma<T>(out[j2], af, *reinterpret_cast<const uint32_t*>(wr), *reinterpret_cast<const uint32_t*>(wr + 8));
+    }
+  }
+#pragma unroll
+  for (int j2 = 0; j2 < 2; ++j2)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int col = 8 * j2 + 2 * t + (e & 1), px = base + g + (e >= 2 ? 8 : 0);
+      if (col < c3 && px < pixels) {
+        const float v = out[j2][e] + (b2 ? b2[col] : 0.f);
+        if constexpr (std::is_same_v<T, __half>)
+          y[size_t(px) * c3 + col] = __float2half_rn(v);
+        else
+          y[size_t(px) * c3 + col] = __float2bfloat16_rn(v);
+      }
+    }
+}
+
+// W2 (c3 x C2) into shared memory, 16 rows of pitch p2 halfs, zero beyond c3.
+template <typename T, int C2>
+__device__ __forceinline__ void stage_w2(const T* __restrict__ w2, int c3, T* w2s, int p2) {
+  const uint16_t zero = 0;
+  for (int i = threadIdx.x; i < 16 * C2; i += blockDim.x) {
+    const int n = i / C2, k = i % C2;
+    w2s[n * p2 + k] = n < c3 ? w2[size_t(n) * C2 + k] : *reinterpret_cast<const T*>(&zero);
+  }
+}
+
 constexpr int kPairWarps = 8;  // 128 pixels a block
 constexpr int kPairSmallWarps = 2;
 // C1: c1 known at compile time (0: it is not), so that the small blocks' loop over it unrolls
 // and its global loads are issued ahead of the MMAs that use them (a loop with one 16-byte input
 // load in flight left the pair latency-bound at 9.3 us at 320x240).
-template <typename T, int NT1, bool STAGED, int C1>
-__global__ void __launch_bounds__(kPairWarps * 32, STAGED ? 3 : 1)
+// KSPLIT (small maps only, STAGED false): KSPLIT warps on each m16 tile, each a share of the C1
+// channels, the shares' first products added in shared memory (in share order) before the
+// second half; a block kPairSmallWarps tiles, the grid one block a kPairSmallWarps tiles.
+template <typename T, int NT1, bool STAGED, int C1, int KSPLIT = 1>
+__global__ void __launch_bounds__(STAGED ? kPairWarps * 32 : kPairSmallWarps * KSPLIT * 32, STAGED ? 3 : 1)
 conv1x1_pair_kernel(int pixels, int c1_arg, int c3, const T* __restrict__ x, const T* __restrict__ w1,
                     const float* __restrict__ b1, bool relu, const T* __restrict__ w2,
                     const float* __restrict__ b2, T* __restrict__ y) {
+  static_assert(KSPLIT == 1 || !STAGED, "the K shares are for the small blocks");
   constexpr int C2 = NT1 * 8;
   const int c1 = C1 ? C1 : c1_arg;
   pdl_wait();
@@ -205,33 +266,34 @@ conv1x1_pair_kernel(int pixels, int c1_arg, int c3, const T* __restrict__ x, con
   T* w1s = reinterpret_cast<T*>(smem);
   T* w2s = w1s + (STAGED ? size_t(C2) * p1 : 0);
   const T* w1b = STAGED ? w1s : w1;
-  const uint16_t zero = 0;
   if constexpr (STAGED)
     for (int i = threadIdx.x; i < C2 * (c1 / 8); i += blockDim.x) {  // 16 bytes a thread
       const int n = i / (c1 / 8), k = (i % (c1 / 8)) * 8;
       *reinterpret_cast<uint4*>(w1s + size_t(n) * p1 + k) = *reinterpret_cast<const uint4*>(w1 + size_t(n) * c1 + k);
     }
-  for (int i = threadIdx.x; i < 16 * C2; i += blockDim.x) {
-    const int n = i / C2, k = i % C2;
-    w2s[n * p2 + k] = n < c3 ? w2[size_t(n) * C2 + k] : *reinterpret_cast<const T*>(&zero);
-  }
+  stage_w2<T, C2>(w2, c3, w2s, p2);
   __syncthreads();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int tiles = (pixels + 15) / 16;
-  const int warps = blockDim.x / 32;
-  for (int tile = blockIdx.x * warps + warp; tile < tiles; tile += gridDim.x * warps) {
+  const int warps = blockDim.x / 32 / KSPLIT;  // tiles a block at once
+  const int share = warp / warps, wt = warp % warps;
+  const int nk = c1 / 32 / KSPLIT, k0 = share * nk * 32;  // this share's 32-channel steps
+  const int first = blockIdx.x * warps + wt;
+  // with K shares the grid covers the tiles once, and every warp reaches the barrier below
+  for (int tile = first; KSPLIT > 1 ? tile == first : tile < tiles; tile += gridDim.x * warps) {
     const int base = tile * 16;
     float acc[NT1][4] = {};
     // rows g and g + 8 of the tile (null past the end: zeros)
-    const T* row0 = base + g < pixels ? x + size_t(base + g) * c1 + 8 * t : nullptr;
-    const T* row1 = base + g + 8 < pixels ? x + size_t(base + g + 8) * c1 + 8 * t : nullptr;
+    const T* row0 = base + g < pixels ? x + size_t(base + g) * c1 + k0 + 8 * t : nullptr;
+    const T* row1 = base + g + 8 < pixels ? x + size_t(base + g + 8) * c1 + k0 + 8 * t : nullptr;
     const uint4 z = make_uint4(0, 0, 0, 0);
     uint4 lo = row0 ? *reinterpret_cast<const uint4*>(row0) : z;
     uint4 hi = row1 ? *reinterpret_cast<const uint4*>(row1) : z;
 #pragma unroll
-    for (int k32 = 0; k32 < c1; k32 += 32) {
+    for (int i = 0; i < nk; ++i) {
+      const int k32 = 32 * i;
       uint4 nlo = z, nhi = z;
-      if (k32 + 32 < c1) {
+      if (i + 1 < nk) {
         if (row0) nlo = *reinterpret_cast<const uint4*>(row0 + k32 + 32);
         if (row1) nhi = *reinterpret_cast<const uint4*>(row1 + k32 + 32);
       }
@@ -240,55 +302,36 @@ conv1x1_pair_kernel(int pixels, int c1_arg, int c3, const T* __restrict__ x, con
         const uint32_t af[4] = {p ? lo.z : lo.x, p ? hi.z : hi.x, p ? lo.w : lo.y, p ? hi.w : hi.y};
 #pragma unroll
         for (int j = 0; j < NT1; ++j) {
-          const uint4 bw = *reinterpret_cast<const uint4*>(w1b + size_t(8 * j + g) * p1 + k32 + 8 * t);
+          const uint4 bw = *reinterpret_cast<const uint4*>(w1b + size_t(8 * j + g) * p1 + k0 + k32 + 8 * t);
           mma<T>(acc[j], af, p ? bw.z : bw.x, p ? bw.w : bw.y);
         }
       }
       lo = nlo, hi = nhi;
     }
-    // bias, ReLU, rounding; then the second product from registers
-    float out[2][4] = {};
+    if constexpr (KSPLIT > 1) {  // shares 1.. hand their sums to share 0: [share - 1][wt][NT1 * 4][lane]
+      float* red = reinterpret_cast<float*>(w2s + 16 * p2);
+      constexpr int N = NT1 * 4;
+      if (share > 0) {
+        float* dst = red + ((share - 1) * warps + wt) * N * 32 + lane;
 #pragma unroll
-    for (int kk = 0; kk < NT1 / 2; ++kk) {
-      // a0 (row g, k 2t), a1 (row g + 8, k 2t), a2 (row g, k 2t + 8), a3 (row g + 8, k 2t + 8):
-      // n-tiles 2kk and 2kk + 1 of the first product
-      uint32_t af[4];
+        for (int e = 0; e < N; ++e) dst[e * 32] = acc[e / 4][e % 4];
+      }
+      __syncthreads();
+      if (share == 0)
+        for (int s2 = 1; s2 < KSPLIT; ++s2) {
+          const float* src = red + ((s2 - 1) * warps + wt) * N * 32 + lane;
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int j = 2 * kk + h, col = 8 * j + 2 * t;
-        float v[4];
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          v[e] = acc[j][e] + b1[col + (e & 1)];
-          if (relu) v[e] = fmaxf(v[e], 0.f);
+          for (int e = 0; e < N; ++e) acc[e / 4][e % 4] += src[e * 32];
         }
-        af[2 * h] = pack2<T>(v[0], v[1]);      // row g
-        af[2 * h + 1] = pack2<T>(v[2], v[3]);  // row g + 8
-      }
-#pragma unroll
-      for (int j2 = 0; j2 < 2; ++j2) {
-        const T* wr = w2s + (8 * j2 + g) * p2 + 16 * kk + 2 * t;
-        mma<T>(out[j2], af, *reinterpret_cast<const uint32_t*>(wr), *reinterpret_cast<const uint32_t*>(wr + 8));
-      }
+      if (share > 0 || tile >= tiles) continue;
     }
-#pragma unroll
-    for (int j2 = 0; j2 < 2; ++j2)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int col = 8 * j2 + 2 * t + (e & 1), px = base + g + (e >= 2 ? 8 : 0);
-        if (col < c3 && px < pixels) {
-          const float v = out[j2][e] + (b2 ? b2[col] : 0.f);
-          if constexpr (std::is_same_v<T, __half>)
-            y[size_t(px) * c3 + col] = __float2half_rn(v);
-          else
-            y[size_t(px) * c3 + col] = __float2bfloat16_rn(v);
-        }
-      }
+    pair_second<T, NT1>(acc, b1, relu, w2s, p2, b2, y, base, pixels, c3, g, t);
   }
 }
 
-size_t pair_smem_bytes(int c1, int c2, bool staged = true) {
-  return ((staged ? size_t(c2) * (c1 + 32) : 0) + 16 * size_t(c2 + 8)) * 2;
+size_t pair_smem_bytes(int c1, int c2, bool staged = true, int ksplit = 1) {
+  return ((staged ? size_t(c2) * (c1 + 32) : 0) + 16 * size_t(c2 + 8)) * 2 +
+         size_t(ksplit - 1) * kPairSmallWarps * (c2 / 2) * 32 * 4;  // the K shares' sums (NT1 * 4 floats a lane)
 }
 
 }  // namespace
@@ -365,6 +408,21 @@ void launch_pair(int pixels, int c1, int c3, const void* x, const void* w1, cons
     }, args);
   } else {
     const int blocks = std::max(1, (tiles + kPairSmallWarps - 1) / kPairSmallWarps);
+    static const int split = [] {  // EXPERIMENT (SCENELAB_PAIR_SPLIT)
+      const char* v = std::getenv("SCENELAB_PAIR_SPLIT");
+      return v ? std::atoi(v) : 1;
+    }();
+    if (c1 == 256 && (split == 2 || split == 4)) {
+      std::apply([&](auto... a) {
+        if (split == 2)
+          launch_pdl(&conv1x1_pair_kernel<T, NT1, false, 256, 2>, dim3(blocks), dim3(kPairSmallWarps * 2 * 32),
+                     pair_smem_bytes(c1, NT1 * 8, false, 2), s, "fused 1x1 pair kernel", a...);
+        else
+          launch_pdl(&conv1x1_pair_kernel<T, NT1, false, 256, 4>, dim3(blocks), dim3(kPairSmallWarps * 4 * 32),
+                     pair_smem_bytes(c1, NT1 * 8, false, 4), s, "fused 1x1 pair kernel", a...);
+      }, args);
+      return;
+    }
     const size_t smem = pair_smem_bytes(c1, NT1 * 8, false);
     std::apply([&](auto... a) {
       launch_pdl(c1 == 256 ? &conv1x1_pair_kernel<T, NT1, false, 256>  // the nets' classifier

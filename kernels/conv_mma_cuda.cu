@@ -26,6 +26,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <type_traits>
 
 #include "engine/error.h"
@@ -39,33 +40,56 @@ namespace {
 using namespace mma_sm80;
 
 constexpr int kKs = 7;
-constexpr int kWy = 2, kWx = 2;                        // warps down and across a block
-constexpr int kRows = 4 * kWy, kCols = 8 * kWx;        // its conv outputs
-constexpr int kIh = kRows + kKs - 1, kIw = kCols + kKs - 1;  // its input tile
+constexpr int kWx = 2;                  // warps across a block
+constexpr int kCols = 8 * kWx;          // its conv outputs across
+constexpr int kIw = kCols + kKs - 1;    // its input tile's width
+
+// A block's shape: WY x kWx warps of pixels, each MT m-tiles (2 MT rows x 8 columns of outputs)
+// by the 64 channels, KSPLIT warps on each such patch (each a share of the window's columns, the
+// shares added in shared memory at the end), NSTAGE window rows of weights in flight.
+template <int WY_, int MT_, int KSPLIT_, int NSTAGE_>
+struct MmaShape {
+  static constexpr int WY = WY_, MT = MT_, KSPLIT = KSPLIT_, NSTAGE = NSTAGE_;
+  static constexpr int kRows = 2 * MT * WY, kIh = kRows + kKs - 1;
+  static constexpr int kWarps = WY * kWx * KSPLIT;
+};
 
 // Bytes a pixel in the tile: a half-warp's 8-byte loads (4 pixels x 4 lanes) on distinct banks
 // need a pitch of 32 or 96 modulo 128.
 __host__ __device__ constexpr int pixel_pitch(int cin) { return cin * 2 + ((cin * 2) % 64 == 0 ? 32 : 0); }
-// Shared memory of a block: two window rows of B fragments (kKs * cin / 16 k-steps x 8 n-tiles x
-// 32 lanes x 8 bytes each), then the input tile.
+// Shared memory of a block: NSTAGE window rows of B fragments (kKs * cin / 16 k-steps x 8
+// n-tiles x 32 lanes x 8 bytes each), then the input tile; the K shares' partial sums reuse it.
+template <typename S>
 constexpr size_t smem_bytes(int cin) {
-  return 2 * size_t(kKs) * (cin / 16) * 8 * 32 * 8 + size_t(kIh) * kIw * pixel_pitch(cin);
+  const size_t b = S::NSTAGE * size_t(kKs) * (cin / 16) * 8 * 32 * 8 + size_t(S::kIh) * kIw * pixel_pitch(cin);
+  const size_t red = S::KSPLIT > 1 ? size_t(S::WY) * kWx * (S::KSPLIT - 1) * S::MT * 32 * 32 * 4 : 0;
+  return b > red ? b : red;
 }
 
-template <typename T, int CIN, bool POOL>
-__global__ void __launch_bounds__(32 * kWy * kWx)
+// Window column kx of row ky belongs to K share `share` of KSPLIT (2: the seven columns split
+// 4 + 3 and 3 + 4 on alternate rows, each share 25 or 24 of the 49 window positions).
+template <int KSPLIT>
+__device__ __forceinline__ bool in_share(int ky, int kx, int share) {
+  if constexpr (KSPLIT == 1) return true;
+  else return (kx < ((ky & 1) ? 3 : 4)) == (share == 0);
+}
+
+template <typename T, int CIN, bool POOL, typename S>
+__global__ void __launch_bounds__(32 * S::kWarps)
 conv_mma_kernel(ConvShape c, const T* __restrict__ x, const uint2* __restrict__ wf, const float* __restrict__ bias,
                 T* __restrict__ y, int groups, bool relu) {
-  constexpr int KS = kKs, C16 = CIN / 16, PB = pixel_pitch(CIN), Q = CIN / 8;
+  constexpr int KS = kKs, C16 = CIN / 16, PB = pixel_pitch(CIN), Q = CIN / 8, MT = S::MT;
   constexpr int KK = KS * C16;         // k-steps of one window row
   constexpr int BROW = KK * 8 * 32;    // B fragments (uint2) of one window row, 64 channels
-  constexpr int STAGES = 2, iw = kIw;  // window rows of B in flight
+  constexpr int STAGES = S::NSTAGE, iw = kIw, kRows = S::kRows, kIh = S::kIh;
+  constexpr int PW = S::WY * kWx;      // warps of pixels (each patch has KSPLIT warps)
   extern __shared__ __align__(16) unsigned char smem[];
   uint2* bs = reinterpret_cast<uint2*>(smem);  // STAGES window rows of B, a ring
   unsigned char* tile = smem + STAGES * BROW * sizeof(uint2);
   const int b = blockIdx.z / groups, group = blockIdx.z % groups;  // image, 64-channel group
   const int oy0 = blockIdx.y * kRows, ox0 = blockIdx.x * kCols;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int pw = warp % PW, share = warp / PW;
   const int g = lane >> 2, t = lane & 3;
   const int ntiles = c.cout / 8;
   pdl_wait();
@@ -92,11 +116,11 @@ conv_mma_kernel(ConvShape c, const T* __restrict__ x, const uint2* __restrict__ 
     cp_async_commit();
   }
 
-  const int ty = 4 * (warp / kWx), tx = 8 * (warp % kWx);  // the warp's first conv row, column
-  const bool active = oy0 + ty < c.ho && ox0 + tx < c.wo;  // any of its outputs exists
+  const int ty = 2 * MT * (pw / kWx), tx = 8 * (pw % kWx);  // the warp's first conv row, column
+  const bool active = oy0 + ty < c.ho && ox0 + tx < c.wo;   // any of its outputs exists
   // A: lane's row g of m-tile m is pixel (ty + 2m, tx + g), row g + 8 the pixel below.
   const unsigned char* abase = tile + (ty * iw + tx + g) * PB + 8 * t;
-  float acc[2][8][4] = {};
+  float acc[MT][8][4] = {};
   for (int ky = 0; ky < KS; ++ky) {
     if (ky + STAGES - 1 < KS) load_b(ky + STAGES - 1, (ky + STAGES - 1) % STAGES);  // later rows in flight
     cp_async_commit();
@@ -106,12 +130,13 @@ conv_mma_kernel(ConvShape c, const T* __restrict__ x, const uint2* __restrict__ 
       const uint2* bk = bs + (ky % STAGES) * BROW + lane;
 #pragma unroll
       for (int kx = 0; kx < KS; ++kx) {
+        if (!in_share<S::KSPLIT>(ky, kx, share)) continue;
 #pragma unroll
         for (int cc = 0; cc < C16; ++cc) {
           const unsigned char* p = abase + (ky * iw + kx) * PB + cc * 32;
-          uint32_t a[2][4];
+          uint32_t a[MT][4];
 #pragma unroll
-          for (int m = 0; m < 2; ++m) {
+          for (int m = 0; m < MT; ++m) {
             const uint2 r0 = *reinterpret_cast<const uint2*>(p + 2 * m * iw * PB);
             const uint2 r1 = *reinterpret_cast<const uint2*>(p + (2 * m + 1) * iw * PB);
             a[m][0] = r0.x, a[m][1] = r1.x, a[m][2] = r0.y, a[m][3] = r1.y;
@@ -119,13 +144,29 @@ conv_mma_kernel(ConvShape c, const T* __restrict__ x, const uint2* __restrict__ 
 #pragma unroll
           for (int j = 0; j < 8; ++j) {
             const uint2 bw = bk[((kx * C16 + cc) * 8 + j) * 32];
-            mma<T>(acc[0][j], a[0], bw.x, bw.y);
-            mma<T>(acc[1][j], a[1], bw.x, bw.y);
+#pragma unroll
+            for (int m = 0; m < MT; ++m) mma<T>(acc[m][j], a[m], bw.x, bw.y);
           }
         }
       }
     }
     __syncthreads();  // this buffer is refilled STAGES rows on
+  }
+  if constexpr (S::KSPLIT > 1) {  // the other shares' sums into share 0's, in share order
+    float* red = reinterpret_cast<float*>(smem);  // [share - 1][pw][MT * 32][lane]: B and the tile are spent
+    constexpr int N = MT * 32;
+    if (share > 0) {
+      float* dst = red + ((share - 1) * PW + pw) * N * 32 + lane;
+#pragma unroll
+      for (int i = 0; i < N; ++i) dst[i * 32] = acc[i / 32][(i / 4) % 8][i % 4];
+    }
+    __syncthreads();
+    if (share > 0) return;
+    for (int s2 = 1; s2 < S::KSPLIT; ++s2) {
+      const float* src = red + ((s2 - 1) * PW + pw) * N * 32 + lane;
+#pragma unroll
+      for (int i = 0; i < N; ++i) acc[i / 32][(i / 4) % 8][i % 4] += src[i * 32];
+    }
   }
   if (!active) return;
 
@@ -142,7 +183,7 @@ conv_mma_kernel(ConvShape c, const T* __restrict__ x, const uint2* __restrict__ 
     const int hp = c.ho / 2, wp = c.wo / 2;
     const int px = (ox0 + tx + g) / 2;
 #pragma unroll
-    for (int m = 0; m < 2; ++m) {
+    for (int m = 0; m < MT; ++m) {
       const int py = (oy0 + ty + 2 * m) / 2;
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
@@ -159,7 +200,7 @@ conv_mma_kernel(ConvShape c, const T* __restrict__ x, const uint2* __restrict__ 
   } else {
     const int ox = ox0 + tx + g;
 #pragma unroll
-    for (int m = 0; m < 2; ++m)
+    for (int m = 0; m < MT; ++m)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int oy = oy0 + ty + 2 * m + h;
@@ -198,16 +239,14 @@ __global__ void mma_weights_kernel(const float* __restrict__ w, int cout, int ci
   }
 }
 
-template <typename T, int CIN, bool POOL>
-const void* kernel_of() {
-  return reinterpret_cast<const void*>(&conv_mma_kernel<T, CIN, POOL>);
-}
+using Default = MmaShape<2, 2, 1, 2>;
 
 template <typename T>
 bool has_binary() {
   static const bool ok = [] {
     cudaFuncAttributes attr{};
-    if (cudaFuncGetAttributes(&attr, kernel_of<T, 16, false>()) != cudaSuccess) {
+    if (cudaFuncGetAttributes(&attr, reinterpret_cast<const void*>(&conv_mma_kernel<T, 16, false, Default>)) !=
+        cudaSuccess) {
       (void)cudaGetLastError();
       return false;
     }
@@ -216,14 +255,32 @@ bool has_binary() {
   return ok;
 }
 
+template <typename T, int CIN, bool POOL, typename S>
+void launch_v(const ConvShape& c, const void* x, const void* wf, const float* b, void* y, bool relu, cudaStream_t s) {
+  constexpr size_t smem = smem_bytes<S>(CIN);
+  auto* k = &conv_mma_kernel<T, CIN, POOL, S>;
+  allow_dynamic_smem(reinterpret_cast<const void*>(k), smem, "conv_mma_nhwc");
+  const int groups = c.cout / 64;
+  const dim3 grid(unsigned((c.wo + kCols - 1) / kCols), unsigned((c.ho + S::kRows - 1) / S::kRows),
+                  unsigned(c.n * groups));
+  launch_pdl(k, grid, dim3(32 * S::kWarps), smem, s, "conv_mma_nhwc kernel", c, static_cast<const T*>(x),
+             static_cast<const uint2*>(wf), b, static_cast<T*>(y), groups, relu);
+}
+
 template <typename T, int CIN, bool POOL>
 void launch(const ConvShape& c, const void* x, const void* wf, const float* b, void* y, bool relu, cudaStream_t s) {
-  constexpr size_t smem = smem_bytes(CIN);
-  allow_dynamic_smem(kernel_of<T, CIN, POOL>(), smem, "conv_mma_nhwc");
-  const int groups = c.cout / 64;
-  const dim3 grid(unsigned((c.wo + kCols - 1) / kCols), unsigned((c.ho + kRows - 1) / kRows), unsigned(c.n * groups));
-  launch_pdl(&conv_mma_kernel<T, CIN, POOL>, grid, dim3(32 * kWy * kWx), smem, s, "conv_mma_nhwc kernel", c,
-             static_cast<const T*>(x), static_cast<const uint2*>(wf), b, static_cast<T*>(y), groups, relu);
+  static const int variant = [] {  // EXPERIMENT: block shapes and stages (SCENELAB_MMA_VARIANT)
+    const char* v = std::getenv("SCENELAB_MMA_VARIANT");
+    return v ? std::atoi(v) : 0;
+  }();
+  if constexpr (std::is_same_v<T, __half> && CIN == 16 && POOL) {
+    if (variant == 1) return launch_v<T, CIN, POOL, MmaShape<2, 2, 2, 2>>(c, x, wf, b, y, relu, s);
+    if (variant == 2) return launch_v<T, CIN, POOL, MmaShape<4, 1, 1, 2>>(c, x, wf, b, y, relu, s);
+    if (variant == 3) return launch_v<T, CIN, POOL, MmaShape<4, 1, 2, 2>>(c, x, wf, b, y, relu, s);
+    if (variant == 4) return launch_v<T, CIN, POOL, MmaShape<2, 2, 2, 3>>(c, x, wf, b, y, relu, s);
+    if (variant == 5) return launch_v<T, CIN, POOL, MmaShape<1, 2, 2, 2>>(c, x, wf, b, y, relu, s);
+  }
+  launch_v<T, CIN, POOL, Default>(c, x, wf, b, y, relu, s);
 }
 
 template <typename T, bool POOL>
