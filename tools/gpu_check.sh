@@ -76,11 +76,11 @@ for spec in $SANITIZE; do  # TOOL or TOOL=GTEST_FILTER
     sanitize_one "$tool" "$filter" &
   else
     sanitize_one "$tool" "$filter"
-    pkill -9 -f scenelab_gpu_tests 2>/dev/null && sleep 1  # a timed-out tool leaves its target running
+    pkill -9 -f '^build-gpu/tests/scenelab_gpu_tests' 2>/dev/null && sleep 1  # a timed-out tool leaves its target running
   fi
 done
 wait
-pkill -9 -f scenelab_gpu_tests 2>/dev/null
+pkill -9 -f '^build-gpu/tests/scenelab_gpu_tests' 2>/dev/null
 set +f
 
 VAL=$SCENELAB_CAMVID_DIR/val/images
