@@ -14,8 +14,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
-#include <tuple>
 #include <type_traits>
 
 #include "engine/error.h"
@@ -251,7 +249,9 @@ constexpr int kPairSmallWarps = 2;
 // load in flight left the pair latency-bound at 9.3 us at 320x240).
 // KSPLIT (small maps only, STAGED false): KSPLIT warps on each m16 tile, each a share of the C1
 // channels, the shares' first products added in shared memory (in share order) before the
-// second half; a block kPairSmallWarps tiles, the grid one block a kPairSmallWarps tiles.
+// second half; a block kPairSmallWarps tiles, the grid one block a kPairSmallWarps tiles. (Four
+// shares where C1 allows: the 320x240 reference pass's pair 7.9 -> 6.7 us by Nsight Compute,
+// the pass 57.8-58.2 -> 56.6-57.1 us on the H100.)
 template <typename T, int NT1, bool STAGED, int C1, int KSPLIT = 1>
 __global__ void __launch_bounds__(STAGED ? kPairWarps * 32 : kPairSmallWarps * KSPLIT * 32, STAGED ? 3 : 1)
 conv1x1_pair_kernel(int pixels, int c1_arg, int c3, const T* __restrict__ x, const T* __restrict__ w1,
@@ -398,38 +398,28 @@ void launch_pair(int pixels, int c1, int c3, const void* x, const void* w1, cons
   SL_CUDA_CHECK(cudaGetDevice(&device), "fused 1x1 pair");
   SL_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "fused 1x1 pair");
   const int tiles = (pixels + 15) / 16;
-  const auto args = std::make_tuple(pixels, c1, c3, static_cast<const T*>(x), static_cast<const T*>(w1), b1, relu,
-                                    static_cast<const T*>(w2), b2, static_cast<T*>(y));
-  if ((tiles + kPairWarps - 1) / kPairWarps >= sms) {
-    const int blocks = std::min((tiles + kPairWarps - 1) / kPairWarps, 6 * sms);
-    std::apply([&](auto... a) {
-      launch_pdl(&conv1x1_pair_kernel<T, NT1, true, 0>, dim3(blocks), dim3(kPairWarps * 32),
-                 pair_smem_bytes(c1, NT1 * 8), s, "fused 1x1 pair kernel", a...);
-    }, args);
-  } else {
-    const int blocks = std::max(1, (tiles + kPairSmallWarps - 1) / kPairSmallWarps);
-    static const int split = [] {  // EXPERIMENT (SCENELAB_PAIR_SPLIT)
-      const char* v = std::getenv("SCENELAB_PAIR_SPLIT");
-      return v ? std::atoi(v) : 1;
-    }();
-    if (c1 == 256 && (split == 2 || split == 4)) {
-      std::apply([&](auto... a) {
-        if (split == 2)
-          launch_pdl(&conv1x1_pair_kernel<T, NT1, false, 256, 2>, dim3(blocks), dim3(kPairSmallWarps * 2 * 32),
-                     pair_smem_bytes(c1, NT1 * 8, false, 2), s, "fused 1x1 pair kernel", a...);
-        else
-          launch_pdl(&conv1x1_pair_kernel<T, NT1, false, 256, 4>, dim3(blocks), dim3(kPairSmallWarps * 4 * 32),
-                     pair_smem_bytes(c1, NT1 * 8, false, 4), s, "fused 1x1 pair kernel", a...);
-      }, args);
-      return;
-    }
-    const size_t smem = pair_smem_bytes(c1, NT1 * 8, false);
-    std::apply([&](auto... a) {
-      launch_pdl(c1 == 256 ? &conv1x1_pair_kernel<T, NT1, false, 256>  // the nets' classifier
-                           : &conv1x1_pair_kernel<T, NT1, false, 0>,
-                 dim3(blocks), dim3(kPairSmallWarps * 32), smem, s, "fused 1x1 pair kernel", a...);
-    }, args);
+  decltype(&conv1x1_pair_kernel<T, NT1, true, 0>) kernel = nullptr;
+  int blocks = 0, warps = 0;
+  size_t smem = 0;
+  if ((tiles + kPairWarps - 1) / kPairWarps >= sms) {  // blocks of 8 warps fill the GPU: W1 staged
+    kernel = &conv1x1_pair_kernel<T, NT1, true, 0>;
+    blocks = std::min((tiles + kPairWarps - 1) / kPairWarps, 6 * sms);
+    warps = kPairWarps;
+    smem = pair_smem_bytes(c1, NT1 * 8);
+  } else {  // small blocks reading W1 from global memory; four K shares where c1 allows
+    const int split = c1 % 128 == 0 ? 4 : 1;
+    if (split == 4)
+      kernel = c1 == 256 ? &conv1x1_pair_kernel<T, NT1, false, 256, 4>  // the nets' classifier
+                         : &conv1x1_pair_kernel<T, NT1, false, 0, 4>;
+    else
+      kernel = &conv1x1_pair_kernel<T, NT1, false, 0>;
+    blocks = std::max(1, (tiles + kPairSmallWarps - 1) / kPairSmallWarps);
+    warps = kPairSmallWarps * split;
+    smem = pair_smem_bytes(c1, NT1 * 8, false, split);
   }
+  launch_pdl(kernel, dim3(unsigned(blocks)), dim3(unsigned(warps * 32)), smem, s, "fused 1x1 pair kernel", pixels,
+             c1, c3, static_cast<const T*>(x), static_cast<const T*>(w1), b1, relu, static_cast<const T*>(w2), b2,
+             static_cast<T*>(y));
 }
 template <typename T>
 void launch_pair_c2(int c2, int pixels, int c1, int c3, const void* x, const void* w1, const float* b1,

@@ -8,13 +8,16 @@
 // with a warp's weight fragments from L2 for 32 pixels it ran 2-3x slower than cuDNN (whose Hopper
 // kernels share them across SMs), so cin is limited to 16 and 32.
 //
-// A block (4 warps, 8 x 16 conv outputs, 64 output channels) stages its input tile (the outputs'
+// A block (8 warps, 8 x 16 conv outputs, 64 output channels) stages its input tile (the outputs'
 // window with its halo, every channel; zero outside the image: padding) in shared memory once,
 // and the weights' fragments one window row at a time, the next row loading (cp.async) while this
-// one is multiplied. A warp computes 4 x 8 output pixels (two m16 tiles: rows g and g + 8 of a
-// tile are the same column in two neighbouring rows, so a 2x2 pool is a max in registers and one
-// shuffle, as in kernels/conv_fused_cuda.cu) by the 64 channels (eight n8 tiles), K running over
-// (ky, kx, 16 channels). Within each 16 channels the K order is permuted so that a lane's four A
+// one is multiplied. Two warps compute each 4 x 8 patch of output pixels (two m16 tiles: rows g
+// and g + 8 of a tile are the same column in two neighbouring rows, so a 2x2 pool is a max in
+// registers and one shuffle, as in kernels/conv_fused_cuda.cu) by the 64 channels (eight n8
+// tiles), each over a share of the window's columns (K shares), their sums added in shared
+// memory at the end: with one warp a patch (4 warps a block) the kernel was latency-bound at one
+// warp a scheduler (Nsight Compute at 320x240: 0.29 instructions issued a cycle, most stalls on
+// the MMAs' fixed latency). K runs over (ky, kx, 16 channels). Within each 16 channels the K order is permuted so that a lane's four A
 // elements of a row are channels 4t..4t+3, one 8-byte shared-memory load (pixel pitches chosen so
 // that a half-warp's loads hit distinct banks), and its B fragment one 8-byte load from weights
 // rearranged once into fragment order (HalfWeights): a warp's 32 lanes read 256 consecutive bytes.
@@ -26,7 +29,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <type_traits>
 
 #include "engine/error.h"
@@ -239,7 +241,11 @@ __global__ void mma_weights_kernel(const float* __restrict__ w, int cout, int ci
   }
 }
 
-using Default = MmaShape<2, 2, 1, 2>;
+// 8 warps: 2 x 2 patches of 4 x 8 outputs, two K shares on each; two window rows of weights in
+// flight. (H100, reference net 320x240, same process: 57.8-58.2 us a pass against 61.2-61.5 with
+// one warp a patch; 1920x1080 0.76 ms either way. Tried beside it: 3 rows in flight, patches of
+// 2 x 8 outputs with or without K shares, blocks of 4 x 16 outputs: none faster at both sizes.)
+using Default = MmaShape<2, 2, 2, 2>;
 
 template <typename T>
 bool has_binary() {
@@ -269,17 +275,6 @@ void launch_v(const ConvShape& c, const void* x, const void* wf, const float* b,
 
 template <typename T, int CIN, bool POOL>
 void launch(const ConvShape& c, const void* x, const void* wf, const float* b, void* y, bool relu, cudaStream_t s) {
-  static const int variant = [] {  // EXPERIMENT: block shapes and stages (SCENELAB_MMA_VARIANT)
-    const char* v = std::getenv("SCENELAB_MMA_VARIANT");
-    return v ? std::atoi(v) : 0;
-  }();
-  if constexpr (std::is_same_v<T, __half> && CIN == 16 && POOL) {
-    if (variant == 1) return launch_v<T, CIN, POOL, MmaShape<2, 2, 2, 2>>(c, x, wf, b, y, relu, s);
-    if (variant == 2) return launch_v<T, CIN, POOL, MmaShape<4, 1, 1, 2>>(c, x, wf, b, y, relu, s);
-    if (variant == 3) return launch_v<T, CIN, POOL, MmaShape<4, 1, 2, 2>>(c, x, wf, b, y, relu, s);
-    if (variant == 4) return launch_v<T, CIN, POOL, MmaShape<2, 2, 2, 3>>(c, x, wf, b, y, relu, s);
-    if (variant == 5) return launch_v<T, CIN, POOL, MmaShape<1, 2, 2, 2>>(c, x, wf, b, y, relu, s);
-  }
   launch_v<T, CIN, POOL, Default>(c, x, wf, b, y, relu, s);
 }
 

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cfloat>
 #include <cstdint>
-#include <cstdlib>
 #include <type_traits>
 
 #include "kernels/cuda_check.h"
@@ -291,13 +290,10 @@ __global__ void upsample_nhwc_kernel(const T* x, T* y, int c, int hi, int wi, in
 // them to fill the GPU, else 32 x 16 (4 a thread): smaller images keep more blocks.
 constexpr int kLcnThreads = 256;
 struct LcnBig {
-  static constexpr int W = 64, H = 32, SEG = 8, THREADS = kLcnThreads;
+  static constexpr int W = 64, H = 32, SEG = 8;
 };
 struct LcnSmall {
-  static constexpr int W = 32, H = 16, SEG = 4, THREADS = kLcnThreads;
-};
-struct LcnSmall512 {  // EXPERIMENT
-  static constexpr int W = 32, H = 16, SEG = 4, THREADS = 512;
+  static constexpr int W = 32, H = 16, SEG = 4;
 };
 
 template <int R, typename Tl>
@@ -403,7 +399,7 @@ __device__ bool lcn_tile(const float* x, int C, int H, int W, int b, int ch, int
   __syncthreads();
   // var = vertical blur of q on the tile: thread -> (column, kSeg rows).
   constexpr int VS = kLcnH / kSeg;
-  static_assert(kLcnW * VS <= Tl::THREADS, "one vertical segment a thread");
+  static_assert(kLcnW * VS <= kLcnThreads, "one vertical segment a thread");
   if (int(threadIdx.x) >= kLcnW * VS) return false;
   col = threadIdx.x % kLcnW;
   row0 = (threadIdx.x / kLcnW) * kSeg;
@@ -454,12 +450,12 @@ __device__ void lcn_setup(LcnSmem<R, Tl>& S, const Taps& taps, int H, int W, int
 // times the blocks, a third of each one's serial chain); else blockIdx.z is the image, every
 // channel in turn.
 template <int R, typename Tl>
-__global__ void __launch_bounds__(Tl::THREADS) lcn_sd_sum_kernel(const float* x, int C, int H, int W, Taps taps,
+__global__ void __launch_bounds__(kLcnThreads) lcn_sd_sum_kernel(const float* x, int C, int H, int W, Taps taps,
                                                          float* cen, float* sd, double* partial, bool yuv,
                                                          bool per_channel) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   LcnSmem<R, Tl>& S = *reinterpret_cast<LcnSmem<R, Tl>*>(smem_raw);
-  __shared__ double red[Tl::THREADS / 32];
+  __shared__ double red[8];
   constexpr int kSeg = Tl::SEG;
   const int b = per_channel ? blockIdx.z / C : blockIdx.z, y0 = blockIdx.y * Tl::H, x0 = blockIdx.x * Tl::W;
   const int blk = blockIdx.y * gridDim.x + blockIdx.x, nblk = gridDim.x * gridDim.y;
@@ -1053,12 +1049,12 @@ template <typename Tl>
 size_t lcn_pass1(const float* x, const Shape& a, const Taps& t, float* cen, float* sd_plane, double* partial,
                  bool yuv, cudaStream_t s) {
   constexpr int R = 6;
-  constexpr bool per_channel = !std::is_same_v<Tl, LcnBig>;
+  constexpr bool per_channel = std::is_same_v<Tl, LcnSmall>;
   const dim3 grid(unsigned((a.w + Tl::W - 1) / Tl::W), unsigned((a.h + Tl::H - 1) / Tl::H),
                   unsigned(per_channel ? a.n * a.c : a.n));
   const size_t smem = sizeof(LcnSmem<R, Tl>);  // over 48 KB for the big tiles: the limit raised once
   allow_dynamic_smem(reinterpret_cast<const void*>(&lcn_sd_sum_kernel<R, Tl>), smem, "contrast_norm pass 1");
-  launch_pdl(&lcn_sd_sum_kernel<R, Tl>, grid, dim3(Tl::THREADS), smem, s, "contrast_norm pass 1", x, a.c, a.h,
+  launch_pdl(&lcn_sd_sum_kernel<R, Tl>, grid, dim3(kLcnThreads), smem, s, "contrast_norm pass 1", x, a.c, a.h,
              a.w, t, cen, sd_plane, partial, yuv, per_channel);
   SL_LAUNCH_CHECK("contrast_norm pass 1");
   return size_t(grid.x) * grid.y;
@@ -1085,7 +1081,6 @@ void contrast_norm_fused(const float* x, const TensorView& y, const float* kerne
   float* sd_plane = cen + planes * a.plane();
   const size_t big_blocks = size_t((a.w + LcnBig::W - 1) / LcnBig::W) * ((a.h + LcnBig::H - 1) / LcnBig::H);
   const size_t nblk = big_blocks * a.n >= 512 ? lcn_pass1<LcnBig>(x, a, t, cen, sd_plane, partial, rgb_to_yuv, s)
-                     : std::getenv("SCENELAB_LCN_512") ? lcn_pass1<LcnSmall512>(x, a, t, cen, sd_plane, partial, rgb_to_yuv, s)
                                               : lcn_pass1<LcnSmall>(x, a, t, cen, sd_plane, partial, rgb_to_yuv, s);
   // Few partials (small images): pass 2 adds them itself.
   const bool fold = nblk <= size_t(kThreads);

@@ -29,6 +29,7 @@
 #include "kernels/conv_cuda.h"
 #include "kernels/conv_cudnn.h"
 #include "kernels/conv_cudnn_graph.h"
+#include "kernels/cuda_timer.h"
 #endif
 
 namespace scenelab {
@@ -308,16 +309,8 @@ class Conv2d : public Layer {
         static const bool trace = std::getenv("SCENELAB_TRACE_TUNING") != nullptr;
         const auto t_start = std::chrono::steady_clock::now();
         std::string report;
-        CudaEvent e0, e1;
-        auto time_one = [&](ConvAlgo cand) {
-          SL_CUDA_CHECK(cudaEventRecord(e0.get(), ctx.stream), "conv2d auto");
-          run(cand);
-          SL_CUDA_CHECK(cudaEventRecord(e1.get(), ctx.stream), "conv2d auto");
-          SL_CUDA_CHECK(cudaEventSynchronize(e1.get()), "conv2d auto");
-          float ms = 0;
-          SL_CUDA_CHECK(cudaEventElapsedTime(&ms, e0.get(), e1.get()), "conv2d auto");
-          return ms;
-        };
+        StreamTimer timer;
+        auto time_one = [&](ConvAlgo cand) { return timer.time(ctx.stream, [&] { run(cand); }, "conv2d auto"); };
         // Time-boxed: each candidate runs once to warm up (its modules load, cuDNN picks its
         // algorithm) and once timed; a second timed run only where it is within 25% of the
         // best. A candidate whose warm-up alone took 8x the best so far is not timed further,
@@ -382,19 +375,11 @@ class Conv2d : public Layer {
     auto it = mma_choice_.find(key);
     if (it == mma_choice_.end()) {
       static const bool trace = std::getenv("SCENELAB_TRACE_TUNING") != nullptr;
-      CudaEvent e0, e1;
+      StreamTimer timer;
       auto time = [&](auto&& fn) {
         fn();  // warm-up (and cuDNN's own choice)
         float best = 1e30f;
-        for (int r = 0; r < 2; ++r) {
-          SL_CUDA_CHECK(cudaEventRecord(e0.get(), ctx.stream), "conv2d auto");
-          fn();
-          SL_CUDA_CHECK(cudaEventRecord(e1.get(), ctx.stream), "conv2d auto");
-          SL_CUDA_CHECK(cudaEventSynchronize(e1.get()), "conv2d auto");
-          float ms = 0;
-          SL_CUDA_CHECK(cudaEventElapsedTime(&ms, e0.get(), e1.get()), "conv2d auto");
-          best = std::min(best, ms);
-        }
+        for (int r = 0; r < 2; ++r) best = std::min(best, timer.time(ctx.stream, fn, "conv2d auto"));
         return best;
       };
       const float theirs = time(cudnn);

@@ -24,6 +24,7 @@
 #include "engine/model.h"
 #ifdef SCENELAB_WITH_CUDA
 #include "engine/cuda_backend.h"
+#include "kernels/cuda_timer.h"
 #include "tools/energy_meter.h"
 // The timed passes are one NVTX range, "timed", so that a profiler can take only them
 // (ncu --nvtx --nvtx-include "timed/": tools/gpu_check.sh BENCH=ncu). Header-only.
@@ -86,18 +87,10 @@ double gemm_ceiling(const CudaContext& ctx) {
                                   a.get<float>(), n, b.get<float>(), n, &zero, c.get<float>(), n),
                       "ceiling GEMM");
   };
-  CudaEvent e0, e1;
+  StreamTimer timer;
   gemm();
   std::vector<double> t;
-  for (int i = 0; i < 5; ++i) {
-    SL_CUDA_CHECK(cudaEventRecord(e0.get(), ctx.stream), "ceiling");
-    gemm();
-    SL_CUDA_CHECK(cudaEventRecord(e1.get(), ctx.stream), "ceiling");
-    SL_CUDA_CHECK(cudaEventSynchronize(e1.get()), "ceiling");
-    float ms = 0;
-    SL_CUDA_CHECK(cudaEventElapsedTime(&ms, e0.get(), e1.get()), "ceiling");
-    t.push_back(ms);
-  }
+  for (int i = 0; i < 5; ++i) t.push_back(timer.time(ctx.stream, gemm, "ceiling"));
   return 2.0 * n * n * double(n) / (median(t) * 1e-3) * 1e-12;
 }
 #endif
@@ -123,8 +116,8 @@ int main(int argc, char** argv) {
     auto backend = make_backend(cli.get("device", "cpu"), cli.get_int("threads", 0), cuda_options(cli));
 #ifdef SCENELAB_WITH_CUDA
     // GPU runs are timed with CUDA events on the backend's stream (made only for a GPU backend).
-    std::unique_ptr<CudaEvent> e0, e1;
-    if (backend->cuda()) e0 = std::make_unique<CudaEvent>(), e1 = std::make_unique<CudaEvent>();
+    std::unique_ptr<StreamTimer> timer;
+    if (backend->cuda()) timer = std::make_unique<StreamTimer>();
 #endif
     double ceiling = 0;  // TOp/s of a large GEMM at this precision (GPU only)
     const double power_s = cli.get_double("power-s", 0.0);
@@ -186,16 +179,13 @@ int main(int argc, char** argv) {
             // tensor), and separately the same with the image's upload from host memory.
             const CudaContext* ctx = backend->cuda();
             for (bool upload : {false, true}) {
-              SL_CUDA_CHECK(cudaEventRecord(e0->get(), ctx->stream), "bench");
-              if (upload)
-                g.run(x.view());
-              else
-                g.run_resident();
-              SL_CUDA_CHECK(cudaEventRecord(e1->get(), ctx->stream), "bench");
-              SL_CUDA_CHECK(cudaEventSynchronize(e1->get()), "bench");
-              float t = 0;
-              SL_CUDA_CHECK(cudaEventElapsedTime(&t, e0->get(), e1->get()), "bench");
-              (upload ? ms_upload : ms).push_back(t);
+              auto pass = [&] {
+                if (upload)
+                  g.run(x.view());
+                else
+                  g.run_resident();
+              };
+              (upload ? ms_upload : ms).push_back(timer->time(ctx->stream, pass, "bench"));
             }
             continue;
           }

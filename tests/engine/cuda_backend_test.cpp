@@ -418,8 +418,8 @@ TEST(CudaBackend, PyramidFusionOnDevice) {
 // rounding (f16 2^-11, bf16 2^-8 of the largest value, times 2 for the accumulation order).
 // Two 1x1 layers in one tensor-core kernel (cuda::conv1x1_pair_nhwc) against float64 on the same
 // rounded inputs, the intermediate rounded to the type as the kernel (and the unfused pass) does:
-// pixel counts that are not multiples of a warp's 32 or a block's 256, c1 32 and 256 (the channel
-// permutation over several 32-channel groups), c2 16 and 64, c3 1, 11 and 16, ReLU or not, bias
+// pixel counts that are not multiples of a warp's 32 or a block's 256, c1 32, 64, 128 and 256 (the
+// channel permutation over several 32-channel groups; four K shares from 128), c2 16, 32 and 64, c3 1, 11 and 16, ReLU or not, bias
 // or not; outputs poisoned first (NaN).
 TEST(CudaBackend, PixelwisePairKernelAgainstFloat64) {
   SCENELAB_REQUIRE_GPU();
@@ -429,6 +429,7 @@ TEST(CudaBackend, PixelwisePairKernelAgainstFloat64) {
   };
   const std::vector<Case> cases = {{3 * 37 * 53, 256, 64, 11, true, true}, {1000, 32, 16, 16, false, true},
                                    {7, 64, 64, 1, true, false}, {2 * 257, 256, 16, 5, true, true},
+                                   {999, 128, 32, 7, true, false},  // four K shares, C1 not unrolled
                                    // blocks of 8 warps staging W1 (the others fill a 132-SM GPU only
                                    // with the small blocks that read it from global memory)
                                    {2 * 97 * 101, 256, 64, 11, true, true}};
