@@ -52,16 +52,25 @@ conv_pool_kernel(ConvShape c, const T* __restrict__ x, const uint2* __restrict__
   const int g = lane >> 2, t = lane & 3;
 
   const T* xb = x + size_t(b) * c.h * c.w * CIN;
-  for (int i = tid; i < IN_ROWS * IN_COLS; i += blockDim.x) {
-    const int ry = i / IN_COLS, rx = i % IN_COLS;
+  // The tile, every load of a thread issued before any is stored (a pixel an iteration waited for
+  // memory four times over).
+  constexpr int N = IN_ROWS * IN_COLS, PER = (N + kWarps * 32 - 1) / (kWarps * 32);
+  uint16_t v[PER][4];
+#pragma unroll
+  for (int k = 0; k < PER; ++k) {
+    const int i = tid + k * kWarps * 32, ry = i / IN_COLS, rx = i % IN_COLS;
     const int iy = oy0 - c.pad + ry, ix = ox0 - c.pad + rx;
-    uint16_t v[4] = {0, 0, 0, 0};
-    if (iy >= 0 && iy < c.h && ix >= 0 && ix < c.w) {
+    v[k][0] = v[k][1] = v[k][2] = v[k][3] = 0;
+    if (i < N && iy >= 0 && iy < c.h && ix >= 0 && ix < c.w) {
       const T* px = xb + (size_t(iy) * c.w + ix) * CIN;
 #pragma unroll
-      for (int ci = 0; ci < CIN; ++ci) v[ci] = bits(px[ci]);
+      for (int ci = 0; ci < CIN; ++ci) v[k][ci] = bits(px[ci]);
     }
-    tile[i] = make_uint2(pack(v[0], v[1]), pack(v[2], v[3]));
+  }
+#pragma unroll
+  for (int k = 0; k < PER; ++k) {
+    const int i = tid + k * kWarps * 32;
+    if (i < N) tile[i] = make_uint2(pack(v[k][0], v[k][1]), pack(v[k][2], v[k][3]));
   }
 
   // This thread's window pixel at each k-step (its offset in the tile, in pixels) and weight
@@ -88,36 +97,49 @@ conv_pool_kernel(ConvShape c, const T* __restrict__ x, const uint2* __restrict__
   }
   __syncthreads();
 
+  // A warp takes two m-tiles at once (wt and wt + kWarps): four independent accumulator chains
+  // where one tile's two (NT = 2) left it waiting on each MMA's latency.
   constexpr int TILES_X = kTileCols / 8, TILES = (kTileRows / 2) * TILES_X;
-  for (int wt = warp; wt < TILES; wt += kWarps) {
-    const int ty = (wt / TILES_X) * 2, tx = (wt % TILES_X) * 8;  // in conv pixels, in the block
-    const int py = (oy0 + ty) / 2, px0 = (ox0 + tx) / 2;         // pooled row, first column
-    if (py >= hp || px0 >= wp) continue;  // whole warp: no pooled pixel of this tile exists
-    // A rows g and g + 8: pixels (ty, tx + g) and (ty + 1, tx + g).
-    const int base0 = ty * IN_COLS + tx + g, base1 = base0 + IN_COLS;
-    float acc[NT][4];
+  static_assert(TILES % (2 * kWarps) == 0, "tiles in pairs");
+  for (int w0 = warp; w0 < TILES; w0 += 2 * kWarps) {
+    int base0[2], py[2], px0[2];
+    bool live[2];
 #pragma unroll
-    for (int j = 0; j < NT; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
-#pragma unroll
-    for (int s = 0; s < KSTEPS; ++s) {
-      const uint2 r0 = tile[base0 + off[s]], r1 = tile[base1 + off[s]];
-      const uint32_t a[4] = {r0.x, r1.x, r0.y, r1.y};
-#pragma unroll
-      for (int j = 0; j < NT; ++j) mma<T>(acc[j], a, bw[s][j][0], bw[s][j][1]);
+    for (int u = 0; u < 2; ++u) {
+      const int wt = w0 + u * kWarps;
+      const int ty = (wt / TILES_X) * 2, tx = (wt % TILES_X) * 8;  // in conv pixels, in the block
+      py[u] = (oy0 + ty) / 2, px0[u] = (ox0 + tx) / 2;             // pooled row, first column
+      live[u] = py[u] < hp && px0[u] < wp;  // whole warp: some pooled pixel of this tile exists
+      base0[u] = ty * IN_COLS + tx + g;      // A rows g and g + 8: pixels (ty, tx + g), (ty + 1, tx + g)
     }
-    // acc[j]: [0], [1] pixel (ty, tx + g), channels 8j + 2t, +1; [2], [3] pixel (ty + 1, tx + g).
-    const int px = px0 + g / 2;
+    if (!live[0] && !live[1]) continue;
+    float acc[2][NT][4] = {};
 #pragma unroll
-    for (int j = 0; j < NT; ++j) {
-      float v0 = fmaxf(acc[j][0], acc[j][2]), v1 = fmaxf(acc[j][1], acc[j][3]);
-      v0 = fmaxf(v0, __shfl_xor_sync(0xffffffffu, v0, 4));  // the pixel beside (g ^ 1)
-      v1 = fmaxf(v1, __shfl_xor_sync(0xffffffffu, v1, 4));
-      v0 += bj[j][0];
-      v1 += bj[j][1];
-      if (relu) v0 = fmaxf(v0, 0.f), v1 = fmaxf(v1, 0.f);
-      if ((g & 1) == 0 && px < wp) {
-        T* dst = y + ((size_t(b) * hp + py) * wp + px) * (NT * 8) + 8 * j + 2 * t;
-        *reinterpret_cast<uint32_t*>(dst) = pack2<T>(v0, v1);
+    for (int s = 0; s < KSTEPS; ++s)
+#pragma unroll
+      for (int u = 0; u < 2; ++u) {
+        const uint2 r0 = tile[base0[u] + off[s]], r1 = tile[base0[u] + IN_COLS + off[s]];
+        const uint32_t a[4] = {r0.x, r1.x, r0.y, r1.y};
+#pragma unroll
+        for (int j = 0; j < NT; ++j) mma<T>(acc[u][j], a, bw[s][j][0], bw[s][j][1]);
+      }
+    // acc[u][j]: [0], [1] pixel (ty, tx + g), channels 8j + 2t, +1; [2], [3] pixel (ty + 1, tx + g).
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      if (!live[u]) continue;
+      const int px = px0[u] + g / 2;
+#pragma unroll
+      for (int j = 0; j < NT; ++j) {
+        float v0 = fmaxf(acc[u][j][0], acc[u][j][2]), v1 = fmaxf(acc[u][j][1], acc[u][j][3]);
+        v0 = fmaxf(v0, __shfl_xor_sync(0xffffffffu, v0, 4));  // the pixel beside (g ^ 1)
+        v1 = fmaxf(v1, __shfl_xor_sync(0xffffffffu, v1, 4));
+        v0 += bj[j][0];
+        v1 += bj[j][1];
+        if (relu) v0 = fmaxf(v0, 0.f), v1 = fmaxf(v1, 0.f);
+        if ((g & 1) == 0 && px < wp) {
+          T* dst = y + ((size_t(b) * hp + py[u]) * wp + px) * (NT * 8) + 8 * j + 2 * t;
+          *reinterpret_cast<uint32_t*>(dst) = pack2<T>(v0, v1);
+        }
       }
     }
   }

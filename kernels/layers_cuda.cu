@@ -338,15 +338,27 @@ __device__ bool lcn_tile(const float* x, int C, int H, int W, int b, int ch, int
   constexpr int kLcnW = Tl::W, kLcnH = Tl::H, kSeg = Tl::SEG;
   const size_t plane = size_t(H) * W;
   const float* src = x + (size_t(b) * C + (yuv ? 0 : ch)) * plane;  // yuv: the image's R, G, B planes
-  for (int i = threadIdx.x; i < L::XH * L::XW; i += blockDim.x) {
-    const int r = i / L::XW, j = i % L::XW;
-    const int yy = y0 - 2 * R + r, xx = x0 - 2 * R + j;
-    float v = 0.f;
-    if (yy >= 0 && yy < H && xx >= 0 && xx < W) {
-      const size_t at = size_t(yy) * W + xx;
-      v = yuv ? yuv_of(ch, src[at], src[plane + at], src[2 * plane + at]) : src[at];
+  // The region, kBatch pixels a thread at a time: every load of a batch is issued before any is
+  // used (one pixel an iteration waited for memory 9 times over a small tile's region).
+  constexpr int N = L::XH * L::XW, PER = (N + kLcnThreads - 1) / kLcnThreads, kBatch = 5;
+  for (int k0 = 0; k0 < PER; k0 += kBatch) {
+    float v[kBatch][3];
+#pragma unroll
+    for (int k = 0; k < kBatch; ++k) {
+      const int i = int(threadIdx.x) + (k0 + k) * kLcnThreads, r = i / L::XW, j = i % L::XW;
+      const int yy = y0 - 2 * R + r, xx = x0 - 2 * R + j;
+      v[k][0] = v[k][1] = v[k][2] = 0.f;
+      if (i < N && yy >= 0 && yy < H && xx >= 0 && xx < W) {
+        const size_t at = size_t(yy) * W + xx;
+        v[k][0] = src[at];
+        if (yuv) v[k][1] = src[plane + at], v[k][2] = src[2 * plane + at];
+      }
     }
-    S.x[r * L::XP + j] = v;
+#pragma unroll
+    for (int k = 0; k < kBatch; ++k) {
+      const int i = int(threadIdx.x) + (k0 + k) * kLcnThreads;
+      if (i < N) S.x[(i / L::XW) * L::XP + i % L::XW] = yuv ? yuv_of(ch, v[k][0], v[k][1], v[k][2]) : v[k][0];
+    }
   }
   __syncthreads();
   // t = horizontal blur of x at the mean's columns (x region column j + R), every x row; lanes
