@@ -3,8 +3,9 @@
 // there too where one follows (only the pooled map written). It is a candidate of `--conv auto`
 // beside cuDNN (layers/conv2d.cpp times both once per size): cuDNN runs the nets' 16 -> 64 layer
 // at 92 TOp/s at 320x240 (its tiles leave most of an H100's SMs idle) and its pool and bias are a
-// second kernel. On the H100 this one takes that layer at every size measured (0.161 ms against
-// cuDNN's 0.279 with its pool pass at 1920x1080, 0.015 against 0.027 at 320x240). Not 64 -> 256:
+// second kernel. On the H100 this one takes that layer at every size measured (auto's timings:
+// 0.16-0.19 ms against cuDNN's 0.28 with its pool pass at 1920x1080, 0.015 against 0.027 at
+// 320x240). Not 64 -> 256:
 // with a warp's weight fragments from L2 for 32 pixels it ran 2-3x slower than cuDNN (whose Hopper
 // kernels share them across SMs), so cin is limited to 16 and 32.
 //
