@@ -190,24 +190,6 @@ bool shape_fits(const ConvShape& c, int pool_k, int pool_stride, DType t) {
          (t == DType::F16 || t == DType::BF16);
 }
 
-// Two pixel-wise layers in one pass (conv1x1_pair_nhwc): Y = W2 act(W1 X + b1) + b2 on NHWC
-// half-precision tensors, X (pixels x C1), W1 (C2 x C1), W2 (C3 x C2). A warp computes 16 pixels
-// (one m16 tile) of the first product with mma.sync m16n8k16 (f32 accumulators), adds b1,
-// applies the ReLU, rounds to the tensors' type (as the unfused pass writes its intermediate
-// tensor) and, the accumulator layout being the A-operand layout of the next mma, feeds the
-// second product from registers: the intermediate never leaves the SM. K of the first product
-// runs over the channels permuted within each 32 (at k-step 2s + p, lane t's four A elements are
-// channels 32s + 8t + 4p .. + 3), so a lane loads its row's A elements of two k-steps as one
-// 16-byte load (the next 32 channels' loads in flight while these are multiplied), and its B
-// elements from W1 (staged in shared memory, rows 32 halfs longer than C1: conflict-free) as one
-// 16-byte load too. W2 (at most 16 rows, zero beyond C3) is staged too. One m-tile a warp keeps
-// the registers at about 80 (three blocks of 8 warps an SM): two took 140 and ran slower. (Blocks
-// of 2 warps at small maps, to fill more SMs, made the 320x240 reference pass's pair slower, 9.3
-// -> 16.1 us: each block stages all of W1.)
-// STAGED false (small maps, where blocks of 8 warps would leave SMs idle): blocks of
-// kPairSmallWarps warps read W1's fragments from global memory (L1/L2) instead of staging all of
-// it per block, which made small blocks slower than big ones (9.3 -> 16.1 us for the 320x240
-// reference pass's pair with blocks of 2 warps).
 // The pair's second half for a warp's m16 tile: acc (the first product) + b1, ReLU, rounded to
 // T, fed from registers as the A operand of the second product with W2 (staged in w2s, row
 // pitch p2 halfs, zero beyond c3), + b2, written to y (pixels x c3).
@@ -264,6 +246,24 @@ __device__ __forceinline__ void stage_w2(const T* __restrict__ w2, int c3, T* w2
   }
 }
 
+// Two pixel-wise layers in one pass (conv1x1_pair_nhwc): Y = W2 act(W1 X + b1) + b2 on NHWC
+// half-precision tensors, X (pixels x C1), W1 (C2 x C1), W2 (C3 x C2). A warp computes 16 pixels
+// (one m16 tile) of the first product with mma.sync m16n8k16 (f32 accumulators), adds b1,
+// applies the ReLU, rounds to the tensors' type (as the unfused pass writes its intermediate
+// tensor) and, the accumulator layout being the A-operand layout of the next mma, feeds the
+// second product from registers: the intermediate never leaves the SM. K of the first product
+// runs over the channels permuted within each 32 (at k-step 2s + p, lane t's four A elements are
+// channels 32s + 8t + 4p .. + 3), so a lane loads its row's A elements of two k-steps as one
+// 16-byte load (the next 32 channels' loads in flight while these are multiplied), and its B
+// elements from W1 (staged in shared memory, rows 32 halfs longer than C1: conflict-free) as one
+// 16-byte load too. W2 (at most 16 rows, zero beyond C3) is staged too. One m-tile a warp keeps
+// the registers at about 80 (three blocks of 8 warps an SM): two took 140 and ran slower. (Blocks
+// of 2 warps at small maps, to fill more SMs, made the 320x240 reference pass's pair slower, 9.3
+// -> 16.1 us: each block stages all of W1.)
+// STAGED false (small maps, where blocks of 8 warps would leave SMs idle): blocks of
+// kPairSmallWarps warps read W1's fragments from global memory (L1/L2) instead of staging all of
+// it per block, which made small blocks slower than big ones (9.3 -> 16.1 us for the 320x240
+// reference pass's pair with blocks of 2 warps).
 constexpr int kPairWarps = 8;  // 128 pixels a block
 constexpr int kPairSmallWarps = 2;
 // C1: c1 known at compile time (0: it is not), so that the small blocks' loop over it unrolls

@@ -18,13 +18,16 @@
 // tiles), each over a share of the window's columns (K shares), their sums added in shared
 // memory at the end: with one warp a patch (4 warps a block) the kernel was latency-bound at one
 // warp a scheduler (Nsight Compute at 320x240: 0.29 instructions issued a cycle, most stalls on
-// the MMAs' fixed latency). K runs over (ky, kx, 16 channels). Within each 16 channels the K order is permuted so that a lane's four A
-// elements of a row are channels 4t..4t+3, one 8-byte shared-memory load (pixel pitches chosen so
-// that a half-warp's loads hit distinct banks), and its B fragment one 8-byte load from weights
-// rearranged once into fragment order (HalfWeights): a warp's 32 lanes read 256 consecutive bytes.
+// the MMAs' fixed latency). K runs over (ky, kx, 16 channels). Within each 16 channels the K
+// order is permuted so that a lane's four A elements of a row are channels 4t..4t+3, one 8-byte
+// shared-memory load (pixel pitches chosen so that a half-warp's loads hit distinct banks), and
+// its B fragment one 8-byte load from weights rearranged once into fragment order (HalfWeights):
+// a warp's 32 lanes read 256 consecutive bytes.
 // Tried and dropped (H100): blocks of 8 x 8 and of 16 x 16 outputs, two warps sharing each 4 x 8
-// tile with 32 channels each, every window row's weights requested at once: none faster at any
-// size, the last 12% slower at 1920x1080 (98 KB of shared memory a block).
+// patch with 32 channels each, every window row's weights requested at once (98 KB of shared
+// memory a block: 12% slower at 1920x1080), patches of 2 x 8 outputs a warp with or without K
+// shares, blocks of 4 x 16 outputs with K shares, three window rows in flight: none faster at
+// both 320x240 and 1920x1080 (docs/BENCHMARKS.md).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
