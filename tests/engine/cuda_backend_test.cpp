@@ -419,8 +419,8 @@ TEST(CudaBackend, PyramidFusionOnDevice) {
 // Two 1x1 layers in one tensor-core kernel (cuda::conv1x1_pair_nhwc) against float64 on the same
 // rounded inputs, the intermediate rounded to the type as the kernel (and the unfused pass) does:
 // pixel counts that are not multiples of a warp's 32 or a block's 256, c1 32, 64, 128 and 256 (the
-// channel permutation over several 32-channel groups; four K shares from 128), c2 16, 32 and 64, c3 1, 11 and 16, ReLU or not, bias
-// or not; outputs poisoned first (NaN).
+// channel permutation over several 32-channel groups; four K shares from 128), c2 16, 32 and 64,
+// c3 1, 7, 11 and 16, ReLU or not, bias or not; outputs poisoned first (NaN).
 TEST(CudaBackend, PixelwisePairKernelAgainstFloat64) {
   SCENELAB_REQUIRE_GPU();
   struct Case {
