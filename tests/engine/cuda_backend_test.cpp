@@ -411,6 +411,20 @@ TEST(CudaBackend, PyramidFusionOnDevice) {
 }
 
 #ifdef SCENELAB_WITH_CUDA
+// Waits for the device, reads dy back (a half-precision NHWC tensor of want's shape in type t)
+// and checks every element written (the outputs are poisoned with NaN first) and the whole
+// within the half types' bound of the float64 reference: f16 1e-3, bf16 8e-3 relative.
+void expect_half_nhwc_near(const DeviceBuffer& dy, const Ref& want, DType t) {
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  ASSERT_EQ(dy.bytes(), want.v.size() * 2);
+  std::vector<uint16_t> yh(want.v.size());
+  ASSERT_EQ(cudaMemcpy(yh.data(), dy.get(), dy.bytes(), cudaMemcpyDeviceToHost), cudaSuccess);
+  Tensor got(want.shape);
+  to_f32_nchw(TensorView{yh.data(), want.shape, Format{t, Layout::NHWC}}, got.data());
+  for (size_t i = 0; i < got.numel(); ++i) ASSERT_TRUE(std::isfinite(got[i])) << "output " << i << " unwritten";
+  EXPECT_LT(rel_error(got.view(), want), t == DType::F16 ? 1e-3 : 8e-3);
+}
+
 // The fused first-layer kernel alone (kernels/conv_fused_cuda.cu) against a float64 convolution,
 // bias, ReLU and 2x2 max-pool of the same half-rounded operands: f16 and bf16, valid and same
 // padding, with and without ReLU and bias, odd sizes whose last conv row/column the pool drops,
@@ -555,13 +569,7 @@ TEST(CudaBackend, FusedConvPoolKernelAgainstFloat64) {
       ASSERT_EQ(cudaMemset(dy.get(), 0xff, dy.bytes()), cudaSuccess);  // NaN in f16 and bf16
       cuda::conv_relu_pool_nhwc(c, dx.get(), w16, k.bias ? db.get<float>() : nullptr, dy.get(), k.relu,
                                 t, nullptr);
-      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-      std::vector<uint16_t> yh(dy.bytes() / 2);
-      ASSERT_EQ(cudaMemcpy(yh.data(), dy.get(), dy.bytes(), cudaMemcpyDeviceToHost), cudaSuccess);
-      Tensor got(want.shape);
-      to_f32_nchw(TensorView{yh.data(), want.shape, Format{t, Layout::NHWC}}, got.data());
-      for (size_t i = 0; i < got.numel(); ++i) ASSERT_TRUE(std::isfinite(got[i])) << "output " << i << " unwritten";
-      EXPECT_LT(rel_error(got.view(), want), t == DType::F16 ? 1e-3 : 8e-3);
+      expect_half_nhwc_near(dy, want, t);
     }
   }
 }
@@ -618,14 +626,8 @@ TEST(CudaBackend, ImplicitGemmConvKernelAgainstFloat64) {
       ASSERT_EQ(cudaMemset(dy.get(), 0xff, dy.bytes()), cudaSuccess);  // NaN in f16 and bf16
       cuda::conv_mma_nhwc(c, dx.get(), w16, k.bias ? db.get<float>() : nullptr, dy.get(), k.relu, k.pool, t,
                           nullptr);
-      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-      std::vector<uint16_t> yh(want.v.size());
-      ASSERT_EQ(cudaMemcpy(yh.data(), dy.get(), dy.bytes(), cudaMemcpyDeviceToHost), cudaSuccess);
-      Tensor got(want.shape);
-      to_f32_nchw(TensorView{yh.data(), want.shape, Format{t, Layout::NHWC}}, got.data());
-      for (size_t i = 0; i < got.numel(); ++i) ASSERT_TRUE(std::isfinite(got[i])) << "output " << i << " unwritten";
       // the output's rounding (2^-11 or 2^-8 of it) and fp32 accumulation over up to 1568 terms
-      EXPECT_LT(rel_error(got.view(), want), t == DType::F16 ? 1e-3 : 8e-3);
+      expect_half_nhwc_near(dy, want, t);
     }
   }
 }
