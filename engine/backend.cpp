@@ -26,12 +26,22 @@
 
 namespace scenelab {
 
-CpuBackend::CpuBackend(int threads) {
+CpuConv cpu_conv_of(const std::string& conv) {
+  if (conv == "gemm") return CpuConv::Gemm;
+  if (conv == "winograd") return CpuConv::Winograd;
+  SL_REQUIRE(conv == "auto" || conv == "direct" || conv == "gemm2s" || conv == "cudnn" || conv == "split",
+             "--conv ", conv, ": expected auto, gemm or winograd on the CPU (direct, gemm2s, cudnn or split: the GPU's)");
+  return CpuConv::Auto;
+}
+
+CpuBackend::CpuBackend(int threads, CpuConv conv) : conv_(conv) {
   if (threads <= 0) threads = int(std::thread::hardware_concurrency());
   threads_ = threads > 0 ? threads : 1;
 }
 
-std::string CpuBackend::describe() const { return str_cat("cpu (", threads_, " threads)"); }
+std::string CpuBackend::describe() const {
+  return str_cat("cpu (", threads_, " threads", conv_ == CpuConv::Gemm ? ", conv gemm" : conv_ == CpuConv::Winograd ? ", conv winograd" : "", ")");
+}
 
 void CpuBackend::activate() const {
   omp_set_num_threads(threads_);
@@ -164,7 +174,7 @@ bool cuda_device_available() { return cuda_device_count() > 0; }
 
 std::unique_ptr<Backend> make_backend(const std::string& device, int threads,
                                       const CudaOptions& cuda) {
-  if (device == "cpu") return std::make_unique<CpuBackend>(threads);
+  if (device == "cpu") return std::make_unique<CpuBackend>(threads, cpu_conv_of(cuda.conv));
   const bool indexed = device.rfind("cuda:", 0) == 0;
   if (device == "cuda" || device == "auto" || indexed) {
     CudaOptions co = cuda;
@@ -183,10 +193,10 @@ std::unique_ptr<Backend> make_backend(const std::string& device, int threads,
                  " CUDA device(s), 0..", count - 1);
       return std::make_unique<CudaBackend>(co);
     }
-    if (device == "auto") return std::make_unique<CpuBackend>(threads);
+    if (device == "auto") return std::make_unique<CpuBackend>(threads, cpu_conv_of(cuda.conv));
     throw_error("--device ", device, ": no CUDA device is available");
 #else
-    if (device == "auto") return std::make_unique<CpuBackend>(threads);
+    if (device == "auto") return std::make_unique<CpuBackend>(threads, cpu_conv_of(cuda.conv));
     throw_error("--device ", device, ": this build has no CUDA support (built without a CUDA toolkit)");
 #endif
   }

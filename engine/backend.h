@@ -15,6 +15,12 @@ namespace scenelab {
 
 enum class DeviceKind { CPU, CUDA };
 
+// How the CPU backend runs convolutions: im2col + GEMM (the paper's formulation), Winograd's
+// minimal filtering (3x3, 5x5, 7x7 kernels), or auto: Winograd where it is the faster.
+enum class CpuConv { Auto, Gemm, Winograd };
+// --conv's value on the CPU: gemm, winograd; any other (the GPU's algorithms, auto) is auto.
+CpuConv cpu_conv_of(const std::string& conv);
+
 struct CudaContext;  // engine/cuda_backend.h
 
 // Memory owned by a backend (host or device); freed by the backend that made it.
@@ -26,6 +32,7 @@ class Backend {
   virtual DeviceKind kind() const = 0;
   virtual std::string describe() const = 0;  // e.g. "cpu (2 threads)"
   virtual int threads() const { return 1; }
+  virtual CpuConv cpu_conv() const { return CpuConv::Auto; }
   // Makes this backend current for the calling thread (thread counts, device).
   virtual void activate() const = 0;
   // Memory in the backend's address space (64-byte aligned host memory on the CPU).
@@ -84,10 +91,11 @@ class Backend {
 
 class CpuBackend : public Backend {
  public:
-  explicit CpuBackend(int threads = 0);  // 0: all hardware threads
+  explicit CpuBackend(int threads = 0, CpuConv conv = CpuConv::Auto);  // threads 0: all hardware threads
   DeviceKind kind() const override { return DeviceKind::CPU; }
   std::string describe() const override;
   int threads() const override { return threads_; }
+  CpuConv cpu_conv() const override { return conv_; }
   void activate() const override;
   BackendMemory allocate(size_t bytes) const override;
   void upload(void* dst, const void* src, size_t bytes) const override;
@@ -100,12 +108,13 @@ class CpuBackend : public Backend {
 
  private:
   int threads_;
+  CpuConv conv_;
 };
 
 // Options of the CUDA backend (ignored by the CPU one).
 struct CudaOptions {
   int device = -1;                  // CUDA device index; -1: the calling thread's current one
-  std::string conv = "auto";        // direct | gemm | gemm2s | cudnn | auto
+  std::string conv = "auto";        // direct | gemm | gemm2s | cudnn | split | auto (the CPU: cpu_conv_of)
   std::string precision = "fp32";   // fp32 | tf32 | fp16
   // Bound on a convolution layer's GPU workspace (im2col bands, cuDNN's workspace); 0: automatic,
   // 2 GiB or a sixteenth of the GPU's memory, whichever is smaller.

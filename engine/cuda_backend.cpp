@@ -62,7 +62,7 @@ CudaBackend::CudaBackend(const CudaOptions& o) : select_(o.device) {
   else if (o.conv == "cudnn") ctx_.conv = ConvAlgo::Cudnn;
   else if (o.conv == "split") ctx_.conv = ConvAlgo::Split;
   else if (o.conv == "auto") ctx_.conv = ConvAlgo::Auto;
-  else throw_error("--conv ", o.conv, ": expected direct, gemm, gemm2s, cudnn, split or auto");
+  else throw_error("--conv ", o.conv, ": expected direct, gemm, gemm2s, cudnn, split or auto (winograd: the CPU's)");
 #ifndef SCENELAB_WITH_CUDNN
   if (ctx_.conv == ConvAlgo::Cudnn || ctx_.conv == ConvAlgo::Split)
     throw_error("--conv ", o.conv, ": this build has no cuDNN");

@@ -576,6 +576,7 @@ void Graph::run_layers() {
     a.workspace = static_cast<float*>(workspace_.get());
     a.params = &node.params;
     a.threads = backend_->threads();
+    a.cpu_conv = backend_->cpu_conv();
     a.fused_relu = node.fused_relu;
     if (!node.epilogue.empty()) a.epilogue = &node.epilogue;
     auto t0 = std::chrono::steady_clock::now();

@@ -81,6 +81,7 @@ struct ForwardArgs {
   float* workspace = nullptr;  // workspace_floats() floats, planned once per input size
   const LayerParams* params = nullptr;
   int threads = 1;
+  CpuConv cpu_conv = CpuConv::Auto;  // the CPU backend's convolution method
   bool fused_relu = false;  // the following ReLU was fused into this layer
   // Every follower fused into this layer, in order (a ReLU among them also sets fused_relu);
   // `out` is then the last one's output (e.g. the pooled map). Null: none.

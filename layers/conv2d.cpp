@@ -1,11 +1,13 @@
 // Convolution, stride 1, odd square kernel, padding "valid" or "same", bias; a following ReLU can
 // be fused, and on the GPU a 2x2 max-pool after it where the fused tensor-core kernel takes the
-// shape (Conv2d::can_fuse). CPU path: the paper's explicit GEMM formulation (Cavigelli et al. 2015, sec. 4.3):
-// Y (Cout x Ho*Wo) = K (Cout x Cin*k*k) * X (Cin*k*k x Ho*Wo), built band by band of output rows
-// so the im2col workspace is bounded and each thread works on its own band.
+// shape (Conv2d::can_fuse). CPU paths: the paper's explicit GEMM formulation (Cavigelli et al.
+// 2015, sec. 4.3): Y (Cout x Ho*Wo) = K (Cout x Cin*k*k) * X (Cin*k*k x Ho*Wo), built band by band
+// of output rows so the im2col workspace is bounded and each thread works on its own band; and for
+// 3x3, 5x5 and 7x7 kernels Winograd's minimal filtering (layers/conv2d_winograd.h), the default
+// where the layer has enough channels for its GEMMs (--conv auto; --conv gemm or winograd to
+// choose).
 #include <omp.h>
 
-#include <Eigen/Core>
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -15,15 +17,15 @@
 #include <map>
 #include <set>
 #include <memory>
+#include <mutex>
 #include <tuple>
 
 #include "engine/error.h"
 #include "engine/layer.h"
 #include "engine/parallel.h"
+#include "layers/conv2d_winograd.h"
+#include "layers/cpu_gemm.h"
 #include "layers/formats.h"
-#ifdef SCENELAB_WITH_OPENBLAS
-#include <cblas.h>
-#endif
 #ifdef SCENELAB_WITH_CUDA
 #include "engine/cuda_backend.h"
 #include "kernels/conv_cuda.h"
@@ -38,7 +40,6 @@ namespace {
 // The GEMM is evaluated transposed, Y^T (pixels x Cout) = X^T (pixels x K) * K^T (K x Cout): the
 // same memory (row-major Y, X, K read as column-major), but Eigen blocks the long pixel dimension
 // as rows, which measured 3-8% faster than Cout-as-rows for these shapes.
-using ColMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor>;
 constexpr size_t kBandFloats = size_t(1) << 21;  // im2col floats per thread (8 MB)
 constexpr int kMinBands = 16;  // bands an image's rows are cut into at least (where it has them)
 
@@ -127,6 +128,9 @@ class Conv2d : public Layer {
     }
 #endif
     const int threads = backend.threads();
+    if (winograd_for(in[0], backend.cpu_conv()))
+      return size_t(threads) *
+             WinogradConv::workspace_floats(WinogradConv::plan(in[0].c, out_, k_, in[0].h, in[0].w, pad_));
     return size_t(threads) * band_rows(in[0], o) * size_t(o.w) * kdim(in[0]);
   }
 
@@ -650,6 +654,17 @@ class Conv2d : public Layer {
     const size_t K = kdim(x.shape);
     const float* w = a.params->data("weight");
     const float* b = bias_ ? a.params->data("bias") : nullptr;
+    if (winograd_for(x.shape, a.cpu_conv)) {
+      const std::shared_ptr<const WinogradConv> wc = winograd_weights(w, x.shape.c);
+      const WinogradConv::Plan p = WinogradConv::plan(x.shape.c, out_, k_, x.shape.h, x.shape.w, pad_);
+      const size_t per_thread = WinogradConv::workspace_floats(p);
+      for (int n = 0; n < x.shape.n; ++n)
+        parallel_for(p.bands, a.threads, [&](int64_t band) {
+          wc->run_band(p, int(band), x.channel(n, 0), y.channel(n, 0), b, a.fused_relu,
+                       a.workspace + size_t(omp_get_thread_num()) * per_thread);
+        });
+      return;
+    }
     const int rows = band_rows(x.shape, y.shape);
     const int bands = (y.shape.h + rows - 1) / rows;
     const size_t plane = y.shape.plane();
@@ -674,21 +689,31 @@ class Conv2d : public Layer {
 
  private:
   size_t kdim(const Shape& in) const { return size_t(in.c) * k_ * k_; }
+  // Winograd on the CPU: where asked and the kernel allows, or under auto where the layer has the
+  // channels to keep its 64 GEMMs (tiles x cin x cout) efficient (measured: kWinogradMinCin).
+  static constexpr int kWinogradMinCin = 16;
+  bool winograd_for(const Shape& in, CpuConv how) const {
+    if (!WinogradConv::supported(k_) || how == CpuConv::Gemm) return false;
+    return how == CpuConv::Winograd || in.c >= kWinogradMinCin;
+  }
+  // The weights transformed once (the first forward pass; guarded: plans on several threads may
+  // share this layer).
+  std::shared_ptr<const WinogradConv> winograd_weights(const float* w, int cin) const {
+    std::lock_guard<std::mutex> lock(winograd_mu_);
+    if (winograd_of_ != w || !winograd_ || winograd_->cin() != cin) {
+      winograd_ = std::make_shared<const WinogradConv>(w, out_, cin, k_);
+      winograd_of_ = w;
+    }
+    return winograd_;
+  }
+  mutable std::mutex winograd_mu_;
+  mutable const float* winograd_of_ = nullptr;
+  mutable std::shared_ptr<const WinogradConv> winograd_;
   // Y^T (cols x out, column stride ldy) = X^T (cols x K, column stride ldx) * W^T (K x out): one
-  // band, on the calling thread. OpenBLAS's sgemm where the build has it, else Eigen's product.
+  // band, on the calling thread.
   void gemm(const float* x, size_t ldx, size_t cols, size_t K, const float* w, float* y,
             size_t ldy) const {
-#ifdef SCENELAB_WITH_OPENBLAS
-    cblas_sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, blasint(cols), blasint(out_), blasint(K),
-                1.f, x, blasint(ldx), w, blasint(K), 0.f, y, blasint(ldy));
-#else
-    Eigen::Map<ColMat, 0, Eigen::OuterStride<>> Yt(y, Eigen::Index(cols), out_,
-                                                   Eigen::OuterStride<>(Eigen::Index(ldy)));
-    Eigen::Map<const ColMat, 0, Eigen::OuterStride<>> Xt(x, Eigen::Index(cols), Eigen::Index(K),
-                                                         Eigen::OuterStride<>(Eigen::Index(ldx)));
-    Eigen::Map<const ColMat> Wt(w, Eigen::Index(K), out_);
-    Yt.noalias() = Xt * Wt;
-#endif
+    sgemm_colmajor(cols, size_t(out_), K, x, ldx, w, K, y, ldy);
   }
   // Output rows per band: the im2col bound, and at least kMinBands bands so that the threads share
   // the work. Never the thread count: a band's GEMM shape decides the GEMM's blocking (Eigen's or

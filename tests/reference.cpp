@@ -230,7 +230,7 @@ Ref ref_resample(const Ref& x, int h, int w, const std::vector<double>& sy,
 
 LayerRun run_layer(const std::string& line, const std::vector<const Tensor*>& inputs,
                    std::map<std::string, Tensor> params, int threads, bool fused_relu,
-                   std::vector<Geometry> in_geometry) {
+                   std::vector<Geometry> in_geometry, CpuConv conv) {
   // Parse through the real graph parser: declare the inputs first.
   std::string text = "input x0 channels=" + std::to_string(inputs[0]->shape().c) + "\n";
   for (size_t i = 1; i < inputs.size(); ++i)
@@ -258,11 +258,12 @@ LayerRun run_layer(const std::string& line, const std::vector<const Tensor*>& in
     lp.set(spec.name, &it->second);
   }
   a.params = &lp;
-  CpuBackend cpu(threads);
+  CpuBackend cpu(threads, conv);
   std::vector<float> ws(r.layer->workspace_floats(shapes, out, cpu) + 1,
                         std::numeric_limits<float>::quiet_NaN());
   a.workspace = ws.data();
   a.threads = threads;
+  a.cpu_conv = conv;
   a.fused_relu = fused_relu;
   cpu.activate();  // as a Graph does before its layers run (thread counts for OpenMP and Eigen)
   r.layer->forward_cpu(a);

@@ -56,6 +56,7 @@ struct LayerRun {
 };
 LayerRun run_layer(const std::string& line, const std::vector<const Tensor*>& inputs,
                    std::map<std::string, Tensor> params, int threads = 2,
-                   bool fused_relu = false, std::vector<Geometry> in_geometry = {});
+                   bool fused_relu = false, std::vector<Geometry> in_geometry = {},
+                   CpuConv conv = CpuConv::Auto);
 
 }  // namespace scenelab::test
