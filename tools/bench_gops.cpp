@@ -105,7 +105,7 @@ int main(int argc, char** argv) {
     if (cli.has("help")) {
       std::puts("usage: bench_gops [--nets reference,multiscale] [--sizes 320x240,...] "
                 "[--runs N] [--warmup N] [--threads N] [--batch N] [--layers] [--peak] [--device cpu|cuda]\n"
-                "                  [--conv direct|gemm|gemm2s|cudnn|split|auto] [--precision fp32|tf32|fp16]\n"
+                "                  [--conv direct|gemm|gemm2s|cudnn|split|winograd|auto] [--precision fp32|tf32|fp16]\n"
                 "                  [--conv-workspace MiB] [--model FILE.h5] [--power-s SECONDS]");
       return 0;
     }
