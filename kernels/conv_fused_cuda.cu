@@ -169,18 +169,9 @@ const void* kernel_of() {
   return reinterpret_cast<const void*>(&conv_pool_kernel<T, 3, 7, 2, 64>);
 }
 
-// The mma instructions need sm_80 or later, in the binary built for the device (asked once: the
-// build's architectures are the same for every device of a process).
 template <typename T>
 bool has_binary() {
-  static const bool ok = [] {
-    cudaFuncAttributes attr{};
-    if (cudaFuncGetAttributes(&attr, kernel_of<T>()) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return false;
-    }
-    return attr.binaryVersion >= 80;
-  }();
+  static const bool ok = mma_sm80::has_sm80_binary(kernel_of<T>());
   return ok;
 }
 

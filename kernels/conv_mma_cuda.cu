@@ -253,15 +253,8 @@ using Default = MmaShape<2, 2, 2, 2>;
 
 template <typename T>
 bool has_binary() {
-  static const bool ok = [] {
-    cudaFuncAttributes attr{};
-    if (cudaFuncGetAttributes(&attr, reinterpret_cast<const void*>(&conv_mma_kernel<T, 16, false, Default>)) !=
-        cudaSuccess) {
-      (void)cudaGetLastError();
-      return false;
-    }
-    return attr.binaryVersion >= 80;
-  }();
+  static const bool ok =
+      mma_sm80::has_sm80_binary(reinterpret_cast<const void*>(&conv_mma_kernel<T, 16, false, Default>));
   return ok;
 }
 

@@ -3,11 +3,24 @@
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_runtime.h>
 
 #include <cstdint>
 #include <type_traits>
 
 namespace scenelab::cuda::mma_sm80 {
+
+// Whether the binary built for the current device has sm_80+ code for `kernel` (the mma
+// instructions need it). Callers keep the answer: a build's architectures are the same for every
+// device of a process.
+inline bool has_sm80_binary(const void* kernel) {
+  cudaFuncAttributes attr{};
+  if (cudaFuncGetAttributes(&attr, kernel) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return attr.binaryVersion >= 80;
+}
 
 __device__ __forceinline__ uint32_t pack(uint16_t lo, uint16_t hi) {
   return uint32_t(lo) | (uint32_t(hi) << 16);
