@@ -123,7 +123,7 @@ struct CudaOptions {
   // at planning where the plain convolution takes 0.5 ms or more. Each such graph is compiled
   // when first planned in a process on a machine (about 1.1 s for 64 -> 256 at 1920x1080 on an
   // H100; cached by the driver after), and saves 0.29 ms a frame there: worth it for long runs,
-  // not for one image. label_image turns it on for 1000 images or more and for videos.
+  // not for one image. label_image turns it on for 10000 images or more and for videos.
   bool runtime_fusion = true;
 };
 

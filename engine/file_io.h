@@ -1,6 +1,7 @@
-// Whole-file reads and atomic writes (a temporary name in the same folder, renamed into place:
-// an interrupted program never leaves a half-written file under the real name), and the hash
-// the caches key files by. Errors name the file.
+// Whole-file reads and atomic writes (on Linux an unnamed file of the folder linked under its
+// name once whole, else a temporary name in the same folder renamed into place: an interrupted
+// program never leaves a half-written file under the real name), and the hash the caches key
+// files by. Errors name the file.
 #pragma once
 #include <cstddef>
 #include <cstdint>

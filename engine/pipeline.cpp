@@ -224,10 +224,15 @@ void Pipeline::work(Worker& wk, Run& r) {
   std::vector<Frame> batch;
   while (r.batches.pop(batch)) {
     const int n = int(batch.size()), h = batch[0].image.height, w = batch[0].image.width;
+    int planned_n = n;  // the batch of the plan that runs these n frames
     try {
-      // The plan for this size and batch: the most recently used ones are kept.
-      auto it = std::find_if(wk.plans.begin(), wk.plans.end(),
-                             [&](const Worker::Plan& p) { return p.n == n && p.h == h && p.w == w; });
+      // The plan for this size and batch, or a kept plan of this size for a larger batch (the
+      // short last batch of a run or of a size: its spare slots run whatever they held, which
+      // costs one batch's time where a new plan costs its planning and first pass, 0.1-0.3 s on
+      // a GPU); the most recently used plans are kept.
+      auto it = wk.plans.end();
+      for (auto q = wk.plans.begin(); q != wk.plans.end(); ++q)
+        if (q->h == h && q->w == w && q->n >= n && (it == wk.plans.end() || q->n < it->n)) it = q;
       if (it != wk.plans.end()) {
         wk.plans.splice(wk.plans.begin(), wk.plans, it);
       } else {
@@ -243,6 +248,7 @@ void Pipeline::work(Worker& wk, Run& r) {
         if (!opt_.detect.empty()) io.keep.push_back(opt_.detect_node);
         p.graph->plan(n, h, w, b, io);
         p.in = b.allocate_host(size_t(n) * h * w * 3);
+        std::memset(p.in.get(), 0, size_t(n) * h * w * 3);  // a short batch's spare slots run it
         p.out = b.allocate_host(p.graph->shape_of(opt_.labels_node).numel());
         for (const auto& node : opt_.float_outputs)
           p.floats[node] = b.allocate_host(p.graph->shape_of(node).numel() * sizeof(float));
@@ -251,6 +257,7 @@ void Pipeline::work(Worker& wk, Run& r) {
         wk.plans.push_front(std::move(p));
       }
       Worker::Plan& p = wk.plans.front();
+      planned_n = p.n;
       const size_t image_bytes = size_t(h) * w * 3;
       auto* in = static_cast<uint8_t*>(p.in.get());
       for (int i = 0; i < n; ++i) {
@@ -323,7 +330,7 @@ void Pipeline::work(Worker& wk, Run& r) {
         f.labels.labels.assign(labels + size_t(i) * plane, labels + size_t(i + 1) * plane);
         for (const auto& [node, mem] : p.floats) {
           Shape s = p.graph->shape_of(node);
-          const size_t per = s.numel() / size_t(n);
+          const size_t per = s.numel() / size_t(p.n);
           s.n = 1;
           Tensor t(s);
           std::memcpy(t.data(), static_cast<const float*>(mem.get()) + size_t(i) * per,
@@ -336,13 +343,13 @@ void Pipeline::work(Worker& wk, Run& r) {
         f.times.download_ms = down;
         f.times.detect_ms = detect_ms;
         f.batch = n;
-        f.ops = p.graph->total_ops() / n;
+        f.ops = p.graph->total_ops() / p.n;
         f.worker = wk.id;
       }
     } catch (const std::exception& e) {
       // This batch's size failed (too small for the network, too large for memory): its
       // frames fail by name, the plan is dropped, the others go on.
-      wk.plans.remove_if([&](const Worker::Plan& p) { return p.n == n && p.h == h && p.w == w; });
+      wk.plans.remove_if([&](const Worker::Plan& p) { return p.n == planned_n && p.h == h && p.w == w; });
       for (auto& f : batch) f.error = str_cat(f.name, ": ", e.what());
     }
     for (auto& f : batch) r.finishing.push(std::move(f));

@@ -10,6 +10,8 @@
 #include <fstream>
 #include <random>
 
+#include <unistd.h>
+
 #include "engine/error.h"
 #include "engine/labeler.h"
 #include "engine/pipeline.h"
@@ -95,6 +97,38 @@ TEST(Pipeline, SameLabelsAsTheSingleImagePathForAnyThreadsAndBatch) {
       EXPECT_EQ(st.frames, in.files.size());
       EXPECT_EQ(st.failed, in.bad.size());
     }
+}
+
+// A run's short last batch (7 frames, batch 3: 3 + 3 + 1) runs on the batch-3 plan instead of
+// planning batch 1 (on a GPU a new plan costs its planning and a first pass of 0.1-0.3 s); its
+// labels are still those of the single-image path.
+TEST(Pipeline, ShortLastBatchRunsOnTheFullBatchPlan) {
+  const fs::path dir = fs::path(::testing::TempDir()) / ("scenelab_pipeline_tail_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::vector<std::string> files;
+  for (int i = 0; i < 7; ++i) {
+    files.push_back((dir / ("img" + std::to_string(i) + ".png")).string());
+    save_png(files.back(), random_image(61, 47, 40 + uint32_t(i)));
+  }
+  const Model m = make_random_model("reference", 5, 4);
+  Labeler single(m, std::make_unique<CpuBackend>(2));
+  PipelineOptions o;
+  o.device = "cpu";
+  o.threads = 2;
+  o.batch = 3;
+  Pipeline p(m, o);
+  FileSource src(files);
+  std::vector<int> batches;
+  const PipelineStats st = p.run(src, [](Frame&) {}, [&](Frame& f) {
+    ASSERT_TRUE(f.error.empty()) << f.error;
+    batches.push_back(f.batch);
+    EXPECT_TRUE(f.labels.labels == single.label(load_image(f.name)).labels) << "labels differ: " << f.name;
+  });
+  EXPECT_EQ(st.frames, 7u);
+  EXPECT_EQ(st.plans, 1u) << "the last frame should run on the batch-3 plan";
+  EXPECT_EQ(batches, (std::vector<int>{3, 3, 3, 3, 3, 3, 1}));
+  fs::remove_all(dir);
 }
 
 // The detection head on the pipeline's workers (PipelineOptions::detect): for batch 1 and 3, each
