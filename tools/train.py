@@ -17,7 +17,8 @@ and metrics each eval; keeps the epoch with the best mean IoU on the selection s
 
 Selection: by default train on `train`, select on `val`. `--holdout SEQ` pools train and val and
 holds out one sequence (file names start with it: 0001TP, 0006R0, 0016E5) for selection - the
-cross-sequence figure; `--final` trains on train + val for --epochs and exports the last epoch.
+cross-sequence figure; `--final` trains on train + val for --epochs and exports the last epoch;
+`--last` trains on `train` and exports the last epoch (val takes no part: its figures are honest).
 """
 import argparse
 import glob
@@ -267,6 +268,9 @@ def main():
                     help="pool train and val, select on this sequence (e.g. 0001TP), train on the rest")
     ap.add_argument("--final", action="store_true",
                     help="train on train + val for --epochs, export the last epoch (no selection)")
+    ap.add_argument("--last", action="store_true",
+                    help="export the last epoch instead of the best on the selection set (val then "
+                         "takes no part: e.g. a model whose val figures are honest)")
     a = ap.parse_args()
     if a.holdout and a.final:
         raise SystemExit("train: --holdout and --final exclude each other")
@@ -295,6 +299,8 @@ def main():
         xtr, ytr = x_all[~held], y_all[~held]
         xva, yva = (x_all[held], y_all[held]) if a.holdout else (xva, yva)
         selection = f"sequence {a.holdout}" if a.holdout else "none (--final; val shown, not used)"
+    if a.last and not a.final:
+        selection += " shown, not used (--last)"
     print(f"train {tuple(xtr.shape)}  selection set {tuple(xva.shape)} ({selection})  device {dev}",
           flush=True)
 
@@ -366,7 +372,7 @@ def main():
         if epoch % a.eval_every == 0 or last:
             m = metrics(evaluate(net, xva, yva, dev))
             rec.update({k: round(v, 4) for k, v in m.items() if k != "iou"})
-            if a.final or m["mean_iou"] > best:  # --final keeps the last epoch
+            if a.final or a.last or m["mean_iou"] > best:  # --final and --last keep the last epoch
                 best, best_epoch = m["mean_iou"], epoch
                 best_state = {k: v.detach().clone() for k, v in net.state_dict().items()}
         print(json.dumps(rec), flush=True)
