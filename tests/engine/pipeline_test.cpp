@@ -25,6 +25,18 @@ namespace {
 
 Image8 random_image(int w, int h, uint32_t seed) { return test::noise_image(w, h, seed); }
 
+// `count` noise PNGs of w x h in a fresh folder `dir` (emptied first), seeds seed0, seed0 + 1, ...
+std::vector<std::string> noise_pngs(const fs::path& dir, int count, int w, int h, uint32_t seed0 = 0) {
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::vector<std::string> files;
+  for (int i = 0; i < count; ++i) {
+    files.push_back((dir / ("f" + std::to_string(i) + ".png")).string());
+    save_png(files.back(), random_image(w, h, seed0 + uint32_t(i)));
+  }
+  return files;
+}
+
 struct Inputs {
   std::vector<std::string> files;
   std::vector<int> bad;  // indices expected to fail
@@ -104,13 +116,7 @@ TEST(Pipeline, SameLabelsAsTheSingleImagePathForAnyThreadsAndBatch) {
 // labels are still those of the single-image path.
 TEST(Pipeline, ShortLastBatchRunsOnTheFullBatchPlan) {
   const fs::path dir = fs::path(::testing::TempDir()) / ("scenelab_pipeline_tail_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  std::vector<std::string> files;
-  for (int i = 0; i < 7; ++i) {
-    files.push_back((dir / ("img" + std::to_string(i) + ".png")).string());
-    save_png(files.back(), random_image(61, 47, 40 + uint32_t(i)));
-  }
+  const std::vector<std::string> files = noise_pngs(dir, 7, 61, 47, 40);
   const Model m = make_random_model("reference", 5, 4);
   Labeler single(m, std::make_unique<CpuBackend>(2));
   PipelineOptions o;
@@ -218,14 +224,8 @@ class CountingSource : public FileSource {
 }  // namespace
 
 TEST(Pipeline, FramesInFlightNeverExceedTheQueueDepth) {
-  const fs::path dir = fs::path(::testing::TempDir()) / "scenelab_pipeline_depth";
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  std::vector<std::string> files;
-  for (int i = 0; i < 40; ++i) {
-    files.push_back((dir / ("f" + std::to_string(i) + ".png")).string());
-    save_png(files.back(), random_image(48, 48, uint32_t(i)));
-  }
+  const std::vector<std::string> files =
+      noise_pngs(fs::path(::testing::TempDir()) / "scenelab_pipeline_depth", 40, 48, 48);
   const Model m = make_random_model("reference", 3, 1);
   PipelineOptions o;
   o.device = "cpu";
@@ -248,14 +248,8 @@ TEST(Pipeline, FramesInFlightNeverExceedTheQueueDepth) {
 }
 
 TEST(Pipeline, CancelStopsTakingFramesAndReportsWhatWasTaken) {
-  const fs::path dir = fs::path(::testing::TempDir()) / "scenelab_pipeline_cancel";
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  std::vector<std::string> files;
-  for (int i = 0; i < 30; ++i) {
-    files.push_back((dir / ("f" + std::to_string(i) + ".png")).string());
-    save_png(files.back(), random_image(48, 48, uint32_t(i)));
-  }
+  const std::vector<std::string> files =
+      noise_pngs(fs::path(::testing::TempDir()) / "scenelab_pipeline_cancel", 30, 48, 48);
   const Model m = make_random_model("reference", 3, 1);
   PipelineOptions o;
   o.device = "cpu";
