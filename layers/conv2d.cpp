@@ -690,7 +690,9 @@ class Conv2d : public Layer {
  private:
   size_t kdim(const Shape& in) const { return size_t(in.c) * k_ * k_; }
   // Winograd on the CPU: where asked and the kernel allows, or under auto where the layer has the
-  // channels to keep its 64 GEMMs (tiles x cin x cout) efficient (measured: kWinogradMinCin).
+  // input channels to keep its 64 GEMMs (tiles x cin x cout) efficient. Measured (multiscale
+  // 480x360, 2 threads, AVX-512): 3 -> 16 channels 4.19 ms by Winograd against 3.12 by im2col,
+  // 16 -> 64 7.10 against 9.97, 64 -> 256 20.6 against 38.9.
   static constexpr int kWinogradMinCin = 16;
   bool winograd_for(const Shape& in, CpuConv how) const {
     if (!WinogradConv::supported(k_) || how == CpuConv::Gemm) return false;
