@@ -47,7 +47,8 @@ class ContrastNorm : public Layer {
     // per plane: centred values, squared/blurred buffer, horizontal pass; plus edge
     // coefficients (CPU) or the planes' mean deviations (GPU)
     const size_t planes = size_t(in[0].n) * in[0].c;
-    return std::max(planes * in[0].plane() * 3 + size_t(in[0].h + in[0].w),
+    const size_t bands = size_t((in[0].h + band_rows(in[0].h) - 1) / band_rows(in[0].h));
+    return std::max(planes * in[0].plane() * 3 + size_t(in[0].h + in[0].w) + 1 + 2 * planes * bands,
                     contrast_norm_workspace(in[0]));
   }
   // As an epilogue: the GPU's two-pass kernel run by the producer (rgb_to_yuv, converting on
@@ -82,6 +83,12 @@ class ContrastNorm : public Layer {
 #endif
   }
 
+  // In row bands of every plane (an image has few planes: 3 on 2 threads left one idle a third of
+  // the time), in four steps, each over all bands: the horizontal pass of the mean's blur; its
+  // vertical pass and the centred values and their squares; the horizontal pass of the variance's
+  // blur; its vertical pass, the deviations and their sums by band; then the division. The band
+  // size follows the image, not the thread count, and the sums add in band order: results do not
+  // depend on the threads.
   void forward_cpu(const ForwardArgs& a) const override {
     const TensorView &x = a.in[0], &y = a.out;
     const int H = x.shape.h, W = x.shape.w;
@@ -90,27 +97,47 @@ class ContrastNorm : public Layer {
     float* cx = cy + H;
     edge_coef(H, cy);
     edge_coef(W, cx);
-    float* scratch = cx + W;
     const int64_t planes = int64_t(x.shape.n) * x.shape.c;
-    parallel_for(planes, a.threads, [&](int64_t p) {
-      const float* src = x.f32() + size_t(p) * plane;
-      float* dst = y.f32() + size_t(p) * plane;
-      float* tmp = scratch + size_t(p) * plane * 3;
-      float* cen = tmp + plane;
-      float* sq = cen + plane;
-      blur(src, tmp, cen, H, W, cy, cx);  // cen = local mean
-      for (size_t i = 0; i < plane; ++i) {
+    const int rows = band_rows(H), bands = (H + rows - 1) / rows;
+    // a sum per plane and band, 8-byte aligned after the coefficients (the workspace is 64-byte aligned)
+    double* sums = reinterpret_cast<double*>(cy + (size_t(H) + W + 1) / 2 * 2);
+    float* scratch = reinterpret_cast<float*>(sums + planes * bands);
+    auto each_band = [&](auto&& f) {
+      parallel_for(planes * bands, a.threads, [&](int64_t i) {
+        const int64_t p = i / bands;
+        const int y0 = int(i % bands) * rows, y1 = std::min(H, y0 + rows);
+        float* tmp = scratch + size_t(p) * plane * 3;
+        f(p, y0, y1, x.f32() + size_t(p) * plane, tmp, tmp + plane, tmp + 2 * plane);
+      });
+    };
+    each_band([&](int64_t, int y0, int y1, const float* src, float* tmp, float*, float*) {
+      blur_rows(src, tmp, y0, y1, W, cx);
+    });
+    each_band([&](int64_t, int y0, int y1, const float* src, float* tmp, float* cen, float* sq) {
+      blur_columns(tmp, cen, y0, y1, H, W, cy);  // cen = local mean
+      for (size_t i = size_t(y0) * W; i < size_t(y1) * W; ++i) {
         cen[i] = src[i] - cen[i];
         sq[i] = cen[i] * cen[i];
       }
-      blur(sq, tmp, sq, H, W, cy, cx);  // sq = local variance
-      double mean_sd = 0;
-      for (size_t i = 0; i < plane; ++i) {
+    });
+    each_band([&](int64_t, int y0, int y1, const float*, float* tmp, float*, float* sq) {
+      blur_rows(sq, tmp, y0, y1, W, cx);
+    });
+    each_band([&](int64_t p, int y0, int y1, const float*, float* tmp, float*, float* sq) {
+      blur_columns(tmp, sq, y0, y1, H, W, cy);  // sq = local variance
+      double s = 0;
+      for (size_t i = size_t(y0) * W; i < size_t(y1) * W; ++i) {
         sq[i] = std::sqrt(std::max(sq[i], 0.f));
-        mean_sd += sq[i];
+        s += sq[i];
       }
+      sums[p * bands + y0 / rows] = s;
+    });
+    each_band([&](int64_t p, int y0, int y1, const float*, float*, float* cen, float* sq) {
+      double mean_sd = 0;
+      for (int b = 0; b < bands; ++b) mean_sd += sums[p * bands + b];
       const float thr = std::max(float(mean_sd / double(plane)), eps_);
-      for (size_t i = 0; i < plane; ++i) dst[i] = cen[i] / std::max(sq[i], thr);
+      float* dst = y.f32() + size_t(p) * plane;
+      for (size_t i = size_t(y0) * W; i < size_t(y1) * W; ++i) dst[i] = cen[i] / std::max(sq[i], thr);
     });
   }
 
@@ -138,29 +165,47 @@ class ContrastNorm : public Layer {
       coef[i] = float(1.0 / s);
     }
   }
-  // out = separable zero-padded Gaussian of in, divided by the window mass inside the image.
-  // `out` may alias `in`; `tmp` must not.
-  void blur(const float* in, float* tmp, float* out, int H, int W, const float* cy,
-            const float* cx) const {
+  static constexpr int kMinBands = 8;  // row bands a plane is cut into at least (where it has them)
+  static int band_rows(int H) { return std::max(1, (H + kMinBands - 1) / kMinBands); }
+  // The separable zero-padded Gaussian, divided by the window mass inside the image: rows y0..y1
+  // of its horizontal pass (in -> tmp), then of its vertical pass (tmp -> out, which needs every
+  // tmp row of the window: after all bands' horizontal passes). Each tap's products are added in
+  // tap order, pixels side by side (the vector lanes), as the per-pixel loop did before.
+  void blur_rows(const float* in, float* tmp, int y0, int y1, int W, const float* cx) const {
     const int r = size_ / 2;
-    for (int yy = 0; yy < H; ++yy) {
+    const float* g = kernel_f_.data();
+    const int x0 = std::min(r, W), x1 = std::max(x0, W - r);  // pixels whose window is inside
+    for (int yy = y0; yy < y1; ++yy) {
       const float* row = in + size_t(yy) * W;
       float* t = tmp + size_t(yy) * W;
-      for (int xx = 0; xx < W; ++xx) {
+      auto edge = [&](int xx) {
         const int lo = std::max(-r, -xx), hi = std::min(r, W - 1 - xx);
         float s = 0;
-        for (int k = lo; k <= hi; ++k) s += float(kernel_[size_t(k + r)]) * row[xx + k];
+        for (int k = lo; k <= hi; ++k) s += g[k + r] * row[xx + k];
         t[xx] = s * cx[xx];
+      };
+      for (int xx = 0; xx < x0; ++xx) edge(xx);
+      for (int xx = x0; xx < x1; ++xx) t[xx] = g[0] * row[xx - r];
+      for (int k = 1; k <= 2 * r; ++k) {
+        const float gk = g[k];
+        const float* src = row + k - r;
+        for (int xx = x0; xx < x1; ++xx) t[xx] += gk * src[xx];
       }
+      for (int xx = x0; xx < x1; ++xx) t[xx] *= cx[xx];
+      for (int xx = x1; xx < W; ++xx) edge(xx);
     }
-    for (int yy = 0; yy < H; ++yy) {
+  }
+  void blur_columns(const float* tmp, float* out, int y0, int y1, int H, int W, const float* cy) const {
+    const int r = size_ / 2;
+    const float* g = kernel_f_.data();
+    for (int yy = y0; yy < y1; ++yy) {
       const int lo = std::max(-r, -yy), hi = std::min(r, H - 1 - yy);
       float* o = out + size_t(yy) * W;
       for (int xx = 0; xx < W; ++xx) o[xx] = 0;
       for (int k = lo; k <= hi; ++k) {
-        const float g = float(kernel_[size_t(k + r)]);
+        const float gk = g[k + r];
         const float* t = tmp + size_t(yy + k) * W;
-        for (int xx = 0; xx < W; ++xx) o[xx] += g * t[xx];
+        for (int xx = 0; xx < W; ++xx) o[xx] += gk * t[xx];
       }
       for (int xx = 0; xx < W; ++xx) o[xx] *= cy[yy];
     }

@@ -26,6 +26,23 @@ TEST(ContrastNorm, ImageSmallerThanWindowAndCustomSigma) {
   EXPECT_LT(rel_error(r.out.view(), ref_contrast_norm(to_ref(x.view()), 13, 2.0, 1e-4)), 1e-5);
 }
 
+// Batch 2, odd sizes (rows not a multiple of the band count, one image narrower than the window
+// and one wider), any thread count: against float64, and the same bits for 1, 2, 3 and 7 threads
+// (the row bands and the order of the deviation sums follow the image, not the threads).
+TEST(ContrastNorm, RowBandsAnyThreadCountSameBits) {
+  for (const Shape in : {Shape(2, 3, 61, 47), Shape(1, 3, 9, 130), Shape(2, 1, 3, 11)}) {
+    Tensor x = random_tensor(in, 23, 0.f, 1.f);
+    LayerRun one = run_layer("y = contrast_norm(x0) size=13", {&x}, {}, 1);
+    EXPECT_LT(rel_error(one.out.view(), ref_contrast_norm(to_ref(x.view()), 13, 3.25, 1e-4)), 1e-5) << in.str();
+    for (int threads : {2, 3, 7}) {
+      LayerRun many = run_layer("y = contrast_norm(x0) size=13", {&x}, {}, threads);
+      size_t differ = 0;
+      for (size_t i = 0; i < one.out.numel(); ++i) differ += one.out[i] != many.out[i];
+      EXPECT_EQ(differ, 0u) << in.str() << ", " << threads << " threads";
+    }
+  }
+}
+
 TEST(ContrastNorm, ConstantImageGivesZerosNotNaN) {
   Tensor x(Shape(1, 3, 20, 30), 0.5f);
   LayerRun r = run_layer("y = contrast_norm(x0)", {&x}, {});
