@@ -247,12 +247,14 @@ int main(int argc, char** argv) {
       std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
         return eval[k][a].result().ap50 > eval[k][b].result().ap50;
       });
-      for (size_t i = 0; i < std::min<size_t>(order.size(), 12); ++i) {
+      // The table: the 12 best settings by AP50; the JSON: every setting (for choosing by other
+      // rules, e.g. a bound on boxes per object over several sequences).
+      for (size_t i = 0; i < order.size(); ++i) {
         const size_t g = order[i];
         const auto r = eval[k][g].result();
         const std::string& name = model.class_names[size_t(classes[k])];
         const std::string set = method == "components" ? "area" : grid[g].empty() ? "default" : grid[g];
-        std::fprintf(human, "| %s | %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.2f | %.2f | %zu |\n", name.c_str(),
+        if (i < 12) std::fprintf(human, "| %s | %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.2f | %.2f | %zu |\n", name.c_str(),
                      set.c_str(), r.ap50, r.ap50_11pt, r.ap, r.ap75, r.recall50,
                      images ? double(r.detections) / double(images) : 0.0,
                      r.truth ? double(r.detections) / double(r.truth) : 0.0, r.truth);
