@@ -38,3 +38,18 @@ TEST(Upsample, GeometryAlignPlacesCoarseCentresOnInputPixels) {
   for (int j = 0; j < 83; ++j) sx.push_back((j - 22.5) / 4);
   EXPECT_LT(rel_error(r.out.view(), ref_resample(to_ref(x.view()), 71, 83, sy, sx, true)), 1e-6);
 }
+
+// Shrinking (each output row reads rows the previous one did not: the CPU path's two resampled
+// rows are replaced every row) and enlarging on 1 and 3 threads, batch 2.
+TEST(Upsample, BilinearShrinkAndThreads) {
+  for (int threads : {1, 3})
+    for (const auto& [h, w] : {std::pair{9, 14}, std::pair{50, 70}}) {
+      Tensor x = random_tensor(Shape(2, 3, 23, 31), 33), ref(Shape(2, 1, h, w), 0.f);
+      LayerRun r = run_layer("y = upsample(x0, x1) mode=bilinear", {&x, &ref}, {}, threads);
+      std::vector<double> sy, sx;
+      for (int i = 0; i < h; ++i) sy.push_back(std::max((i + 0.5) * 23 / h - 0.5, 0.0));
+      for (int j = 0; j < w; ++j) sx.push_back(std::max((j + 0.5) * 31 / w - 0.5, 0.0));
+      EXPECT_LT(rel_error(r.out.view(), ref_resample(to_ref(x.view()), h, w, sy, sx, true)), 1e-6)
+          << h << "x" << w << ", " << threads << " threads";
+    }
+}
