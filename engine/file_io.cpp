@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 
@@ -43,37 +44,58 @@ bool write_all(int fd, const void* data, size_t bytes) {
   return true;
 }
 
+std::atomic<unsigned> tmp_counter{0};
+std::string temporary_name(const std::string& path) {
+  return str_cat(path, ".tmp.", ::getpid(), ".", tmp_counter++);
+}
+
+#if defined(__linux__) && defined(O_TMPFILE)
+// The process's umask now, from /proc/self/status (Linux 4.7+) without changing it: umask() is
+// the only other way to read it, and it sets the mask for every thread while it does (files
+// another thread creates meanwhile would get the wrong mode). -1 where it cannot be read (the
+// unnamed-file path is then not used).
+int process_umask() {
+  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen("/proc/self/status", "re"), std::fclose);
+  char line[256];
+  while (f && std::fgets(line, sizeof line, f.get()))
+    if (std::strncmp(line, "Umask:", 6) == 0) return int(std::strtol(line + 6, nullptr, 8));
+  return -1;
+}
+#endif
+
 // Linux: the bytes into an unnamed file of the folder (O_TMPFILE), linked under `path` once
 // whole: one directory entry made instead of a temporary name created and then renamed (on the
 // GPU machine's disk 16 threads writing small PNGs spent most of their time on those two
-// directory operations). False where this cannot apply (no O_TMPFILE on the file system, /proc
-// not mounted, or `path` exists: replacing it takes the rename); errors other than those throw.
-bool write_new_file_linked(const std::string& path, const void* data, size_t bytes) {
+// directory operations). Where `path` exists the written file is linked under a temporary name
+// and renamed over it (replacing stays atomic; nothing is written twice). False where this cannot
+// apply (no O_TMPFILE on the file system, /proc not mounted, the umask unknown); other errors throw.
+bool write_file_linked(const std::string& path, const void* data, size_t bytes) {
 #if defined(__linux__) && defined(O_TMPFILE)
+  const int mask = process_umask();
+  if (mask < 0) return false;
   const size_t slash = path.find_last_of('/');
   const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
   const int fd = ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
   if (fd < 0) return false;
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  if (!write_all(fd, data, bytes)) throw_error(path, ": cannot write (", std::strerror(errno), ")");
+  // O_TMPFILE's mode is not filtered by the umask as open(O_CREAT)'s is
+  if (::fchmod(fd, mode_t(0666 & ~mask)) != 0) throw_error(path, ": cannot write (", std::strerror(errno), ")");
   char proc[48];
   std::snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
-  const bool ok = write_all(fd, data, bytes);
-  const int e = errno;
-  if (!ok) {
-    ::close(fd);
+  if (::linkat(AT_FDCWD, proc, AT_FDCWD, path.c_str(), AT_SYMLINK_FOLLOW) == 0) return true;
+  if (errno == ENOENT || errno == EPERM || errno == EXDEV || errno == EOPNOTSUPP) return false;
+  if (errno != EEXIST) throw_error(path, ": cannot write (", std::strerror(errno), ")");
+  const std::string tmp = temporary_name(path);
+  if (::linkat(AT_FDCWD, proc, AT_FDCWD, tmp.c_str(), AT_SYMLINK_FOLLOW) != 0 ||
+      std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int e = errno;
+    std::remove(tmp.c_str());
     throw_error(path, ": cannot write (", std::strerror(e), ")");
   }
-  // fchmod: O_TMPFILE's mode is not filtered by the umask as open(O_CREAT)'s is
-  const mode_t mask = ::umask(0);
-  ::umask(mask);
-  (void)::fchmod(fd, 0666 & ~mask);
-  const bool linked = ::linkat(AT_FDCWD, proc, AT_FDCWD, path.c_str(), AT_SYMLINK_FOLLOW) == 0;
-  const int le = errno;
-  const bool closed = ::close(fd) == 0;
-  if (!linked) {
-    if (le == EEXIST || le == ENOENT || le == EPERM || le == EXDEV || le == EOPNOTSUPP) return false;
-    throw_error(path, ": cannot write (", std::strerror(le), ")");
-  }
-  SL_REQUIRE(closed, path, ": cannot write (", std::strerror(errno), ")");
   return true;
 #else
   (void)path, (void)data, (void)bytes;
@@ -84,9 +106,8 @@ bool write_new_file_linked(const std::string& path, const void* data, size_t byt
 }  // namespace
 
 void write_file_atomic(const std::string& path, const void* data, size_t bytes) {
-  if (write_new_file_linked(path, data, bytes)) return;
-  static std::atomic<unsigned> counter{0};
-  const std::string tmp = str_cat(path, ".tmp.", ::getpid(), ".", counter++);
+  if (write_file_linked(path, data, bytes)) return;
+  const std::string tmp = temporary_name(path);
   FILE* f = std::fopen(tmp.c_str(), "wb");
   if (!f) throw_error(path, ": cannot write (", std::strerror(errno), ")");
   const bool ok = bytes == 0 || std::fwrite(data, 1, bytes, f) == bytes;

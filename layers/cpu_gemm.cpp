@@ -1,12 +1,11 @@
 #include "layers/cpu_gemm.h"
 
-#include <Eigen/Core>
-#include <algorithm>
 #ifdef __AVX512F__
 #include <immintrin.h>
-#endif
-#ifdef SCENELAB_WITH_OPENBLAS
+#elif defined(SCENELAB_WITH_OPENBLAS)
 #include <cblas.h>
+#else
+#include <Eigen/Core>
 #endif
 
 namespace scenelab {
