@@ -10,6 +10,7 @@
 #include <libdeflate.h>
 #endif
 #include <png.h>
+#include <zlib.h>
 #include <stb/stb_image.h>
 #include <stb/stb_image_write.h>
 
@@ -20,6 +21,7 @@
 
 #include "engine/error.h"
 #include "engine/file_io.h"
+#include "engine/png_deflate.h"
 
 namespace scenelab {
 namespace {
@@ -328,8 +330,15 @@ std::vector<uint8_t> encode_png_libpng(const Image8& img, const PngOptions& opt)
   return out;
 }
 
-#ifdef SCENELAB_WITH_LIBDEFLATE
 namespace {
+
+uint32_t crc32_of(const uint8_t* p, size_t n) {
+#ifdef SCENELAB_WITH_LIBDEFLATE
+  return libdeflate_crc32(0, p, n);
+#else
+  return uint32_t(crc32(crc32(0L, Z_NULL, 0), p, uInt(n)));  // a chunk is < 2^31 bytes
+#endif
+}
 
 void put32(std::vector<uint8_t>& o, uint32_t v) {
   const uint8_t b[4] = {uint8_t(v >> 24), uint8_t(v >> 16), uint8_t(v >> 8), uint8_t(v)};
@@ -340,7 +349,7 @@ void put32(std::vector<uint8_t>& o, uint32_t v) {
 void close_chunk(std::vector<uint8_t>& o, size_t start) {
   const size_t len = o.size() - start - 8;
   for (int k = 0; k < 4; ++k) o[start + size_t(k)] = uint8_t(len >> (24 - 8 * k));
-  put32(o, libdeflate_crc32(0, o.data() + start + 4, len + 4));
+  put32(o, crc32_of(o.data() + start + 4, len + 4));
 }
 
 size_t open_chunk(std::vector<uint8_t>& o, const char type[4]) {
@@ -350,6 +359,7 @@ size_t open_chunk(std::vector<uint8_t>& o, const char type[4]) {
   return start;
 }
 
+#ifdef SCENELAB_WITH_LIBDEFLATE
 struct Compressor {
   libdeflate_compressor* c = nullptr;
   int level = -1;
@@ -357,40 +367,52 @@ struct Compressor {
     if (c) libdeflate_free_compressor(c);
   }
 };
+#endif
 
 }  // namespace
 
-// The container written here (signature, IHDR, PLTE, one IDAT, IEND; every row "up"-filtered),
-// the deflate stream by libdeflate: 2.4x faster than zlib at level 1 for the same size on a
-// 480x360 photo (docs/BENCHMARKS.md).
+// The container written here: signature, IHDR, PLTE, one IDAT, IEND, the IDAT's zlib stream by
+// our coder or by libdeflate (PngCoder).
 std::vector<uint8_t> encode_png(const Image8& img, const PngOptions& opt) {
   check_png_input(img, opt);
-  SL_REQUIRE(opt.level >= 0 && opt.level <= 12, "encode_png: level ", opt.level, " not in 0..12");
-  thread_local Compressor comp;
+  const bool huffman = opt.coder == PngCoder::Huffman;
+  SL_REQUIRE(huffman || (opt.level >= 0 && opt.level <= 12), "encode_png: level ", opt.level,
+             " not in 0..12");
+#ifndef SCENELAB_WITH_LIBDEFLATE
+  if (!huffman) return encode_png_libpng(img, opt);
+#endif
   thread_local std::vector<uint8_t> filtered;
-  if (!comp.c || comp.level != opt.level) {
-    if (comp.c) libdeflate_free_compressor(comp.c);
-    comp.c = libdeflate_alloc_compressor(opt.level);
-    comp.level = opt.level;
-    SL_REQUIRE(comp.c, "encode_png: out of memory");
-  }
   const size_t stride = size_t(img.width) * img.channels, h = size_t(img.height);
   filtered.resize((stride + 1) * h);
   const uint8_t* px = img.pixels.data();
-  for (size_t y = 0; y < h; ++y) {
-    uint8_t* row = &filtered[y * (stride + 1)];
-    row[0] = 2;  // up
-    const uint8_t* cur = px + y * stride;
-    if (y == 0) {
-      std::memcpy(row + 1, cur, stride);
-    } else {
-      const uint8_t* prev = cur - stride;
-      for (size_t x = 0; x < stride; ++x) row[1 + x] = uint8_t(cur[x] - prev[x]);
+  size_t bound = huffman_zlib_bound(filtered.size());
+#ifdef SCENELAB_WITH_LIBDEFLATE
+  thread_local Compressor comp;
+  if (!huffman) {
+    if (!comp.c || comp.level != opt.level) {
+      if (comp.c) libdeflate_free_compressor(comp.c);
+      comp.c = libdeflate_alloc_compressor(opt.level);
+      comp.level = opt.level;
+      SL_REQUIRE(comp.c, "encode_png: out of memory");
     }
+    for (size_t y = 0; y < h; ++y) {
+      uint8_t* row = &filtered[y * (stride + 1)];
+      row[0] = 2;  // up
+      const uint8_t* cur = px + y * stride;
+      if (y == 0) {
+        std::memcpy(row + 1, cur, stride);
+      } else {
+        const uint8_t* prev = cur - stride;
+        for (size_t x = 0; x < stride; ++x) row[1 + x] = uint8_t(cur[x] - prev[x]);
+      }
+    }
+    bound = libdeflate_zlib_compress_bound(comp.c, filtered.size());
   }
+#endif
+  if (huffman) png_filter_rows(px, size_t(img.width), h, size_t(img.channels), filtered.data());
   static const uint8_t types[5] = {0, 0, 4, 2, 6};
   std::vector<uint8_t> o;
-  o.reserve(libdeflate_zlib_compress_bound(comp.c, filtered.size()) + 64 + 3 * opt.palette.size());
+  o.reserve(bound + 64 + 3 * opt.palette.size());
   static const uint8_t sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
   o.insert(o.end(), sig, sig + 8);
   size_t c = open_chunk(o, "IHDR");
@@ -406,9 +428,15 @@ std::vector<uint8_t> encode_png(const Image8& img, const PngOptions& opt) {
   }
   c = open_chunk(o, "IDAT");
   const size_t at = o.size();
-  o.resize(at + libdeflate_zlib_compress_bound(comp.c, filtered.size()));
-  const size_t n = libdeflate_zlib_compress(comp.c, filtered.data(), filtered.size(), o.data() + at,
-                                            o.size() - at);
+  o.resize(at + bound);
+  size_t n = 0;
+  if (huffman) {
+    n = huffman_zlib_compress(filtered.data(), filtered.size(), o.data() + at);
+  } else {
+#ifdef SCENELAB_WITH_LIBDEFLATE
+    n = libdeflate_zlib_compress(comp.c, filtered.data(), filtered.size(), o.data() + at, bound);
+#endif
+  }
   SL_REQUIRE(n > 0, "encode_png: compression failed");
   o.resize(at + n);
   close_chunk(o, c);
@@ -416,9 +444,6 @@ std::vector<uint8_t> encode_png(const Image8& img, const PngOptions& opt) {
   close_chunk(o, c);
   return o;
 }
-#else
-std::vector<uint8_t> encode_png(const Image8& img, const PngOptions& opt) { return encode_png_libpng(img, opt); }
-#endif
 
 std::vector<uint8_t> encode_png_stb(const Image8& img) {
   std::vector<uint8_t> out;

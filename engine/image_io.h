@@ -36,15 +36,22 @@ Image8 load_label_image(const std::string& path, const ImageLimits& limits = Ima
 Image8 decode_label_image(const uint8_t* data, size_t size, const std::string& name,
                           const ImageLimits& limits = ImageLimits{});
 
+enum class PngCoder {
+  Huffman,  // rows filtered by the best of four filters each, our Huffman-and-runs coder
+            // (engine/png_deflate.h): the fastest (docs/BENCHMARKS.md measures the choice)
+  Deflate,  // every row "up"-filtered, libdeflate at `level` (libpng + zlib without libdeflate)
+};
+
 struct PngOptions {
-  int level = 1;  // zlib level: 1 is the fast one (docs/BENCHMARKS.md measures the choice)
+  PngCoder coder = PngCoder::Huffman;
+  int level = 1;  // PngCoder::Deflate's level, 0..12 (zlib's 0..9 without libdeflate)
   // An indexed-colour PNG: img is 1 channel of indices into this palette (e.g. a class map
   // written as its colours, a third of the bytes of RGB and nothing to expand).
   std::vector<std::array<uint8_t, 3>> palette;
 };
-// Our PNG writer: the deflate stream by libdeflate where the build has it (else libpng's writer).
+// Our PNG writer (the coder as opt.coder says).
 std::vector<uint8_t> encode_png(const Image8& img, const PngOptions& opt = PngOptions{});
-// libpng + zlib at the same level and filter, and stb_image_write: the measured alternatives
+// libpng + zlib at opt.level with the "up" filter, and stb_image_write: the measured alternatives
 // (tools/bench_png).
 std::vector<uint8_t> encode_png_libpng(const Image8& img, const PngOptions& opt = PngOptions{});
 void save_png(const std::string& path, const Image8& img, const PngOptions& opt = PngOptions{});

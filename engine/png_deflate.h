@@ -1,0 +1,25 @@
+// The PNG writer's fast path: row filters chosen per row and a deflate coder made for filtered
+// image rows. A photo's filtered rows are close to noise for LZ77 (zlib level 1 finds few long
+// matches in them), so the coder spends no time searching: it codes literals with a Huffman table
+// built for each ~64 KiB segment (the statistics of a 480x360 overlay change down the frame:
+// 4% smaller than one table) and runs of one repeated byte as distance-1 matches (flat areas,
+// label maps). RFC 1950 (zlib) around RFC 1951 (deflate); any inflater reads it.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace scenelab {
+
+// Most bytes huffman_zlib_compress writes for n input bytes (stored blocks are the fallback
+// where coding would not shrink a segment), with 8 bytes of slack for its word-wide stores.
+size_t huffman_zlib_bound(size_t n);
+// Writes the zlib stream of in[0, n) to out (capacity >= huffman_zlib_bound(n)); returns its size.
+size_t huffman_zlib_compress(const uint8_t* in, size_t n, uint8_t* out);
+
+// PNG filtering (ISO 15948 section 9): for each of h rows of w pixels of bpp bytes, the filter
+// among sub, up, average and Paeth whose residuals have the least sum of |r| as signed bytes
+// (the rule libpng's adaptive filtering uses); out gets h * (1 + w * bpp) bytes, each row its
+// filter type then its residuals.
+void png_filter_rows(const uint8_t* px, size_t w, size_t h, size_t bpp, uint8_t* out);
+
+}  // namespace scenelab
