@@ -381,14 +381,15 @@ std::vector<uint8_t> encode_png(const Image8& img, const PngOptions& opt) {
 #ifndef SCENELAB_WITH_LIBDEFLATE
   if (!huffman) return encode_png_libpng(img, opt);
 #endif
-  thread_local std::vector<uint8_t> filtered;
-  const size_t stride = size_t(img.width) * img.channels, h = size_t(img.height);
-  filtered.resize((stride + 1) * h);
+  const size_t w = size_t(img.width), h = size_t(img.height), bpp = size_t(img.channels);
   const uint8_t* px = img.pixels.data();
-  size_t bound = huffman_zlib_bound(filtered.size());
+  size_t bound = png_zlib_bound(w, h, bpp);
 #ifdef SCENELAB_WITH_LIBDEFLATE
+  thread_local std::vector<uint8_t> filtered;
+  const size_t stride = w * bpp;
   thread_local Compressor comp;
   if (!huffman) {
+    filtered.resize((stride + 1) * h);
     if (!comp.c || comp.level != opt.level) {
       if (comp.c) libdeflate_free_compressor(comp.c);
       comp.c = libdeflate_alloc_compressor(opt.level);
@@ -409,10 +410,22 @@ std::vector<uint8_t> encode_png(const Image8& img, const PngOptions& opt) {
     bound = libdeflate_zlib_compress_bound(comp.c, filtered.size());
   }
 #endif
-  if (huffman) png_filter_rows(px, size_t(img.width), h, size_t(img.channels), filtered.data());
+  // The zlib stream first, into a buffer each thread keeps (not zero-filled per image), then
+  // the file around it at its exact size.
+  thread_local std::vector<uint8_t> z;
+  if (z.size() < bound) z.resize(bound);
+  size_t n = 0;
+  if (huffman) {
+    n = png_zlib_stream(px, w, h, bpp, z.data());
+  } else {
+#ifdef SCENELAB_WITH_LIBDEFLATE
+    n = libdeflate_zlib_compress(comp.c, filtered.data(), filtered.size(), z.data(), bound);
+#endif
+  }
+  SL_REQUIRE(n > 0, "encode_png: compression failed");
   static const uint8_t types[5] = {0, 0, 4, 2, 6};
   std::vector<uint8_t> o;
-  o.reserve(bound + 64 + 3 * opt.palette.size());
+  o.reserve(n + 8 + 25 + 12 + 3 * opt.palette.size() + 12 + 12);
   static const uint8_t sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
   o.insert(o.end(), sig, sig + 8);
   size_t c = open_chunk(o, "IHDR");
@@ -427,18 +440,7 @@ std::vector<uint8_t> encode_png(const Image8& img, const PngOptions& opt) {
     close_chunk(o, c);
   }
   c = open_chunk(o, "IDAT");
-  const size_t at = o.size();
-  o.resize(at + bound);
-  size_t n = 0;
-  if (huffman) {
-    n = huffman_zlib_compress(filtered.data(), filtered.size(), o.data() + at);
-  } else {
-#ifdef SCENELAB_WITH_LIBDEFLATE
-    n = libdeflate_zlib_compress(comp.c, filtered.data(), filtered.size(), o.data() + at, bound);
-#endif
-  }
-  SL_REQUIRE(n > 0, "encode_png: compression failed");
-  o.resize(at + n);
+  o.insert(o.end(), z.data(), z.data() + n);
   close_chunk(o, c);
   c = open_chunk(o, "IEND");
   close_chunk(o, c);

@@ -29,11 +29,11 @@ constexpr size_t kSegment = 65535;
 constexpr int kLitLenSymbols = 286, kCodeLenSymbols = 19;
 constexpr int kLitLenLimit = 15, kCodeLenLimit = 7;
 
-uint32_t adler32_of(const uint8_t* p, size_t n) {
+uint32_t adler32_of(uint32_t adler, const uint8_t* p, size_t n) {
 #ifdef SCENELAB_WITH_LIBDEFLATE
-  return libdeflate_adler32(1, p, n);
+  return libdeflate_adler32(adler, p, n);
 #else
-  uLong a = adler32(0L, Z_NULL, 0);
+  uLong a = adler;
   while (n > 0) {  // zlib's length is a uInt
     const uInt k = uInt(std::min<size_t>(n, 1u << 30));
     a = adler32(a, p, k);
@@ -377,25 +377,43 @@ void segment_block(BitWriter& w, const uint8_t* d, size_t n, bool last) {
 
 }  // namespace
 
-size_t huffman_zlib_bound(size_t n) {
-  const size_t segments = std::max<size_t>(1, (n + kSegment - 1) / kSegment);
-  return 2 + n + 5 * segments + 4 + 8;
+size_t huffman_zlib_bound(size_t n, size_t pieces) {
+  return 2 + n + 5 * std::max<size_t>(1, pieces) + 4 + 8;
+}
+size_t huffman_zlib_bound(size_t n) { return huffman_zlib_bound(n, (n + kSegment - 1) / kSegment); }
+
+HuffmanZlibWriter::HuffmanZlibWriter(uint8_t* out) : out_(out), p_(out + 2) {
+  out[0] = 0x78;  // deflate, 32 KiB window
+  out[1] = 0x01;  // "fastest" level; 0x7801 is a multiple of 31 as the header check asks
+}
+
+void HuffmanZlibWriter::piece(const uint8_t* d, size_t n, bool last) {
+  BitWriter w{p_, buf_, bits_};
+  for (size_t at = 0; at < n || (at == 0 && last); at += kSegment) {
+    const size_t k = std::min(kSegment, n - at);
+    const bool end = last && at + k == n;
+    if (k == 0) {
+      stored_block(w, d, 0, true);
+      break;
+    }
+    segment_block(w, d + at, k, end);
+  }
+  p_ = w.p, buf_ = w.buf, bits_ = w.n;
+  adler_ = adler32_of(adler_, d, n);
+}
+
+size_t HuffmanZlibWriter::finish() {
+  BitWriter w{p_, buf_, bits_};
+  w.align();
+  const uint8_t tail[4] = {uint8_t(adler_ >> 24), uint8_t(adler_ >> 16), uint8_t(adler_ >> 8), uint8_t(adler_)};
+  std::memcpy(w.p, tail, 4);
+  return size_t(w.p + 4 - out_);
 }
 
 size_t huffman_zlib_compress(const uint8_t* in, size_t n, uint8_t* out) {
-  out[0] = 0x78;  // deflate, 32 KiB window
-  out[1] = 0x01;  // "fastest" level; 0x7801 is a multiple of 31 as the header check asks
-  BitWriter w{out + 2};
-  if (n == 0) stored_block(w, in, 0, true);
-  for (size_t at = 0; at < n; at += kSegment) {
-    const size_t k = std::min(kSegment, n - at);
-    segment_block(w, in + at, k, at + k == n);
-  }
-  w.align();
-  const uint32_t a = adler32_of(in, n);
-  const uint8_t tail[4] = {uint8_t(a >> 24), uint8_t(a >> 16), uint8_t(a >> 8), uint8_t(a)};
-  std::memcpy(w.p, tail, 4);
-  return size_t(w.p + 4 - out);
+  HuffmanZlibWriter z(out);
+  z.piece(in, n, true);
+  return z.finish();
 }
 
 namespace {
@@ -442,7 +460,10 @@ void filter_candidates(const uint8_t* __restrict cur, const uint8_t* __restrict 
 
 }  // namespace
 
-void png_filter_rows(const uint8_t* px, size_t w, size_t h, size_t bpp, uint8_t* out) {
+namespace {
+
+// Rows [y0, y1) of the image filtered into out (the row above y0 is px's row y0 - 1).
+void filter_rows(const uint8_t* px, size_t w, size_t y0, size_t y1, size_t bpp, uint8_t* out) {
   const size_t s = w * bpp;
   thread_local std::vector<uint8_t> zero, cand;
   if (zero.size() < s) zero.assign(s, 0);
@@ -454,7 +475,7 @@ void png_filter_rows(const uint8_t* px, size_t w, size_t h, size_t bpp, uint8_t*
   // Ties go to the earlier filter in this order: up, Paeth, sub, average.
   const uint8_t* rows[4] = {up, pae, sub, avg};
   static const uint8_t type[4] = {2, 4, 1, 3};
-  for (size_t y = 0; y < h; ++y) {
+  for (size_t y = y0; y < y1; ++y) {
     const uint8_t* cur = px + y * s;
     const uint8_t* prev = y ? cur - s : zero.data();
     uint32_t sum[4];
@@ -467,10 +488,41 @@ void png_filter_rows(const uint8_t* px, size_t w, size_t h, size_t bpp, uint8_t*
     int best = 0;
     for (int k = 1; k < 4; ++k)
       if (sum[k] < sum[best]) best = k;
-    uint8_t* o = out + y * (s + 1);
+    uint8_t* o = out + (y - y0) * (s + 1);
     o[0] = type[best];
     std::memcpy(o + 1, rows[best], s);
   }
+}
+
+}  // namespace
+
+void png_filter_rows(const uint8_t* px, size_t w, size_t h, size_t bpp, uint8_t* out) {
+  filter_rows(px, w, 0, h, bpp, out);
+}
+
+namespace {
+// Whole filtered rows per piece: as many as one segment holds (a row longer than that is a piece
+// of its own, coded in several segments).
+size_t rows_per_piece(size_t w, size_t bpp) { return std::max<size_t>(1, kSegment / (w * bpp + 1)); }
+}  // namespace
+
+size_t png_zlib_bound(size_t w, size_t h, size_t bpp) {
+  const size_t row = w * bpp + 1, per = rows_per_piece(w, bpp);
+  const size_t segments = per > 1 ? (h + per - 1) / per : h * ((row + kSegment - 1) / kSegment);
+  return huffman_zlib_bound(row * h, segments);
+}
+
+size_t png_zlib_stream(const uint8_t* px, size_t w, size_t h, size_t bpp, uint8_t* out) {
+  const size_t row = w * bpp + 1, per = rows_per_piece(w, bpp);
+  thread_local std::vector<uint8_t> piece;
+  if (piece.size() < per * row) piece.resize(per * row);
+  HuffmanZlibWriter z(out);
+  for (size_t y = 0; y < h; y += per) {
+    const size_t y1 = std::min(h, y + per);
+    filter_rows(px, w, y, y1, bpp, piece.data());
+    z.piece(piece.data(), (y1 - y) * row, y1 == h);
+  }
+  return z.finish();
 }
 
 }  // namespace scenelab

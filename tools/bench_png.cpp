@@ -3,11 +3,14 @@
 // 1, "up" filter), libpng + zlib (level 1, "up" filter) and stb_image_write (its own deflate). Median ms of --runs encodings of each on one thread, output bytes, and the
 // decoded pixels checked equal to the input. Images: an overlay (a photo blended with a label
 // map, as label_image writes it), the colour labels (indexed colour) and the class indices.
-//   bench_png IMAGE.jpg [--runs 15]
+// --threads N: the overlay also encoded by N threads at once (each --runs times), as
+// label_image's writers do on a busy machine: median ms of one encoding and encodings a second.
+//   bench_png IMAGE.jpg [--runs 15] [--threads N]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <functional>
+#include <thread>
 #include <vector>
 
 #include "engine/image_io.h"
@@ -18,12 +21,13 @@ using namespace scenelab;
 
 int main(int argc, char** argv) {
   try {
-    Cli cli(argc, argv, {"runs"}, {"help"});
+    Cli cli(argc, argv, {"runs", "threads"}, {"help"});
     if (cli.has("help") || cli.positional().empty()) {
-      std::puts("usage: bench_png IMAGE [--runs 15]");
+      std::puts("usage: bench_png IMAGE [--runs 15] [--threads N]");
       return cli.has("help") ? 0 : 2;
     }
     const int runs = std::max(1, cli.get_int("runs", 15));
+    const int threads = std::max(0, cli.get_int("threads", 0));
     const Image8 photo = load_image(cli.positional()[0], 3);
     // A label map with regions like a scene's: horizontal bands broken by blobs.
     LabelMap m{photo.width, photo.height, std::vector<uint8_t>(size_t(photo.width) * photo.height)};
@@ -69,6 +73,31 @@ int main(int argc, char** argv) {
         SL_REQUIRE(!c.opt.palette.empty() || back.pixels == c.img->pixels, name, ": decoded pixels differ");
         std::sort(t.begin(), t.end());
         std::printf("| %s | %s | %.2f | %zu |\n", c.what, name, t[t.size() / 2], bytes.size());
+      }
+    }
+    if (threads > 0) {
+      std::printf("\n| overlay writer | threads | ms per encoding (median) | encodings/s |\n|---|---|---|---|\n");
+      PngOptions deflate;
+      deflate.coder = PngCoder::Deflate;
+      for (const auto& [name, opt] : {std::pair<const char*, PngOptions>{"ours (Huffman + runs)", PngOptions{}},
+                                      {"ours (libdeflate 1)", deflate}}) {
+        std::vector<std::vector<double>> per{size_t(threads)};
+        const auto t0 = std::chrono::steady_clock::now();
+        std::vector<std::thread> pool;
+        for (int k = 0; k < threads; ++k)
+          pool.emplace_back([&, k, opt = opt] {
+            for (int i = 0; i < runs; ++i) {
+              const auto a = std::chrono::steady_clock::now();
+              const std::vector<uint8_t> bytes = encode_png(over, opt);
+              per[size_t(k)].push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
+            }
+          });
+        for (auto& t : pool) t.join();
+        const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        std::vector<double> all;
+        for (const auto& v : per) all.insert(all.end(), v.begin(), v.end());
+        std::sort(all.begin(), all.end());
+        std::printf("| %s | %d | %.2f | %.0f |\n", name, threads, all[all.size() / 2], double(all.size()) / wall);
       }
     }
     return 0;

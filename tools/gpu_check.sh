@@ -116,6 +116,11 @@ for b in $BENCH; do
       python3 tools/peer_pipeline.py --build build-gpu --images "$VAL" --repeat 10 $args 2>&1 |
         tee -a "$OUT/pipeline.log" | tail -5 | tee -a "$OUT/summary.txt"
     done ;;
+  png)
+    # the PNG writers on this machine's cores: one thread, then all of them at once
+    log "bench_png, 1 and $(nproc) threads"
+    build-gpu/tools/bench_png "$(ls "$VAL"/*.jpg | head -1)" --runs 50 --threads "$(nproc)" 2>&1 |
+      tee -a "$OUT/summary.txt" ;;
   steady)
     for streams in 1 2; do
       log "label_image 5050 x 480x360 fp16 --save classes, streams $streams (steady state)"

@@ -115,7 +115,7 @@ TEST(PngDeflate, FilteredRowsRebuildTheImage) {
 TEST(PngDeflate, BothCodersWriteTheSamePixels) {
   std::mt19937 rng(3);
   for (int ch : {1, 2, 3, 4}) {
-    for (auto [w, h] : {std::pair<int, int>{1, 1}, {3, 301}, {333, 257}}) {
+    for (auto [w, h] : {std::pair<int, int>{1, 1}, {3, 301}, {333, 257}, {22000, 2}}) {  // the last: rows over 64 KiB
       Image8 img{w, h, ch, std::vector<uint8_t>(size_t(w) * h * ch)};
       for (size_t i = 0; i < img.pixels.size(); ++i)
         img.pixels[i] = uint8_t(i % 7 == 0 ? rng() : (i / size_t(3 * w)) * 5);
