@@ -378,7 +378,10 @@ void segment_block(BitWriter& w, const uint8_t* d, size_t n, bool last) {
 }  // namespace
 
 size_t huffman_zlib_bound(size_t n, size_t pieces) {
-  return 2 + n + 5 * std::max<size_t>(1, pieces) + 4 + 8;
+  // Each segment is at most a stored block: 3 header bits, up to 7 of padding, 4 bytes of
+  // lengths and its bytes (a coded one is smaller); then the last byte's padding, the checksum
+  // and the slack of the word-wide stores.
+  return 2 + n + 6 * std::max<size_t>(1, pieces) + 1 + 4 + 8;
 }
 size_t huffman_zlib_bound(size_t n) { return huffman_zlib_bound(n, (n + kSegment - 1) / kSegment); }
 

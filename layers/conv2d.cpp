@@ -319,17 +319,28 @@ class Conv2d : public Layer {
         // algorithm) and once timed; a second timed run only where it is within 25% of the
         // best. A candidate whose warm-up alone took 8x the best so far is not timed further,
         // and gemm2s is left out where its plan has a single band (nothing to overlap: it is
-        // gemm then). In fp32 the split convolution is a candidate too.
+        // gemm then).
+        // In fp32 the split convolution goes first, and where it runs cuDNN's legacy FMA
+        // kernels are not timed: on the H100 they were never the pick (1.2-2.5x the split's
+        // time on all nine 7x7 layers of the multiscale net at 1920x1080), and loading them for
+        // their first runs took 650 of the 1058 ms of a cold fp32 plan (docs/BENCHMARKS.md).
+        // Where the split does not run (no cuDNN graph engine for it), they are timed.
         float best = 1e30f;
         ConvAlgo pick = ConvAlgo::Gemm;
-        std::vector<ConvAlgo> cands{ConvAlgo::Gemm};
+        std::vector<ConvAlgo> cands;
+        if (may_split(ctx, c.cin)) cands.push_back(ConvAlgo::Split);
+        cands.push_back(ConvAlgo::Gemm);
 #ifdef SCENELAB_WITH_CUDNN
         cands.push_back(ConvAlgo::Cudnn);
 #endif
         if (cuda::conv_bands(c, bound, fp16, /*two_streams=*/true) > 1) cands.push_back(ConvAlgo::Gemm2s);
         if (k_ <= 7) cands.push_back(ConvAlgo::Direct);
-        if (may_split(ctx, c.cin)) cands.push_back(ConvAlgo::Split);
+        bool split_runs = false;
         for (ConvAlgo cand : cands) {
+          if (cand == ConvAlgo::Cudnn && split_runs) {
+            if (trace) report += " cudnn (legacy) not timed: the split runs;";
+            continue;
+          }
           float warm = 0;
           try {
             warm = time_one(cand);  // warm-up, and cuDNN's own choice
@@ -343,6 +354,7 @@ class Conv2d : public Layer {
             if (trace) report += str_cat(" ", algo_label(cand, key, ctx.precision), " warm-up ", warm, " ms, skipped;");
             continue;
           }
+          split_runs |= cand == ConvAlgo::Split;
           float ms = time_one(cand);
           if (ms < 1.25f * best) ms = std::min(ms, time_one(cand));
           if (trace) report += str_cat(" ", algo_label(cand, key, ctx.precision), " ", ms, " ms;");
