@@ -177,7 +177,7 @@ void CudaBackend::copy(void* dst, const void* src, size_t bytes) const {
 void CudaBackend::download(void* dst, const void* src, size_t bytes) const {
   if (!bytes) return;
   SL_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, ctx_.stream), "download");
-  SL_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream), "download");
+  synchronize();
 }
 
 namespace {
@@ -332,7 +332,8 @@ size_t CudaBackend::free_bytes() const {
 }
 
 void CudaBackend::synchronize() const {
-  SL_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream), "CUDA backend synchronize");
+  SL_CUDA_CHECK(cudaEventRecord(done_.get(), ctx_.stream), "CUDA backend synchronize");
+  SL_CUDA_CHECK(cudaEventSynchronize(done_.get()), "CUDA backend synchronize");
 }
 
 }  // namespace scenelab

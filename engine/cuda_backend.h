@@ -51,6 +51,9 @@ struct CudaContext {
   Precision precision = Precision::FP32;
   size_t conv_workspace_bytes = 0;
   bool runtime_fusion = true;  // CudaOptions::runtime_fusion
+  // The convolution algorithms `auto` has run on this backend (bit 1 << ConvAlgo): their kernels
+  // are loaded, so a warm-up's time is theirs, not a first use's (planning skips on it sooner).
+  mutable unsigned conv_warmed = 0;
 };
 
 class CudaBackend : public Backend {
@@ -101,6 +104,10 @@ class CudaBackend : public Backend {
   std::string name_, identity_;
   CudaStream stream_, side_stream_;
   CudaEvent events_[5];
+  // What synchronize() and download() wait on: a blocking-sync event, so the waiting thread
+  // sleeps. (A stream synchronize spins a core under CUDA's default scheduling with one context
+  // per process: the pipeline's two workers per GPU took two of the cores its pool encodes on.)
+  CudaEvent done_{cudaEventBlockingSync | cudaEventDisableTiming};
   // capture_branches' streams and their join events, made at its first use.
   static constexpr int kBranchStreams = 8;
   mutable std::vector<std::unique_ptr<CudaStream>> branch_streams_;

@@ -317,9 +317,9 @@ class Conv2d : public Layer {
         auto time_one = [&](ConvAlgo cand) { return timer.time(ctx.stream, [&] { run(cand); }, "conv2d auto"); };
         // Time-boxed: each candidate runs once to warm up (its modules load, cuDNN picks its
         // algorithm) and once timed; a second timed run only where it is within 25% of the
-        // best. A candidate whose warm-up alone took 8x the best so far is not timed further,
-        // and gemm2s is left out where its plan has a single band (nothing to overlap: it is
-        // gemm then).
+        // best. A candidate whose warm-up alone took 8x the best so far (1.5x once its kernels
+        // are loaded) is not timed further, and gemm2s is left out where its plan has a single
+        // band (nothing to overlap: it is gemm then).
         // In fp32 the split convolution goes first, and where it runs cuDNN's legacy FMA
         // kernels are not timed: on the H100 they were never the pick (1.2-2.5x the split's
         // time on all nine 7x7 layers of the multiscale net at 1920x1080), and loading them for
@@ -349,8 +349,13 @@ class Conv2d : public Layer {
             if (cand == ConvAlgo::Cudnn || cand == ConvAlgo::Split) continue;
             throw;
           }
-          // cuDNN's warm-up is its own timing
-          if (cand != ConvAlgo::Cudnn && cand != ConvAlgo::Split && warm > 8 * best) {
+          // cuDNN's warm-up is its own timing. A first use's warm-up includes loading the
+          // kernels (cuBLAS's first call: 116 ms on the H100), so only 8x the best skips it;
+          // once loaded on this backend, a warm-up 1.5x the best cannot win (its run is no faster).
+          const unsigned bit = 1u << unsigned(cand);
+          const float skip = ctx.conv_warmed & bit ? 1.5f : 8.f;
+          ctx.conv_warmed |= bit;
+          if (cand != ConvAlgo::Cudnn && cand != ConvAlgo::Split && warm > skip * best) {
             if (trace) report += str_cat(" ", algo_label(cand, key, ctx.precision), " warm-up ", warm, " ms, skipped;");
             continue;
           }
