@@ -198,8 +198,11 @@ FileSummary Labeler::label_files(const std::vector<FileJob>& jobs, const FileOpt
     const std::vector<size_t> hist = histogram(f.labels, classes);
     const std::string& base = jobs[f.index].output_base;
     const Image8 index{f.labels.width, f.labels.height, 1, std::move(f.labels.labels)};
-    if (fo.save_classes) write_file_atomic(base + "_classes.png", encode_png(index));
-    if (fo.save_labels) write_file_atomic(base + "_labels.png", encode_png(index, indexed));
+    if (fo.save_classes || fo.save_labels) {
+      const PngPixels px = compress_png(index);  // once for both files (another header each)
+      if (fo.save_classes) write_file_atomic(base + "_classes.png", png_file(px));
+      if (fo.save_labels) write_file_atomic(base + "_labels.png", png_file(px, indexed));
+    }
     f.image = Image8();
     std::lock_guard<std::mutex> lock(mu);
     for (int c = 0; c < classes; ++c) sum.histogram[size_t(c)] += hist[size_t(c)];

@@ -14,6 +14,7 @@
 #include <stb/stb_image.h>
 #include <stb/stb_image_write.h>
 
+#include <algorithm>
 #include <csetjmp>
 #include <cstdio>
 #include <cstring>
@@ -371,31 +372,26 @@ struct Compressor {
 
 }  // namespace
 
-// The container written here: signature, IHDR, PLTE, one IDAT, IEND, the IDAT's zlib stream by
-// our coder or by libdeflate (PngCoder).
-std::vector<uint8_t> encode_png(const Image8& img, const PngOptions& opt) {
+PngPixels compress_png(const Image8& img, const PngOptions& opt) {
   check_png_input(img, opt);
   const bool huffman = opt.coder == PngCoder::Huffman;
   SL_REQUIRE(huffman || (opt.level >= 0 && opt.level <= 12), "encode_png: level ", opt.level,
              " not in 0..12");
-#ifndef SCENELAB_WITH_LIBDEFLATE
-  if (!huffman) return encode_png_libpng(img, opt);
-#endif
   const size_t w = size_t(img.width), h = size_t(img.height), bpp = size_t(img.channels);
   const uint8_t* px = img.pixels.data();
-  size_t bound = png_zlib_bound(w, h, bpp);
-#ifdef SCENELAB_WITH_LIBDEFLATE
-  thread_local std::vector<uint8_t> filtered;
-  const size_t stride = w * bpp;
-  thread_local Compressor comp;
-  if (!huffman) {
+  // The stream goes into a buffer each thread keeps (not zero-filled per image), then into the
+  // result at its exact size.
+  thread_local std::vector<uint8_t> z;
+  size_t n = 0;
+  if (huffman) {
+    const size_t bound = png_zlib_bound(w, h, bpp);
+    if (z.size() < bound) z.resize(bound);
+    n = png_zlib_stream(px, w, h, bpp, z.data());
+  } else {
+    // Every row "up"-filtered, then libdeflate (zlib where the build lacks it) at `level`.
+    thread_local std::vector<uint8_t> filtered;
+    const size_t stride = w * bpp;
     filtered.resize((stride + 1) * h);
-    if (!comp.c || comp.level != opt.level) {
-      if (comp.c) libdeflate_free_compressor(comp.c);
-      comp.c = libdeflate_alloc_compressor(opt.level);
-      comp.level = opt.level;
-      SL_REQUIRE(comp.c, "encode_png: out of memory");
-    }
     for (size_t y = 0; y < h; ++y) {
       uint8_t* row = &filtered[y * (stride + 1)];
       row[0] = 2;  // up
@@ -407,31 +403,45 @@ std::vector<uint8_t> encode_png(const Image8& img, const PngOptions& opt) {
         for (size_t x = 0; x < stride; ++x) row[1 + x] = uint8_t(cur[x] - prev[x]);
       }
     }
-    bound = libdeflate_zlib_compress_bound(comp.c, filtered.size());
-  }
-#endif
-  // The zlib stream first, into a buffer each thread keeps (not zero-filled per image), then
-  // the file around it at its exact size.
-  thread_local std::vector<uint8_t> z;
-  if (z.size() < bound) z.resize(bound);
-  size_t n = 0;
-  if (huffman) {
-    n = png_zlib_stream(px, w, h, bpp, z.data());
-  } else {
 #ifdef SCENELAB_WITH_LIBDEFLATE
+    thread_local Compressor comp;
+    if (!comp.c || comp.level != opt.level) {
+      if (comp.c) libdeflate_free_compressor(comp.c);
+      comp.c = libdeflate_alloc_compressor(opt.level);
+      comp.level = opt.level;
+      SL_REQUIRE(comp.c, "encode_png: out of memory");
+    }
+    const size_t bound = libdeflate_zlib_compress_bound(comp.c, filtered.size());
+    if (z.size() < bound) z.resize(bound);
     n = libdeflate_zlib_compress(comp.c, filtered.data(), filtered.size(), z.data(), bound);
+#else
+    uLongf len = compressBound(uLong(filtered.size()));
+    if (z.size() < len) z.resize(len);
+    SL_REQUIRE(compress2(z.data(), &len, filtered.data(), uLong(filtered.size()),
+                         std::min(opt.level, 9)) == Z_OK,
+               "encode_png: compression failed");
+    n = len;
 #endif
   }
   SL_REQUIRE(n > 0, "encode_png: compression failed");
+  return PngPixels{img.width, img.height, img.channels, std::vector<uint8_t>(z.data(), z.data() + n)};
+}
+
+// The container written here: signature, IHDR, PLTE, one IDAT, IEND.
+std::vector<uint8_t> png_file(const PngPixels& px, const PngOptions& opt) {
+  SL_REQUIRE(px.width > 0 && px.height > 0 && px.channels >= 1 && px.channels <= 4 && !px.zlib.empty(),
+             "png_file: no compressed pixels");
+  SL_REQUIRE(opt.palette.empty() || (px.channels == 1 && opt.palette.size() <= 256),
+             "encode_png: a palette needs a 1-channel index image and at most 256 colours");
   static const uint8_t types[5] = {0, 0, 4, 2, 6};
   std::vector<uint8_t> o;
-  o.reserve(n + 8 + 25 + 12 + 3 * opt.palette.size() + 12 + 12);
+  o.reserve(px.zlib.size() + 8 + 25 + 12 + 3 * opt.palette.size() + 12 + 12);
   static const uint8_t sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
   o.insert(o.end(), sig, sig + 8);
   size_t c = open_chunk(o, "IHDR");
-  put32(o, uint32_t(img.width));
-  put32(o, uint32_t(img.height));
-  const uint8_t ihdr[5] = {8, uint8_t(opt.palette.empty() ? types[img.channels] : 3), 0, 0, 0};
+  put32(o, uint32_t(px.width));
+  put32(o, uint32_t(px.height));
+  const uint8_t ihdr[5] = {8, uint8_t(opt.palette.empty() ? types[px.channels] : 3), 0, 0, 0};
   o.insert(o.end(), ihdr, ihdr + 5);
   close_chunk(o, c);
   if (!opt.palette.empty()) {
@@ -440,11 +450,15 @@ std::vector<uint8_t> encode_png(const Image8& img, const PngOptions& opt) {
     close_chunk(o, c);
   }
   c = open_chunk(o, "IDAT");
-  o.insert(o.end(), z.data(), z.data() + n);
+  o.insert(o.end(), px.zlib.begin(), px.zlib.end());
   close_chunk(o, c);
   c = open_chunk(o, "IEND");
   close_chunk(o, c);
   return o;
+}
+
+std::vector<uint8_t> encode_png(const Image8& img, const PngOptions& opt) {
+  return png_file(compress_png(img, opt), opt);
 }
 
 std::vector<uint8_t> encode_png_stb(const Image8& img) {

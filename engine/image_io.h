@@ -51,6 +51,15 @@ struct PngOptions {
 };
 // Our PNG writer (the coder as opt.coder says).
 std::vector<uint8_t> encode_png(const Image8& img, const PngOptions& opt = PngOptions{});
+// The same in two steps: the compressed pixels (the IDAT's zlib stream), then the file around
+// them (opt.palette). Pixels written twice with different headers - a class map as grey and as
+// indexed colour - are compressed once.
+struct PngPixels {
+  int width = 0, height = 0, channels = 0;
+  std::vector<uint8_t> zlib;
+};
+PngPixels compress_png(const Image8& img, const PngOptions& opt = PngOptions{});
+std::vector<uint8_t> png_file(const PngPixels& px, const PngOptions& opt = PngOptions{});
 // libpng + zlib at opt.level with the "up" filter, and stb_image_write: the measured alternatives
 // (tools/bench_png).
 std::vector<uint8_t> encode_png_libpng(const Image8& img, const PngOptions& opt = PngOptions{});

@@ -614,26 +614,38 @@ int main(int argc, char** argv) {
       r->hist = histogram_of(f.labels);
       detect(f, *r);
       const std::string base = out_dir + "/" + stems_of_images[f.index];
-      auto save = [&](const std::string& path, const Image8& img, const PngOptions& o) {
-        const auto t0 = std::chrono::steady_clock::now();
-        const std::vector<uint8_t> bytes = encode_png(img, o);
-        const auto t1 = std::chrono::steady_clock::now();
+      using Clock = std::chrono::steady_clock;
+      auto ms = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
+      auto save = [&](const std::string& path, const PngPixels& px, const PngOptions& o) {
+        const auto t0 = Clock::now();
+        const std::vector<uint8_t> bytes = png_file(px, o);
+        const auto t1 = Clock::now();
         write_file_atomic(path, bytes);
-        r->encode_ms += std::chrono::duration<double, std::milli>(t1 - t0).count();
-        r->write_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
+        r->encode_ms += ms(t0, t1);
+        r->write_ms += ms(t1, Clock::now());
         r->outputs.push_back(path);
+      };
+      auto compress = [&](const Image8& img) {
+        const auto t0 = Clock::now();
+        PngPixels px = compress_png(img);
+        r->encode_ms += ms(t0, Clock::now());
+        return px;
       };
       if (save_opts.overlay) {
         Image8 over = overlay_labels(f.image, f.labels, model.palette);
         for (const auto& d : r->detections) draw_box(over, d.box, d.cls < 0 ? kHogColour : model.palette[size_t(d.cls)]);
-        save(base + "_overlay.png", over, PngOptions{});
+        save(base + "_overlay.png", compress(over), PngOptions{});
       }
-      const Image8 index{f.labels.width, f.labels.height, 1, std::move(f.labels.labels)};
-      if (save_opts.classes) save(base + "_classes.png", index, PngOptions{});
-      if (save_opts.labels) {  // the class map with the palette: an indexed-colour PNG
-        PngOptions o;
-        o.palette = model.palette;
-        save(base + "_labels.png", index, o);
+      if (save_opts.classes || save_opts.labels) {
+        // The class map once compressed for both: as grey indices, and with the palette as an
+        // indexed-colour PNG (the same pixels, another header).
+        const PngPixels index = compress(Image8{f.labels.width, f.labels.height, 1, std::move(f.labels.labels)});
+        if (save_opts.classes) save(base + "_classes.png", index, PngOptions{});
+        if (save_opts.labels) {
+          PngOptions o;
+          o.palette = model.palette;
+          save(base + "_labels.png", index, o);
+        }
       }
       f.image = Image8();
       f.floats.clear();

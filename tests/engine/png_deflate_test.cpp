@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "engine/error.h"
 #include "engine/image_io.h"
 #include "engine/png_deflate.h"
 
@@ -131,4 +132,27 @@ TEST(PngDeflate, BothCodersWriteTheSamePixels) {
       }
     }
   }
+}
+
+TEST(PngDeflate, CompressedPixelsServeTwoHeaders) {
+  // A class map compressed once, written as grey indices and as indexed colour: the same files
+  // as encoding each, for both coders.
+  Image8 idx{41, 29, 1, std::vector<uint8_t>(41 * 29)};
+  for (size_t i = 0; i < idx.pixels.size(); ++i) idx.pixels[i] = uint8_t((i / 7 + i / 41) % 5);
+  PngOptions pal;
+  pal.palette = {{{1, 2, 3}}, {{40, 50, 60}}, {{255, 0, 0}}, {{0, 255, 0}}, {{0, 0, 255}}};
+  for (PngCoder coder : {PngCoder::Huffman, PngCoder::Deflate}) {
+    PngOptions grey;
+    grey.coder = pal.coder = coder;
+    const PngPixels px = compress_png(idx, grey);
+    EXPECT_EQ(png_file(px, grey), encode_png(idx, grey));
+    EXPECT_EQ(png_file(px, pal), encode_png(idx, pal));
+    const std::vector<uint8_t> colour = png_file(px, pal);
+    const Image8 rgb = decode_image(colour.data(), colour.size(), "pal.png", 3);
+    for (size_t i = 0; i < idx.pixels.size(); ++i)
+      for (size_t k = 0; k < 3; ++k) ASSERT_EQ(rgb.pixels[3 * i + k], pal.palette[idx.pixels[i]][k]);
+  }
+  // A palette on a colour image is refused by name.
+  Image8 rgb{2, 2, 3, std::vector<uint8_t>(12)};
+  EXPECT_THROW(png_file(compress_png(rgb), pal), Error);
 }
