@@ -90,12 +90,25 @@ Image8 overlay_labels(const Image8& rgb, const LabelMap& m,
   SL_REQUIRE(rgb.channels == 3 && rgb.width == m.width && rgb.height == m.height,
              "overlay: image and labels differ in size");
   SL_REQUIRE(palette.size() >= 1, "overlay: empty palette");
-  Image8 out{rgb.width, rgb.height, 3, std::vector<uint8_t>(rgb.pixels.size())};
-  const bool half = alpha == 0.5f;
-  const size_t last = palette.size() - 1;
-  for (size_t i = 0; i < m.labels.size(); ++i) {
-    const auto& c = palette[std::min<size_t>(m.labels[i], last)];
-    for (size_t k = 0; k < 3; ++k) out.pixels[3 * i + k] = blend(rgb.pixels[3 * i + k], c[k], alpha, half);
+  Image8 out{rgb.width, rgb.height, 3, {}};
+  out.pixels.resize(rgb.pixels.size());
+  // A colour for every byte value (labels past the palette take its last colour), so the loop
+  // has no clamp and, at alpha 0.5, no float.
+  uint8_t lut[256][3];
+  for (size_t v = 0; v < 256; ++v)
+    for (size_t k = 0; k < 3; ++k) lut[v][k] = palette[std::min(v, palette.size() - 1)][k];
+  const uint8_t* src = rgb.pixels.data();
+  const uint8_t* lab = m.labels.data();
+  uint8_t* dst = out.pixels.data();
+  const size_t n = m.labels.size();
+  if (alpha == 0.5f) {
+    for (size_t i = 0; i < n; ++i) {
+      const uint8_t* c = lut[lab[i]];
+      for (size_t k = 0; k < 3; ++k) dst[3 * i + k] = uint8_t((unsigned(src[3 * i + k]) + c[k] + 1) >> 1);
+    }
+  } else {
+    for (size_t i = 0; i < n; ++i)
+      for (size_t k = 0; k < 3; ++k) dst[3 * i + k] = blend(src[3 * i + k], lut[lab[i]][k], alpha, false);
   }
   return out;
 }
