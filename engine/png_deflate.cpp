@@ -239,7 +239,7 @@ void stored_block(BitWriter& w, const uint8_t* d, size_t n, bool last) {
   w.align();
   const uint8_t hdr[4] = {uint8_t(n), uint8_t(n >> 8), uint8_t(~n), uint8_t(~n >> 8)};
   std::memcpy(w.p, hdr, 4);
-  std::memcpy(w.p + 4, d, n);
+  if (n) std::memcpy(w.p + 4, d, n);  // d may be null when n is 0
   w.p += 4 + n;
 }
 
@@ -402,7 +402,7 @@ void HuffmanZlibWriter::piece(const uint8_t* d, size_t n, bool last) {
     segment_block(w, d + at, k, end);
   }
   p_ = w.p, buf_ = w.buf, bits_ = w.n;
-  adler_ = adler32_of(adler_, d, n);
+  if (n) adler_ = adler32_of(adler_, d, n);
 }
 
 size_t HuffmanZlibWriter::finish() {
