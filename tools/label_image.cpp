@@ -63,6 +63,9 @@ const char* kUsage =
     "  --plan-cache DIR|off where timed planning choices are kept\n"
     "                       (default $XDG_CACHE_HOME/scenelab or ~/.cache/scenelab)\n"
     "  --max-pixels N|WxH   largest image accepted (default 16384x16384)\n"
+    "  --png-compression fast|N  fast (default): our coder for filtered rows, 3x libdeflate's\n"
+    "                       fastest level at about its size; N = 0..12: libdeflate at level N\n"
+    "                       (smaller files, slower; zlib's 0..9 in builds without libdeflate)\n"
     "  --skip-existing      skip inputs whose outputs all exist (resume a run)\n"
     "  --json FILE          machine-readable report ('-' for stdout)\n"
     "  --detect CLASS[,..]  sliding-window detection of these classes (names or indices):\n"
@@ -277,8 +280,8 @@ std::string boxes_json(const std::vector<nms::Detection>& dets, const std::strin
 // threads; the report in input order.
 int detect_only_run(const Model& hog, const std::string& overrides, const std::string& cls,
                     const std::vector<std::string>& inputs, const std::string& out_dir,
-                    const std::string& json_path, const ImageLimits& limits, const std::string& device,
-                    int threads, bool quiet) {
+                    const std::string& json_path, const ImageLimits& limits, const PngOptions& png_opt,
+                    const std::string& device, int threads, bool quiet) {
   std::unique_ptr<HogPool> pool;
   try {
     pool = std::make_unique<HogPool>(hog, overrides, device);
@@ -312,7 +315,7 @@ int detect_only_run(const Model& hog, const std::string& overrides, const std::s
         e.dets = pool->detect(img, &e.times);
         for (const auto& d : e.dets) draw_box(img, d.box, {255, 64, 32});
         e.output = out_dir + "/" + stems[i] + "_detections.png";
-        write_file_atomic(e.output, encode_png(img, PngOptions{}));
+        write_file_atomic(e.output, encode_png(img, png_opt));
       } catch (const std::exception& ex) {
         e.error = ex.what();
       }
@@ -373,6 +376,7 @@ int main(int argc, char** argv) {
   std::string out_dir, json_path, model_path;
   bool quiet = false, skip_existing = false;
   Save save_opts;
+  PngOptions png_opt;  // --png-compression
   std::vector<int> detect_classes;
   std::vector<nms::WindowHeadOptions> heads;  // per detected class
   PipelineOptions po;
@@ -386,7 +390,8 @@ int main(int argc, char** argv) {
     Cli cli(argc, argv,
             {"model", "out", "device", "threads", "json", "detect", "det-threshold", "conv",
              "precision", "conv-workspace", "batch", "streams", "io-threads", "queue-depth",
-             "plan-cache", "save", "max-pixels", "detector", "fusion", "runtime-fusion"},
+             "plan-cache", "save", "max-pixels", "detector", "fusion", "runtime-fusion",
+             "png-compression"},
             {"quiet", "help", "skip-existing", "detect-only"});
     if (cli.has("help")) {
       std::fputs(kUsage, stdout);
@@ -402,6 +407,15 @@ int main(int argc, char** argv) {
     json_path = cli.get("json");
     if (cli.has("save")) save_opts = parse_save(cli.get("save"));
     if (cli.has("max-pixels")) limits.max_pixels = parse_max_pixels(cli.get("max-pixels"));
+    if (cli.has("png-compression") && cli.get("png-compression") != "fast") {
+      const std::string v = cli.get("png-compression");
+      char* end = nullptr;
+      const long level = std::strtol(v.c_str(), &end, 10);
+      SL_REQUIRE(!v.empty() && *end == 0 && level >= 0 && level <= 12, "--png-compression: fast or a level 0..12, not '",
+                 v, "'");
+      png_opt.coder = PngCoder::Deflate;
+      png_opt.level = int(level);
+    }
     detect_only = cli.has("detect-only");
     const std::string detector = cli.get("detector", "convnet");
     use_hog = detector != "convnet";
@@ -470,7 +484,7 @@ int main(int argc, char** argv) {
       return 2;
     }
     return detect_only_run(hog_model, hog_overrides, hog_class, inputs, out_dir, json_path, limits,
-                           po.device, po.threads, quiet);
+                           png_opt, po.device, po.threads, quiet);
   }
   std::unique_ptr<Pipeline> pipe;
   try {
@@ -627,22 +641,22 @@ int main(int argc, char** argv) {
       };
       auto compress = [&](const Image8& img) {
         const auto t0 = Clock::now();
-        PngPixels px = compress_png(img);
+        PngPixels px = compress_png(img, png_opt);
         r->encode_ms += ms(t0, Clock::now());
         return px;
       };
       if (save_opts.overlay) {
         Image8 over = overlay_labels(f.image, f.labels, model.palette);
         for (const auto& d : r->detections) draw_box(over, d.box, d.cls < 0 ? kHogColour : model.palette[size_t(d.cls)]);
-        save(base + "_overlay.png", compress(over), PngOptions{});
+        save(base + "_overlay.png", compress(over), png_opt);
       }
       if (save_opts.classes || save_opts.labels) {
         // The class map once compressed for both: as grey indices, and with the palette as an
         // indexed-colour PNG (the same pixels, another header).
         const PngPixels index = compress(Image8{f.labels.width, f.labels.height, 1, std::move(f.labels.labels)});
-        if (save_opts.classes) save(base + "_classes.png", index, PngOptions{});
+        if (save_opts.classes) save(base + "_classes.png", index, png_opt);
         if (save_opts.labels) {
-          PngOptions o;
+          PngOptions o = png_opt;
           o.palette = model.palette;
           save(base + "_labels.png", index, o);
         }

@@ -104,3 +104,32 @@ TEST(LabelImage, BadModelIsOneClearLine) {
   std::string err = slurp((dir / "err.txt").string());
   EXPECT_NE(err.find("bad.h5: not an HDF5 file"), std::string::npos) << err;
 }
+
+TEST(LabelImage, PngCompressionLevelsWriteTheSamePixels) {
+  // --png-compression 9 (libdeflate at level 9) against the default coder: the same pixels in
+  // all three outputs, a smaller overlay (a photo); a bad value is one clear line.
+  fs::path dir = fs::path(::testing::TempDir()) / "scenelab_label_pnglevel";
+  fs::create_directories(dir);
+  const std::string photo = std::string(SCENELAB_SOURCE_DIR) + "/../shared/data/camvid/val/images/0016E5_07959.jpg";
+  const std::string input = fs::exists(photo) ? photo : (dir / "img.png").string();
+  if (!fs::exists(photo)) save_png(input, gradient(96, 64));
+  for (const char* mode : {"fast", "9"}) {
+    std::string cmd = std::string(LABEL_IMAGE_BIN) + " --quiet --device cpu --png-compression " + mode +
+                      " --out " + (dir / mode).string() + " " + input;
+    ASSERT_EQ(run(cmd), 0) << cmd;
+  }
+  const std::string stem = fs::path(input).stem().string();
+  for (const char* kind : {"_overlay.png", "_labels.png", "_classes.png"}) {
+    const Image8 a = load_image((dir / "fast" / (stem + kind)).string(), 3);
+    const Image8 b = load_image((dir / "9" / (stem + kind)).string(), 3);
+    EXPECT_EQ(a.pixels, b.pixels) << kind;
+  }
+  if (fs::exists(photo)) {
+    EXPECT_LT(fs::file_size(dir / "9" / (stem + "_overlay.png")), fs::file_size(dir / "fast" / (stem + "_overlay.png")));
+  }
+  std::string cmd = std::string(LABEL_IMAGE_BIN) + " --quiet --png-compression 13 --out " + (dir / "bad").string() +
+                    " " + input + " 2> " + (dir / "err.txt").string();
+  EXPECT_EQ(run(cmd), 2);
+  const std::string err = slurp((dir / "err.txt").string());
+  EXPECT_NE(err.find("--png-compression: fast or a level 0..12, not '13'"), std::string::npos) << err;
+}
