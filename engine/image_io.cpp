@@ -372,17 +372,19 @@ struct Compressor {
 
 }  // namespace
 
-PngPixels compress_png(const Image8& img, const PngOptions& opt) {
+namespace {
+
+// The IDAT's zlib stream of img into a buffer the calling thread keeps (grown, never zero-filled
+// per image); returns it and sets n to its size.
+const std::vector<uint8_t>& compress_into(const Image8& img, const PngOptions& opt, size_t& n) {
   check_png_input(img, opt);
   const bool huffman = opt.coder == PngCoder::Huffman;
   SL_REQUIRE(huffman || (opt.level >= 0 && opt.level <= 12), "encode_png: level ", opt.level,
              " not in 0..12");
   const size_t w = size_t(img.width), h = size_t(img.height), bpp = size_t(img.channels);
   const uint8_t* px = img.pixels.data();
-  // The stream goes into a buffer each thread keeps (not zero-filled per image), then into the
-  // result at its exact size.
   thread_local std::vector<uint8_t> z;
-  size_t n = 0;
+  n = 0;
   if (huffman) {
     const size_t bound = png_zlib_bound(w, h, bpp);
     if (z.size() < bound) z.resize(bound);
@@ -424,24 +426,25 @@ PngPixels compress_png(const Image8& img, const PngOptions& opt) {
 #endif
   }
   SL_REQUIRE(n > 0, "encode_png: compression failed");
-  return PngPixels{img.width, img.height, img.channels, std::vector<uint8_t>(z.data(), z.data() + n)};
+  return z;
 }
 
-// The container written here: signature, IHDR, PLTE, one IDAT, IEND.
-std::vector<uint8_t> png_file(const PngPixels& px, const PngOptions& opt) {
-  SL_REQUIRE(px.width > 0 && px.height > 0 && px.channels >= 1 && px.channels <= 4 && !px.zlib.empty(),
+// The container written here around a zlib stream: signature, IHDR, PLTE, one IDAT, IEND.
+std::vector<uint8_t> file_around(const uint8_t* zlib, size_t n, int width, int height, int channels,
+                                 const PngOptions& opt) {
+  SL_REQUIRE(width > 0 && height > 0 && channels >= 1 && channels <= 4 && n > 0,
              "png_file: no compressed pixels");
-  SL_REQUIRE(opt.palette.empty() || (px.channels == 1 && opt.palette.size() <= 256),
+  SL_REQUIRE(opt.palette.empty() || (channels == 1 && opt.palette.size() <= 256),
              "encode_png: a palette needs a 1-channel index image and at most 256 colours");
   static const uint8_t types[5] = {0, 0, 4, 2, 6};
   std::vector<uint8_t> o;
-  o.reserve(px.zlib.size() + 8 + 25 + 12 + 3 * opt.palette.size() + 12 + 12);
+  o.reserve(n + 8 + 25 + 12 + 3 * opt.palette.size() + 12 + 12);
   static const uint8_t sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
   o.insert(o.end(), sig, sig + 8);
   size_t c = open_chunk(o, "IHDR");
-  put32(o, uint32_t(px.width));
-  put32(o, uint32_t(px.height));
-  const uint8_t ihdr[5] = {8, uint8_t(opt.palette.empty() ? types[px.channels] : 3), 0, 0, 0};
+  put32(o, uint32_t(width));
+  put32(o, uint32_t(height));
+  const uint8_t ihdr[5] = {8, uint8_t(opt.palette.empty() ? types[channels] : 3), 0, 0, 0};
   o.insert(o.end(), ihdr, ihdr + 5);
   close_chunk(o, c);
   if (!opt.palette.empty()) {
@@ -450,15 +453,30 @@ std::vector<uint8_t> png_file(const PngPixels& px, const PngOptions& opt) {
     close_chunk(o, c);
   }
   c = open_chunk(o, "IDAT");
-  o.insert(o.end(), px.zlib.begin(), px.zlib.end());
+  o.insert(o.end(), zlib, zlib + n);
   close_chunk(o, c);
   c = open_chunk(o, "IEND");
   close_chunk(o, c);
   return o;
 }
 
+}  // namespace
+
+PngPixels compress_png(const Image8& img, const PngOptions& opt) {
+  size_t n = 0;
+  const std::vector<uint8_t>& z = compress_into(img, opt, n);
+  return PngPixels{img.width, img.height, img.channels, std::vector<uint8_t>(z.data(), z.data() + n)};
+}
+
+std::vector<uint8_t> png_file(const PngPixels& px, const PngOptions& opt) {
+  return file_around(px.zlib.data(), px.zlib.size(), px.width, px.height, px.channels, opt);
+}
+
+// Straight from the thread's buffer into the file: no intermediate copy of the stream.
 std::vector<uint8_t> encode_png(const Image8& img, const PngOptions& opt) {
-  return png_file(compress_png(img, opt), opt);
+  size_t n = 0;
+  const std::vector<uint8_t>& z = compress_into(img, opt, n);
+  return file_around(z.data(), n, img.width, img.height, img.channels, opt);
 }
 
 std::vector<uint8_t> encode_png_stb(const Image8& img) {

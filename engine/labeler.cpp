@@ -3,6 +3,7 @@
 #include <chrono>
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "engine/error.h"
 
@@ -90,26 +91,24 @@ Image8 overlay_labels(const Image8& rgb, const LabelMap& m,
   SL_REQUIRE(rgb.channels == 3 && rgb.width == m.width && rgb.height == m.height,
              "overlay: image and labels differ in size");
   SL_REQUIRE(palette.size() >= 1, "overlay: empty palette");
-  Image8 out{rgb.width, rgb.height, 3, {}};
-  out.pixels.resize(rgb.pixels.size());
-  // A colour for every byte value (labels past the palette take its last colour), so the loop
-  // has no clamp and, at alpha 0.5, no float.
+  Image8 out{rgb.width, rgb.height, 3, std::vector<uint8_t>(rgb.pixels.size())};
+  // A colour for every byte value (labels past the palette take its last colour): no clamp in
+  // the loop.
   uint8_t lut[256][3];
   for (size_t v = 0; v < 256; ++v)
     for (size_t k = 0; k < 3; ++k) lut[v][k] = palette[std::min(v, palette.size() - 1)][k];
   const uint8_t* src = rgb.pixels.data();
   const uint8_t* lab = m.labels.data();
   uint8_t* dst = out.pixels.data();
+  // `half` a compile-time constant in each loop, so the integer blend has no test per pixel;
+  // the pointers by value (stores through dst could alias captured references)
   const size_t n = m.labels.size();
-  if (alpha == 0.5f) {
-    for (size_t i = 0; i < n; ++i) {
-      const uint8_t* c = lut[lab[i]];
-      for (size_t k = 0; k < 3; ++k) dst[3 * i + k] = uint8_t((unsigned(src[3 * i + k]) + c[k] + 1) >> 1);
-    }
-  } else {
+  auto fill = [src, lab, dst, n, alpha, &lut](auto half) {
     for (size_t i = 0; i < n; ++i)
-      for (size_t k = 0; k < 3; ++k) dst[3 * i + k] = blend(src[3 * i + k], lut[lab[i]][k], alpha, false);
-  }
+      for (size_t k = 0; k < 3; ++k) dst[3 * i + k] = blend(src[3 * i + k], lut[lab[i]][k], alpha, half);
+  };
+  if (alpha == 0.5f) fill(std::true_type{});
+  else fill(std::false_type{});
   return out;
 }
 

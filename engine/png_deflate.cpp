@@ -461,10 +461,6 @@ void filter_candidates(const uint8_t* __restrict cur, const uint8_t* __restrict 
   sum[3] = s_avg;
 }
 
-}  // namespace
-
-namespace {
-
 // Rows [y0, y1) of the image filtered into out (the row above y0 is px's row y0 - 1).
 void filter_rows(const uint8_t* px, size_t w, size_t y0, size_t y1, size_t bpp, uint8_t* out) {
   const size_t s = w * bpp;
@@ -497,17 +493,15 @@ void filter_rows(const uint8_t* px, size_t w, size_t y0, size_t y1, size_t bpp, 
   }
 }
 
+// Whole filtered rows per piece: as many as one segment holds (a row longer than that is a piece
+// of its own, coded in several segments).
+size_t rows_per_piece(size_t w, size_t bpp) { return std::max<size_t>(1, kSegment / (w * bpp + 1)); }
+
 }  // namespace
 
 void png_filter_rows(const uint8_t* px, size_t w, size_t h, size_t bpp, uint8_t* out) {
   filter_rows(px, w, 0, h, bpp, out);
 }
-
-namespace {
-// Whole filtered rows per piece: as many as one segment holds (a row longer than that is a piece
-// of its own, coded in several segments).
-size_t rows_per_piece(size_t w, size_t bpp) { return std::max<size_t>(1, kSegment / (w * bpp + 1)); }
-}  // namespace
 
 size_t png_zlib_bound(size_t w, size_t h, size_t bpp) {
   const size_t row = w * bpp + 1, per = rows_per_piece(w, bpp);

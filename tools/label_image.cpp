@@ -408,13 +408,10 @@ int main(int argc, char** argv) {
     if (cli.has("save")) save_opts = parse_save(cli.get("save"));
     if (cli.has("max-pixels")) limits.max_pixels = parse_max_pixels(cli.get("max-pixels"));
     if (cli.has("png-compression") && cli.get("png-compression") != "fast") {
-      const std::string v = cli.get("png-compression");
-      char* end = nullptr;
-      const long level = std::strtol(v.c_str(), &end, 10);
-      SL_REQUIRE(!v.empty() && *end == 0 && level >= 0 && level <= 12, "--png-compression: fast or a level 0..12, not '",
-                 v, "'");
       png_opt.coder = PngCoder::Deflate;
-      png_opt.level = int(level);
+      png_opt.level = cli.get_int("png-compression", 1);
+      SL_REQUIRE(png_opt.level >= 0 && png_opt.level <= 12, "--png-compression: fast or a level 0..12, not '",
+                 cli.get("png-compression"), "'");
     }
     detect_only = cli.has("detect-only");
     const std::string detector = cli.get("detector", "convnet");
@@ -630,36 +627,31 @@ int main(int argc, char** argv) {
       const std::string base = out_dir + "/" + stems_of_images[f.index];
       using Clock = std::chrono::steady_clock;
       auto ms = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
-      auto save = [&](const std::string& path, const PngPixels& px, const PngOptions& o) {
+      // encode() makes the file's bytes (timed as encoding), then they are written.
+      auto save = [&](const std::string& path, auto&& encode) {
         const auto t0 = Clock::now();
-        const std::vector<uint8_t> bytes = png_file(px, o);
+        const std::vector<uint8_t> bytes = encode();
         const auto t1 = Clock::now();
         write_file_atomic(path, bytes);
         r->encode_ms += ms(t0, t1);
         r->write_ms += ms(t1, Clock::now());
         r->outputs.push_back(path);
       };
-      auto compress = [&](const Image8& img) {
-        const auto t0 = Clock::now();
-        PngPixels px = compress_png(img, png_opt);
-        r->encode_ms += ms(t0, Clock::now());
-        return px;
-      };
       if (save_opts.overlay) {
         Image8 over = overlay_labels(f.image, f.labels, model.palette);
         for (const auto& d : r->detections) draw_box(over, d.box, d.cls < 0 ? kHogColour : model.palette[size_t(d.cls)]);
-        save(base + "_overlay.png", compress(over), png_opt);
+        save(base + "_overlay.png", [&] { return encode_png(over, png_opt); });
       }
       if (save_opts.classes || save_opts.labels) {
         // The class map once compressed for both: as grey indices, and with the palette as an
         // indexed-colour PNG (the same pixels, another header).
-        const PngPixels index = compress(Image8{f.labels.width, f.labels.height, 1, std::move(f.labels.labels)});
-        if (save_opts.classes) save(base + "_classes.png", index, png_opt);
-        if (save_opts.labels) {
-          PngOptions o = png_opt;
-          o.palette = model.palette;
-          save(base + "_labels.png", index, o);
-        }
+        const auto t0 = Clock::now();
+        const PngPixels index = compress_png(Image8{f.labels.width, f.labels.height, 1, std::move(f.labels.labels)}, png_opt);
+        r->encode_ms += ms(t0, Clock::now());
+        PngOptions indexed = png_opt;
+        indexed.palette = model.palette;
+        if (save_opts.classes) save(base + "_classes.png", [&] { return png_file(index, png_opt); });
+        if (save_opts.labels) save(base + "_labels.png", [&] { return png_file(index, indexed); });
       }
       f.image = Image8();
       f.floats.clear();
