@@ -479,6 +479,19 @@ std::vector<uint8_t> encode_png(const Image8& img, const PngOptions& opt) {
   return file_around(z.data(), n, img.width, img.height, img.channels, opt);
 }
 
+std::vector<uint8_t> encode_png_filtered(const uint8_t* rows, int width, int height, int channels,
+                                        const PngOptions& opt) {
+  SL_REQUIRE(rows && width > 0 && height > 0 && channels >= 1 && channels <= 4,
+             "encode_png_filtered: no rows of ", width, "x", height, "x", channels);
+  SL_REQUIRE(opt.coder == PngCoder::Huffman, "encode_png_filtered: rows filtered per row are coded by PngCoder::Huffman only");
+  const size_t w = size_t(width), h = size_t(height), bpp = size_t(channels);
+  thread_local std::vector<uint8_t> z;
+  const size_t bound = png_zlib_bound(w, h, bpp);
+  if (z.size() < bound) z.resize(bound);
+  const size_t n = png_zlib_stream_filtered(rows, w, h, bpp, z.data());
+  return file_around(z.data(), n, width, height, channels, opt);
+}
+
 std::vector<uint8_t> encode_png_stb(const Image8& img) {
   std::vector<uint8_t> out;
   auto append = [](void* ctx, void* data, int size) {

@@ -60,6 +60,11 @@ struct PngPixels {
 };
 PngPixels compress_png(const Image8& img, const PngOptions& opt = PngOptions{});
 std::vector<uint8_t> png_file(const PngPixels& px, const PngOptions& opt = PngOptions{});
+// The file from rows already PNG-filtered as png_filter_rows writes them (engine/png_deflate.h:
+// per row its filter type, then w x channels residuals; e.g. made on a GPU), PngCoder::Huffman
+// only: the same bytes as encode_png of the pixels they came from.
+std::vector<uint8_t> encode_png_filtered(const uint8_t* rows, int width, int height, int channels,
+                                        const PngOptions& opt = PngOptions{});
 // libpng + zlib at opt.level with the "up" filter, and stb_image_write: the measured alternatives
 // (tools/bench_png).
 std::vector<uint8_t> encode_png_libpng(const Image8& img, const PngOptions& opt = PngOptions{});

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "engine/error.h"
+#include "engine/overlay_rows.h"
 #include "engine/score_map_head.h"
 
 namespace scenelab {
@@ -123,6 +124,7 @@ struct Pipeline::Worker {
     int n = 0, h = 0, w = 0;
     std::unique_ptr<Graph> graph;
     BackendMemory in, out;  // host staging: page-locked on the GPU
+    BackendMemory overlay;  // PipelineOptions::overlay's rows (page-locked), where made
     std::map<std::string, BackendMemory> floats;
     std::string key;        // plan cache key; "" where nothing is timed
     bool first_run = true;
@@ -131,6 +133,7 @@ struct Pipeline::Worker {
   int id = 0;
   std::unique_ptr<Backend> backend;
   std::unique_ptr<ScoreMapHead> head;  // PipelineOptions::detect, made at the first use
+  std::unique_ptr<OverlayRows> overlay;  // PipelineOptions::overlay on a GPU, made at the first use
   std::list<Plan> plans;  // most recently used first
   BackendMemory marks[4];
 };
@@ -168,6 +171,7 @@ Pipeline::Pipeline(const Model& model, const PipelineOptions& opt)
   SL_REQUIRE(opt.batch >= 0 && opt.batch <= 256, "--batch ", opt.batch, ": expected 1..256 (0: automatic)");
   SL_REQUIRE(opt.streams >= 1 && opt.streams <= 16, "--streams ", opt.streams, ": expected 1..16");
   SL_REQUIRE(opt.plans_per_worker >= 1, "plans per worker must be >= 1");
+  set_overlay(opt.overlay);
   const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
   pool_threads_ = opt.pool_threads > 0 ? opt.pool_threads : int(hw);
   std::vector<std::string> devices;
@@ -195,6 +199,12 @@ Pipeline::Pipeline(const Model& model, const PipelineOptions& opt)
 
 Pipeline::~Pipeline() = default;
 
+void Pipeline::set_overlay(const PipelineOptions::Overlay& o) {
+  SL_REQUIRE(!o.on || !o.palette.empty(), "overlay: empty palette");
+  SL_REQUIRE(!o.on || (o.alpha >= 0.f && o.alpha <= 1.f), "overlay: alpha ", o.alpha, " not in 0..1");
+  opt_.overlay = o;
+}
+
 int Pipeline::workers() const { return int(workers_.size()); }
 const Backend& Pipeline::backend(int worker) const { return *workers_.at(size_t(worker))->backend; }
 
@@ -221,6 +231,7 @@ int Pipeline::batch_for(int h, int w) const {
 void Pipeline::work(Worker& wk, Run& r) {
   Backend& b = *wk.backend;
   b.activate();
+  const bool overlay_on = opt_.overlay.on && OverlayRows::available(b);
   std::vector<Frame> batch;
   while (r.batches.pop(batch)) {
     const int n = int(batch.size()), h = batch[0].image.height, w = batch[0].image.width;
@@ -252,12 +263,16 @@ void Pipeline::work(Worker& wk, Run& r) {
         p.out = b.allocate_host(p.graph->shape_of(opt_.labels_node).numel());
         for (const auto& node : opt_.float_outputs)
           p.floats[node] = b.allocate_host(p.graph->shape_of(node).numel() * sizeof(float));
+        if (overlay_on) p.overlay = b.allocate_host(size_t(n) * OverlayRows::frame_bytes(h, w));
         if (!b.identity().empty()) p.key = plan_key(b.identity(), fingerprint_, "", n, h, w);
         p.plan_ms = ms_since(t0);
         wk.plans.push_front(std::move(p));
       }
       Worker::Plan& p = wk.plans.front();
       planned_n = p.n;
+      // A plan made while the overlay was off (an earlier run) has no buffer for it.
+      if (overlay_on && !p.overlay) p.overlay = b.allocate_host(size_t(p.n) * OverlayRows::frame_bytes(h, w));
+      if (overlay_on && !wk.overlay) wk.overlay = std::make_unique<OverlayRows>(b, opt_.overlay.palette, opt_.overlay.alpha);
       const size_t image_bytes = size_t(h) * w * 3;
       auto* in = static_cast<uint8_t*>(p.in.get());
       for (int i = 0; i < n; ++i) {
@@ -272,6 +287,9 @@ void Pipeline::work(Worker& wk, Run& r) {
         b.record_mark(wk.marks[2]);
         p.graph->fetch_u8_async(opt_.labels_node, static_cast<uint8_t*>(p.out.get()));
         for (auto& [node, mem] : p.floats) p.graph->fetch_async(node, static_cast<float*>(mem.get()));
+        if (overlay_on)
+          wk.overlay->enqueue(p.graph->u8_input_in_backend(), p.graph->u8_output_in_backend(opt_.labels_node),
+                              n, h, w, static_cast<uint8_t*>(p.overlay.get()));
         b.record_mark(wk.marks[3]);
         b.synchronize();
       };
@@ -328,6 +346,11 @@ void Pipeline::work(Worker& wk, Run& r) {
         f.labels.width = w;
         f.labels.height = h;
         f.labels.labels.assign(labels + size_t(i) * plane, labels + size_t(i + 1) * plane);
+        if (overlay_on) {
+          const size_t fb = OverlayRows::frame_bytes(h, w);
+          const auto* rows = static_cast<const uint8_t*>(p.overlay.get()) + size_t(i) * fb;
+          f.overlay_rows.assign(rows, rows + fb);
+        }
         for (const auto& [node, mem] : p.floats) {
           Shape s = p.graph->shape_of(node);
           const size_t per = s.numel() / size_t(p.n);

@@ -10,6 +10,7 @@
 // per size and batch (an LRU per worker), and what planning timed is kept in a PlanCache.
 // Results do not depend on the number of threads or workers; on the CPU, not on the batch either.
 #pragma once
+#include <array>
 #include <atomic>
 #include <functional>
 #include <map>
@@ -43,6 +44,9 @@ struct Frame {
   std::map<std::string, Tensor> floats;       // PipelineOptions::float_outputs (batch of 1)
   std::map<std::string, Geometry> geometry;   // where those maps lie on the image
   std::vector<nms::Detection> detections;     // PipelineOptions::detect's boxes, class by class
+  // PipelineOptions::overlay on a GPU worker: the overlay's PNG-filtered rows, made there
+  // (engine/overlay_rows.h; encode_png_filtered writes the file). Empty on the CPU backend.
+  std::vector<uint8_t> overlay_rows;
   std::string error;      // non-empty: this frame failed (decoding, planning, finishing)
   StageTimes times;
   int batch = 0;          // frames in the batch it ran in
@@ -99,6 +103,15 @@ struct PipelineOptions {
   };
   std::vector<Detect> detect;
   std::string detect_node = "scores";  // the class scores the head reads
+  // The labels' colours over the image, blended and PNG-filtered by GPU workers where the
+  // pixels and labels are (Frame::overlay_rows): the host only codes them. CPU workers leave it
+  // to the caller (overlay_labels), whose pool does it beside the other frames.
+  struct Overlay {
+    bool on = false;
+    std::vector<std::array<uint8_t, 3>> palette;  // colours by class
+    float alpha = 0.5f;                           // as overlay_labels'
+  };
+  Overlay overlay;
 };
 
 struct PipelineStats {
@@ -128,6 +141,9 @@ class Pipeline {
   // Stops taking frames from the source; frames already taken finish and are reported. Safe to
   // call from a signal handler.
   void cancel() { cancelled_.store(true); }
+  // PipelineOptions::overlay for the next runs (between runs: e.g. on for images whose overlay is
+  // a PNG, off for a video's frames).
+  void set_overlay(const PipelineOptions::Overlay& o);
   bool cancelled() const { return cancelled_.load(); }
 
   std::string describe() const;      // e.g. "cuda (NVIDIA H100 ..., fp16) x2 streams"

@@ -522,4 +522,14 @@ size_t png_zlib_stream(const uint8_t* px, size_t w, size_t h, size_t bpp, uint8_
   return z.finish();
 }
 
+size_t png_zlib_stream_filtered(const uint8_t* rows, size_t w, size_t h, size_t bpp, uint8_t* out) {
+  const size_t row = w * bpp + 1, per = rows_per_piece(w, bpp);
+  HuffmanZlibWriter z(out);
+  for (size_t y = 0; y < h; y += per) {
+    const size_t y1 = std::min(h, y + per);
+    z.piece(rows + y * row, (y1 - y) * row, y1 == h);
+  }
+  return z.finish();
+}
+
 }  // namespace scenelab

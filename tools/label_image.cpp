@@ -458,6 +458,10 @@ int main(int argc, char** argv) {
     po = pipeline_options(cli);
     // The head runs on the pipeline's workers, where the scores are (on a GPU, there).
     for (size_t k = 0; k < detect_classes.size(); ++k) po.detect.push_back({detect_classes[k], heads[k]});
+    // The overlay PNG blended and filtered on a GPU, where pixels and labels are (the file is the
+    // same): not where boxes are drawn on it or another coder filters it.
+    po.overlay.on = save_opts.overlay && detect_classes.empty() && !use_hog && png_opt.coder == PngCoder::Huffman;
+    po.overlay.palette = model.palette;
     inputs = expand_inputs(cli.positional(), /*videos=*/!detect_only);
     SL_REQUIRE(!inputs.empty(), "no image files found in the given paths");
     // --runtime-fusion auto: compiled fused kernels pay for their compilation (about a second a
@@ -637,7 +641,11 @@ int main(int argc, char** argv) {
         r->write_ms += ms(t1, Clock::now());
         r->outputs.push_back(path);
       };
-      if (save_opts.overlay) {
+      if (save_opts.overlay && !f.overlay_rows.empty()) {
+        save(base + "_overlay.png", [&] {
+          return encode_png_filtered(f.overlay_rows.data(), f.labels.width, f.labels.height, 3, png_opt);
+        });
+      } else if (save_opts.overlay) {
         Image8 over = overlay_labels(f.image, f.labels, model.palette);
         for (const auto& d : r->detections) draw_box(over, d.box, d.cls < 0 ? kHogColour : model.palette[size_t(d.cls)]);
         save(base + "_overlay.png", [&] { return encode_png(over, png_opt); });
@@ -654,6 +662,7 @@ int main(int argc, char** argv) {
         if (save_opts.labels) save(base + "_labels.png", [&] { return png_file(index, indexed); });
       }
       f.image = Image8();
+      f.overlay_rows = std::vector<uint8_t>();
       f.floats.clear();
       f.user = r;
     };
@@ -706,6 +715,7 @@ int main(int argc, char** argv) {
   if (js) *js << "\n  ],\n  \"videos\": [";
 
   // ---- videos: one pipeline run each, frames written in order ----
+  pipe->set_overlay(PipelineOptions::Overlay{});  // a video's overlay is blended on the host
   size_t video_frames = 0, video_entries = 0;
   for (size_t v = 0; v < videos.size() && !pipe->cancelled(); ++v) {
     const std::string& file = videos[v];

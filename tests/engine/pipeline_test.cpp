@@ -285,3 +285,37 @@ TEST(Pipeline, BadOptionsAreClearErrors) {
   o.labels_node = "nope";
   EXPECT_THROW({ Pipeline p(m, o); }, Error);
 }
+
+TEST(Pipeline, OverlayRowsAreLeftToTheCallerOnTheCpu) {
+  // PipelineOptions::overlay is made by GPU workers (tests/engine/overlay_rows_gpu_test.cpp); a
+  // CPU worker leaves the rows empty (the caller's pool blends) and the labels as they were.
+  const auto files = noise_pngs(fs::path(::testing::TempDir()) / "scenelab_pipeline_overlay", 3, 61, 47);
+  const Model m = make_random_model("reference", 3, 1);
+  PipelineOptions o;
+  o.device = "cpu";
+  o.threads = 1;
+  std::vector<std::vector<uint8_t>> plain(files.size());
+  {
+    Pipeline p(m, o);
+    FileSource src(files);
+    p.run(src, nullptr, [&](Frame& f) { plain[f.index] = f.labels.labels; });
+  }
+  o.overlay.on = true;
+  o.overlay.palette = m.palette;
+  Pipeline p(m, o);
+  FileSource src(files);
+  size_t seen = 0;
+  p.run(src, nullptr, [&](Frame& f) {
+    ASSERT_TRUE(f.error.empty()) << f.error;
+    EXPECT_TRUE(f.overlay_rows.empty());
+    EXPECT_EQ(f.labels.labels, plain[f.index]);
+    ++seen;
+  });
+  EXPECT_EQ(seen, files.size());
+  // Bad overlay options are refused by name.
+  o.overlay.palette.clear();
+  EXPECT_THROW({ Pipeline q(m, o); }, Error);
+  o.overlay.palette = m.palette;
+  o.overlay.alpha = 1.5f;
+  EXPECT_THROW({ Pipeline q(m, o); }, Error);
+}

@@ -1,11 +1,16 @@
 // label_image --device cuda gives the same class-index PNG as --device cpu (fp32) with the
-// shipped model on the generated sample street scene.
+// shipped model on the generated sample street scene, and the overlay made on the GPU is the
+// host's file.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <filesystem>
 
+#include "engine/file_io.h"
 #include "engine/image_io.h"
+#include "engine/labeler.h"
+#include "weights/model_file.h"
+#include "weights/model_locator.h"
 #include "tests/gpu_skip.h"
 
 using namespace scenelab;
@@ -28,4 +33,23 @@ TEST(LabelImageGpu, SameLabelsAsCpu) {
   for (size_t i = 0; i < a.pixels.size(); ++i) diff += a.pixels[i] != b.pixels[i];
   EXPECT_LE(double(diff), 0.001 * double(a.pixels.size())) << diff << " pixels differ";
   std::printf("label_image cpu vs cuda: %zu of %zu pixels differ\n", diff, a.pixels.size());
+}
+
+// On the GPU the overlay is blended and filtered there (engine/overlay_rows.h): its file is the
+// one the host writes from the same labels (encode_png of overlay_labels), byte for byte.
+TEST(LabelImageGpu, OverlayMadeOnTheGpuIsTheHostsFile) {
+  SCENELAB_REQUIRE_GPU();
+  const fs::path dir = fs::path(::testing::TempDir()) / "scenelab_label_gpu_overlay";
+  fs::remove_all(dir);
+  const std::string img = std::string(SCENELAB_BUILD_DIR) + "/samples/street.png";
+  const std::string model = find_default_model();
+  const std::string cmd = std::string(LABEL_IMAGE_BIN) + " --quiet --device cuda --model " + model +
+                          " --out " + dir.string() + " " + img;
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  const Image8 rgb = load_image(img, 3);
+  const Image8 classes = load_image((dir / "street_classes.png").string(), 1);
+  const Model m = read_model(model);
+  LabelMap labels{classes.width, classes.height, classes.pixels};
+  const std::vector<uint8_t> want = encode_png(overlay_labels(rgb, labels, m.palette));
+  EXPECT_EQ(read_file((dir / "street_overlay.png").string()), want);
 }

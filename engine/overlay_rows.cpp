@@ -1,0 +1,55 @@
+#include "engine/overlay_rows.h"
+
+#include <algorithm>
+
+#include "engine/error.h"
+
+#ifdef SCENELAB_WITH_CUDA
+#include "engine/cuda_backend.h"
+#include "kernels/cuda_check.h"
+#include "kernels/png_rows_cuda.h"
+#endif
+
+namespace scenelab {
+
+#ifdef SCENELAB_WITH_CUDA
+struct OverlayRows::Device {
+  DeviceBuffer lut, rows;
+};
+#else
+struct OverlayRows::Device {};
+#endif
+
+OverlayRows::OverlayRows(const Backend& backend, const std::vector<std::array<uint8_t, 3>>& palette,
+                         float alpha)
+    : backend_(backend), alpha_(alpha) {
+  SL_REQUIRE(available(backend), "overlay rows: ", backend.describe(), " is not a GPU backend");
+  SL_REQUIRE(!palette.empty(), "overlay: empty palette");
+  SL_REQUIRE(alpha >= 0.f && alpha <= 1.f, "overlay: alpha ", alpha, " not in 0..1");
+#ifdef SCENELAB_WITH_CUDA
+  uint8_t lut[256 * 3];
+  for (size_t v = 0; v < 256; ++v)
+    for (size_t k = 0; k < 3; ++k) lut[3 * v + k] = palette[std::min(v, palette.size() - 1)][k];
+  dev_ = std::make_unique<Device>();
+  dev_->lut.resize(sizeof lut, "overlay colours");
+  SL_CUDA_CHECK(cudaMemcpy(dev_->lut.get(), lut, sizeof lut, cudaMemcpyHostToDevice), "overlay colours");
+#endif
+}
+
+OverlayRows::~OverlayRows() = default;
+
+void OverlayRows::enqueue(const uint8_t* pixels, const uint8_t* labels, int n, int h, int w,
+                          uint8_t* host) {
+  SL_REQUIRE(pixels && labels && host && n > 0 && h > 0 && w > 0, "overlay rows: no frames");
+#ifdef SCENELAB_WITH_CUDA
+  const CudaContext* ctx = backend_.cuda();
+  const size_t bytes = size_t(n) * frame_bytes(h, w);
+  dev_->rows.resize(bytes, "overlay rows");
+  cuda::overlay_png_rows(pixels, labels, dev_->lut.get<uint8_t>(), alpha_, n, h, w,
+                         dev_->rows.get<uint8_t>(), ctx->stream);
+  SL_CUDA_CHECK(cudaMemcpyAsync(host, dev_->rows.get(), bytes, cudaMemcpyDeviceToHost, ctx->stream),
+                "overlay rows download");
+#endif
+}
+
+}  // namespace scenelab
