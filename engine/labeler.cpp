@@ -70,19 +70,27 @@ Image8 colorize(const LabelMap& m, const std::vector<std::array<uint8_t, 3>>& pa
 }
 
 namespace {
-// round((1 - alpha) * a + alpha * b): at alpha 0.5 (the default) exactly (a + b + 1) / 2 in
-// integers; other alphas in float, rounded half away from zero as before.
-inline uint8_t blend(uint8_t a, uint8_t b, float alpha, bool half) {
+// (1 - alpha) * a + alpha * b in integers, alpha in 256ths (overlay_weight): the same bytes on
+// every build (a float blend's rounding moved with the compiler's fused multiply-adds) and on the
+// GPU (kernels/png_rows_cuda.h); at alpha 0.5 (the default) exactly (a + b + 1) / 2, which `half`
+// computes with no multiply.
+inline uint8_t blend(uint8_t a, uint8_t b, int w256, bool half) {
   return half ? uint8_t((unsigned(a) + b + 1) >> 1)
-              : uint8_t(std::lround((1 - alpha) * a + alpha * b));
+              : uint8_t(((256 - unsigned(w256)) * a + unsigned(w256) * b + 128) >> 8);
 }
 }  // namespace
+
+int overlay_weight(float alpha) {
+  SL_REQUIRE(alpha >= 0.f && alpha <= 1.f, "overlay: alpha ", alpha, " not in 0..1");
+  return int(std::lround(alpha * 256.f));
+}
 
 Image8 overlay(const Image8& rgb, const Image8& color, float alpha) {
   SL_REQUIRE(rgb.pixels.size() == color.pixels.size(), "overlay: image and labels differ in size");
   Image8 out = rgb;
-  const bool half = alpha == 0.5f;
-  for (size_t i = 0; i < out.pixels.size(); ++i) out.pixels[i] = blend(rgb.pixels[i], color.pixels[i], alpha, half);
+  const int w256 = overlay_weight(alpha);
+  const bool half = w256 == 128;
+  for (size_t i = 0; i < out.pixels.size(); ++i) out.pixels[i] = blend(rgb.pixels[i], color.pixels[i], w256, half);
   return out;
 }
 
@@ -103,11 +111,12 @@ Image8 overlay_labels(const Image8& rgb, const LabelMap& m,
   // `half` a compile-time constant in each loop, so the integer blend has no test per pixel;
   // the pointers by value (stores through dst could alias captured references)
   const size_t n = m.labels.size();
-  auto fill = [src, lab, dst, n, alpha, &lut](auto half) {
+  const int w256 = overlay_weight(alpha);
+  auto fill = [src, lab, dst, n, w256, &lut](auto half) {
     for (size_t i = 0; i < n; ++i)
-      for (size_t k = 0; k < 3; ++k) dst[3 * i + k] = blend(src[3 * i + k], lut[lab[i]][k], alpha, half);
+      for (size_t k = 0; k < 3; ++k) dst[3 * i + k] = blend(src[3 * i + k], lut[lab[i]][k], w256, half);
   };
-  if (alpha == 0.5f) fill(std::true_type{});
+  if (w256 == 128) fill(std::true_type{});
   else fill(std::false_type{});
   return out;
 }

@@ -46,6 +46,9 @@ std::vector<std::vector<float>> class_probabilities(const TensorView& scores,
                                                     const std::vector<int>& cls);
 
 Image8 colorize(const LabelMap& m, const std::vector<std::array<uint8_t, 3>>& palette);
+// Colours over the image: each byte (1 - alpha) a + alpha b, alpha (0..1) in 256ths
+// (overlay_weight), rounded to nearest; alpha 0.5 is exactly (a + b + 1) / 2.
+int overlay_weight(float alpha);
 Image8 overlay(const Image8& rgb, const Image8& color, float alpha = 0.5f);
 // The same from the class map, without making the colour image first.
 Image8 overlay_labels(const Image8& rgb, const LabelMap& m,

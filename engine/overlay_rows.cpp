@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/error.h"
+#include "engine/labeler.h"
 
 #ifdef SCENELAB_WITH_CUDA
 #include "engine/cuda_backend.h"
@@ -22,10 +23,9 @@ struct OverlayRows::Device {};
 
 OverlayRows::OverlayRows(const Backend& backend, const std::vector<std::array<uint8_t, 3>>& palette,
                          float alpha)
-    : backend_(backend), alpha_(alpha) {
+    : backend_(backend), w256_(overlay_weight(alpha)) {
   SL_REQUIRE(available(backend), "overlay rows: ", backend.describe(), " is not a GPU backend");
   SL_REQUIRE(!palette.empty(), "overlay: empty palette");
-  SL_REQUIRE(alpha >= 0.f && alpha <= 1.f, "overlay: alpha ", alpha, " not in 0..1");
 #ifdef SCENELAB_WITH_CUDA
   uint8_t lut[256 * 3];
   for (size_t v = 0; v < 256; ++v)
@@ -45,7 +45,7 @@ void OverlayRows::enqueue(const uint8_t* pixels, const uint8_t* labels, int n, i
   const CudaContext* ctx = backend_.cuda();
   const size_t bytes = size_t(n) * frame_bytes(h, w);
   dev_->rows.resize(bytes, "overlay rows");
-  cuda::overlay_png_rows(pixels, labels, dev_->lut.get<uint8_t>(), alpha_, n, h, w,
+  cuda::overlay_png_rows(pixels, labels, dev_->lut.get<uint8_t>(), w256_, n, h, w,
                          dev_->rows.get<uint8_t>(), ctx->stream);
   SL_CUDA_CHECK(cudaMemcpyAsync(host, dev_->rows.get(), bytes, cudaMemcpyDeviceToHost, ctx->stream),
                 "overlay rows download");

@@ -33,7 +33,7 @@ class OverlayRows {
  private:
   struct Device;
   const Backend& backend_;
-  float alpha_;
+  int w256_;  // alpha in 256ths (overlay_weight)
   std::unique_ptr<Device> dev_;
 };
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <exception>
@@ -12,6 +14,7 @@
 #include <thread>
 
 #include "engine/error.h"
+#include "engine/labeler.h"
 #include "engine/overlay_rows.h"
 #include "engine/score_map_head.h"
 
@@ -201,7 +204,7 @@ Pipeline::~Pipeline() = default;
 
 void Pipeline::set_overlay(const PipelineOptions::Overlay& o) {
   SL_REQUIRE(!o.on || !o.palette.empty(), "overlay: empty palette");
-  SL_REQUIRE(!o.on || (o.alpha >= 0.f && o.alpha <= 1.f), "overlay: alpha ", o.alpha, " not in 0..1");
+  if (o.on) overlay_weight(o.alpha);  // throws for an alpha outside 0..1
   opt_.overlay = o;
 }
 
@@ -302,9 +305,21 @@ void Pipeline::work(Worker& wk, Run& r) {
           if (auto saved = cache_.find(p.key)) restored = p.graph->restore_tuning(*saved).empty();
         }
         const double restore_ms = ms_since(t0);
+        // SCENELAB_TRACE_FIRST_PASS=1: where a plan's first pass spends its time (each layer
+        // waited for: kernel modules and libraries load at their first use), on stderr.
+        static const bool trace = std::getenv("SCENELAB_TRACE_FIRST_PASS") != nullptr;
+        if (trace) p.graph->set_profiling(true);
         const auto t1 = Clock::now();
         pass();
         const double pass_ms = ms_since(t1);
+        if (trace) {
+          p.graph->set_profiling(false);
+          std::string line = str_cat("first pass ", n, "x", w, "x", h, " worker ", wk.id, ": ",
+                                     int(pass_ms + 0.5), " ms (restored ", restored, ");");
+          for (const auto& s : p.graph->stats())
+            if (s.time_ms >= 1) line += str_cat(" ", s.name, " ", int(s.time_ms + 0.5));
+          std::fprintf(stderr, "%s\n", line.c_str());
+        }
         if (!p.key.empty() && !restored) cache_.store(p.key, p.graph->tuning());
         p.first_run = false;
         std::lock_guard<std::mutex> sl(r.stats_mu);

@@ -20,17 +20,14 @@ struct Overlay {
   const uint8_t* rgb;
   const uint8_t* labels;
   const uint8_t* lut;
-  float alpha;
-  bool half;
+  int w256;
   int h, w;
   __device__ __forceinline__ int operator()(int f, int y, int i) const {
     const size_t row = size_t(f) * h + y;
     const int x = i / 3, k = i - 3 * x;
     const int a = rgb[row * size_t(3 * w) + i];
     const int b = lut[3 * labels[row * size_t(w) + x] + k];
-    if (half) return (a + b + 1) >> 1;
-    // As the host's float expression: no fused multiply-add.
-    return int(lroundf(__fadd_rn(__fmul_rn(1.f - alpha, float(a)), __fmul_rn(alpha, float(b)))));
+    return ((256 - w256) * a + w256 * b + 128) >> 8;
   }
 };
 
@@ -95,10 +92,10 @@ __global__ void png_rows_kernel(Src src, int s, int bpp, uint8_t* __restrict__ o
 
 }  // namespace
 
-void overlay_png_rows(const uint8_t* rgb, const uint8_t* labels, const uint8_t* lut, float alpha,
+void overlay_png_rows(const uint8_t* rgb, const uint8_t* labels, const uint8_t* lut, int w256,
                       int n, int h, int w, uint8_t* out, cudaStream_t s) {
   if (n <= 0 || h <= 0 || w <= 0) return;
-  const Overlay src{rgb, labels, lut, alpha, alpha == 0.5f, h, w};
+  const Overlay src{rgb, labels, lut, w256, h, w};
   png_rows_kernel<<<dim3(unsigned(h), unsigned(n)), kThreads, 0, s>>>(src, 3 * w, 3, out);
   SL_CUDA_CHECK(cudaGetLastError(), "overlay PNG rows");
 }

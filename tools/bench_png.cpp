@@ -2,7 +2,9 @@
 // (filters chosen per row, Huffman and runs: engine/png_deflate.h), ours with libdeflate (level
 // 1, "up" filter), libpng + zlib (level 1, "up" filter) and stb_image_write (its own deflate). Median ms of --runs encodings of each on one thread, output bytes, and the
 // decoded pixels checked equal to the input. Images: an overlay (a photo blended with a label
-// map, as label_image writes it), the colour labels (indexed colour) and the class indices.
+// map, as label_image writes it), the colour labels (indexed colour) and the class indices. The
+// overlay also as the host codes it when a GPU made its filtered rows (encode_png_filtered: what
+// is left to label_image's writers with a GPU, engine/overlay_rows.h).
 // --threads N: the overlay also encoded by N threads at once (each --runs times), as
 // label_image's writers do on a busy machine: median ms of one encoding and encodings a second.
 //   bench_png IMAGE.jpg [--runs 15] [--threads N]
@@ -15,6 +17,7 @@
 
 #include "engine/image_io.h"
 #include "engine/labeler.h"
+#include "engine/png_deflate.h"
 #include "tools/cli.h"
 
 using namespace scenelab;
@@ -39,6 +42,8 @@ int main(int argc, char** argv) {
     for (int c = 0; c < 11; ++c) palette.push_back({uint8_t(c * 23), uint8_t(255 - c * 20), uint8_t(c * 57 % 256)});
     const Image8 over = overlay_labels(photo, m, palette);
     const Image8 index{m.width, m.height, 1, m.labels};
+    std::vector<uint8_t> rows(size_t(over.height) * (1 + 3 * size_t(over.width)));
+    png_filter_rows(over.pixels.data(), size_t(over.width), size_t(over.height), 3, rows.data());
     PngOptions pal;
     pal.palette = palette;
     struct Case {
@@ -60,7 +65,11 @@ int main(int argc, char** argv) {
           {"ours (libdeflate 1)", [&] { return encode_png(*c.img, deflate); }},
           {"libpng + zlib 1", [&] { return encode_png_libpng(*c.img, c.opt); }},
           {"stb_image_write", [&] { return encode_png_stb(*c.img); }}};
-      for (const auto& [name, write] : writers) {
+      std::vector<std::pair<const char*, std::function<std::vector<uint8_t>()>>> all(std::begin(writers), std::end(writers));
+      if (c.img == &over)
+        all.insert(all.begin() + 1, {"ours, rows filtered on the GPU (coding only)",
+                                     [&] { return encode_png_filtered(rows.data(), over.width, over.height, 3); }});
+      for (const auto& [name, write] : all) {
         if (!stb_ok && std::string(name) == "stb_image_write") continue;
         std::vector<double> t;
         std::vector<uint8_t> bytes;
@@ -80,15 +89,18 @@ int main(int argc, char** argv) {
       PngOptions deflate;
       deflate.coder = PngCoder::Deflate;
       for (const auto& [name, opt] : {std::pair<const char*, PngOptions>{"ours (Huffman + runs)", PngOptions{}},
+                                      {"ours, rows filtered on the GPU (coding only)", PngOptions{}},
                                       {"ours (libdeflate 1)", deflate}}) {
+        const bool filtered = std::string(name).find("GPU") != std::string::npos;
         std::vector<std::vector<double>> per{size_t(threads)};
         const auto t0 = std::chrono::steady_clock::now();
         std::vector<std::thread> pool;
         for (int k = 0; k < threads; ++k)
-          pool.emplace_back([&, k, opt = opt] {
+          pool.emplace_back([&, k, filtered, opt = opt] {
             for (int i = 0; i < runs; ++i) {
               const auto a = std::chrono::steady_clock::now();
-              const std::vector<uint8_t> bytes = encode_png(over, opt);
+              const std::vector<uint8_t> bytes =
+                  filtered ? encode_png_filtered(rows.data(), over.width, over.height, 3) : encode_png(over, opt);
               per[size_t(k)].push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
             }
           });
