@@ -13,7 +13,7 @@
 namespace scenelab {
 namespace {
 
-const char* kMagic = "scenelab plan cache 2";  // 2: 1x1 NHWC layers record cuBLAS or cuDNN
+const char* kMagic = "scenelab plan cache 1";
 constexpr uint64_t kMaxEntryBytes = 1 << 20;
 
 bool one_line(const std::string& s) { return s.find_first_of("\n\r\t") == std::string::npos; }

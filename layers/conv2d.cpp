@@ -293,12 +293,9 @@ class Conv2d : public Layer {
                  ", output ", a.out.format.str());
       if (k_ == 1) {  // pixel-wise fully connected: one GEMM over the batch's pixels
         const DType t = a.out.format.dtype;
-        auto gemm = [&] {
-          cuda::conv1x1_nhwc(c, a.in[0].data, w16_.get(w, c, cuda::WeightLayout::OIHW, t, ctx.stream), b,
-                             a.out.data, a.fused_relu, t, ctx.cublas, ctx.stream);
-          last_ = "gemm (1x1, NHWC)";
-        };
-        if (!run_cudnn_1x1(a, ctx, c, b, gemm)) gemm();
+        cuda::conv1x1_nhwc(c, a.in[0].data, w16_.get(w, c, cuda::WeightLayout::OIHW, t, ctx.stream), b,
+                           a.out.data, a.fused_relu, t, ctx.cublas, ctx.stream);
+        last_ = "gemm (1x1, NHWC)";
         return;
       }
       auto plain = [&] { forward_nhwc(a, ctx, c, a.out.data, a.fused_relu, b, /*pooled=*/false); };
@@ -379,51 +376,6 @@ class Conv2d : public Layer {
     }
     run(algo);
     last_ = algo_label(algo, key, ctx.precision);
-  }
-  // Under auto on half-precision NHWC tensors, a 1x1 convolution by cuBLAS's GEMM (`gemm`, then
-  // the bias and ReLU pass) against cuDNN's graph (bias and ReLU fused), each run once to warm up
-  // and twice timed the first time a size runs; runs cuDNN's if it is the pick (false: gemm is,
-  // not run). Where cuDNN is the pick for every 1x1 layer, a process that restores its plans never
-  // starts cuBLAS, whose first GEMM took 100-200 ms of an H100 pipeline's first pass.
-  template <class Gemm>
-  bool run_cudnn_1x1(const ForwardArgs& a, const CudaContext& ctx, const cuda::ConvShape& c, const float* b,
-                     Gemm&& gemm) const {
-#ifdef SCENELAB_WITH_CUDNN
-    if (ctx.conv != ConvAlgo::Auto) return false;
-    const ChoiceKey key = choice_key(a.in[0].shape, ctx);
-    auto ours = [&] { forward_nhwc(a, ctx, c, a.out.data, a.fused_relu, b, /*pooled=*/false); };
-    auto it = gemm1x1_choice_.find(key);
-    if (it == gemm1x1_choice_.end()) {
-      static const bool trace = std::getenv("SCENELAB_TRACE_TUNING") != nullptr;
-      StreamTimer timer;
-      auto time = [&](auto&& fn) {
-        fn();  // warm-up (and cuDNN's own choice)
-        float best = 1e30f;
-        for (int r = 0; r < 2; ++r) best = std::min(best, timer.time(ctx.stream, fn, "conv2d auto"));
-        return best;
-      };
-      float theirs = 1e30f;
-      std::string label;
-      try {
-        theirs = time(ours);
-        label = last_;
-      } catch (const Error&) {
-        // no cuDNN engine for this shape: the GEMM
-      }
-      const float g = time(gemm);
-      if (trace)
-        std::fprintf(stderr, "tuning %s %s %s (1x1): %s %g ms; gemm %g ms; picked %s\n", name_.c_str(),
-                     a.in[0].shape.str().c_str(), precision_name(ctx.precision), label.c_str(), theirs, g,
-                     g <= theirs ? "gemm" : "cudnn");
-      it = gemm1x1_choice_.emplace(key, g <= theirs).first;
-    }
-    if (it->second) return false;
-    ours();
-    return true;
-#else
-    (void)a, (void)ctx, (void)c, (void)b, (void)gemm;
-    return false;
-#endif
   }
   // Under auto on half-precision NHWC tensors, our implicit-GEMM kernel (conv_mma_nhwc) against
   // cuDNN's path (`cudnn`: the convolution and, for a pool, the pass that pools) the first time a
@@ -568,15 +520,9 @@ class Conv2d : public Layer {
   std::string tuning(const std::vector<Shape>& in, const Backend& backend) const override {
     const CudaContext* ctx = backend.cuda();
     if (!ctx || (ctx->conv != ConvAlgo::Auto && ctx->conv != ConvAlgo::Cudnn)) return {};
+    if (k_ == 1) return {};  // a 1x1 convolution is a plain GEMM: nothing timed
     const ChoiceKey key = choice_key(in[0], *ctx);
     const bool nhwc = activation_format(*ctx).layout == Layout::NHWC;
-    // A 1x1 convolution is a plain GEMM: on NHWC tensors under auto, cuBLAS's or cuDNN's graph
-    // (timed); otherwise nothing is timed.
-    if (k_ == 1) {
-      auto g1 = gemm1x1_choice_.find(key);
-      if (!nhwc || ctx->conv != ConvAlgo::Auto || g1 == gemm1x1_choice_.end()) return {};
-      if (g1->second) return "gemm";
-    }
     ConvAlgo algo = ConvAlgo::Cudnn;
     if (ctx->conv == ConvAlgo::Auto && !nhwc) {
       auto it = auto_choice_.find(key);
@@ -612,25 +558,9 @@ class Conv2d : public Layer {
                       const std::string& text) const override {
     const CudaContext* ctx = backend.cuda();
     if (!ctx || (ctx->conv != ConvAlgo::Auto && ctx->conv != ConvAlgo::Cudnn)) return false;
+    if (k_ == 1) return false;
     const bool nhwc = activation_format(*ctx).layout == Layout::NHWC;
     const ChoiceKey key = choice_key(in[0], *ctx);
-    if (k_ == 1) {  // NHWC under auto: "gemm" (cuBLAS) or cuDNN's graph
-      if (!nhwc || ctx->conv != ConvAlgo::Auto) return false;
-      if (text == "gemm") {
-        gemm1x1_choice_[key] = true;
-        return true;
-      }
-#ifdef SCENELAB_WITH_CUDNN
-      if (text.rfind("cudnng ", 0) == 0) {  // checked when the layer first runs, as below
-        preset_[key] = text;
-        graph_.erase(key);
-        graph_failed_.erase(key);
-        gemm1x1_choice_[key] = false;
-        return true;
-      }
-#endif
-      return false;
-    }
 #ifdef SCENELAB_WITH_CUDNN
     if (nhwc && (text.rfind("cudnng ", 0) == 0 || text.rfind("cudnngp ", 0) == 0)) {
       // Checked when the layer first runs (the engine depends on the fused ReLU too, and a
@@ -730,7 +660,6 @@ class Conv2d : public Layer {
   mutable std::map<ChoiceKey, std::string> preset_;  // plan-cache choices not yet built
   mutable std::set<ChoiceKey> pooled_;  // shapes whose raw convolution feeds a fused pool
   mutable std::map<ChoiceKey, bool> mma_choice_;  // our kernel (true) or cuDNN's path
-  mutable std::map<ChoiceKey, bool> gemm1x1_choice_;  // 1x1 NHWC: cuBLAS (true) or cuDNN's graph
 #endif
 
  public:

@@ -3,7 +3,6 @@
 // >= 99.9% equal with auto; cuda:all over the GPUs present gives the labels of one GPU; the plan
 // cache restores every plan in a second pipeline with the same labels; batch n equals n single
 // runs for every layer type; a size too large for the GPU fails naming the size and the memory;
-// fp16 auto records the 1x1 layers' pick (cuBLAS or cuDNN) and restores it;
 // the detection head on the GPU (engine/score_map_head.h) gives the CPU head's boxes on the same
 // scores, fp32 and fp16, and the pipeline's GPU workers return them.
 #include <gtest/gtest.h>
@@ -129,46 +128,6 @@ TEST(PipelineGpu, PlanCacheRestoresEveryPlan) {
   for (size_t i = 0; i < files.size(); ++i) EXPECT_TRUE(a[i].labels == b[i].labels) << files[i];
   std::printf("planning: cold %.1f ms for %zu plans, from the cache %.1f ms\n", cold.planning_ms,
               cold.plans, warm.planning_ms);
-}
-
-// fp16 auto times the 1x1 layers (cuBLAS's GEMM against cuDNN's graph, layers/conv2d.cpp) and
-// records the pick, which a new graph restores (so a process with a plan cache need not start
-// the one it did not pick) with the same outputs.
-TEST(PipelineGpu, OneByOneLayersRecordAndRestoreTheirPick) {
-  SCENELAB_REQUIRE_GPU();
-  const Model m = make_random_model("multiscale", 6, 5);
-  CudaOptions co;
-  co.conv = "auto";
-  co.precision = "fp16";
-  auto gpu = make_backend("cuda", 0, co);
-  std::vector<uint8_t> px(size_t(2) * 61 * 97 * 3);
-  std::mt19937 rng(3);
-  for (auto& v : px) v = uint8_t(rng());
-  PlanIO io;
-  io.u8_input = true;
-  io.u8_outputs = {"labels_full"};
-  auto labels_of = [&](Graph& g) {
-    std::vector<uint8_t> out(g.shape_of("labels_full").numel());
-    g.run_u8(px.data());
-    g.fetch_u8_async("labels_full", out.data());
-    g.synchronize();
-    return out;
-  };
-  Graph a(m);
-  a.plan(2, 61, 97, *gpu, io);
-  const auto want = labels_of(a);
-  const Tuning t = a.tuning();
-  for (const char* layer : {"fc1", "scores"}) {
-    auto it = t.find(layer);
-    ASSERT_NE(it, t.end()) << layer << ": no pick recorded";
-    EXPECT_TRUE(it->second == "gemm" || it->second.rfind("cudnng ", 0) == 0) << layer << ": " << it->second;
-    std::printf("%s: %s\n", layer, it->second.c_str());
-  }
-  Graph b(m);
-  b.plan(2, 61, 97, *gpu, io);
-  EXPECT_TRUE(b.restore_tuning(t).empty());
-  EXPECT_EQ(labels_of(b), want);
-  EXPECT_EQ(b.tuning(), t);
 }
 
 TEST(PipelineGpu, BatchEqualsSingleRunsForEveryLayerType) {
