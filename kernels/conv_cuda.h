@@ -87,7 +87,8 @@ void conv_relu_pool_nhwc(const ConvShape& c, const void* x, const void* w, const
 // = w2 act(w1 x + b1) + b2, act a ReLU if asked; x pixels x c1, w1 c2 x c1, w2 c3 x c2 (the
 // tensors' type), b1, b2 float (b2 may be null). The intermediate is rounded to the type, as
 // between two layers, but never written. Supported: c1 a multiple of 32, c2 16, 32 or 64, c3 <=
-// 16, on a device whose binary has sm_80+ code.
+// 16, W1 within the current device's shared memory a block (opted in past 48 KiB: c1 up to ~1700
+// with c2 64 on an H100), on a device whose binary has sm_80+ code.
 bool conv1x1_pair_supported(int c1, int c2, int c3, DType t);
 void conv1x1_pair_nhwc(int pixels, int c1, int c2, int c3, const void* x, const void* w1, const float* b1,
                        bool relu, const void* w2, const float* b2, void* y, DType t, cudaStream_t s);

@@ -398,8 +398,17 @@ void conv_pool_weights(const float* w, const ConvShape& c, DType t, void* out, c
 
 bool conv1x1_pair_supported(int c1, int c2, int c3, DType t) {
   if (!(t == DType::F16 || t == DType::BF16) || c1 < 32 || c1 % 32 || (c2 != 16 && c2 != 32 && c2 != 64) ||
-      c3 < 1 || c3 > 16 || pair_smem_bytes(c1, c2) > 48 * 1024)
+      c3 < 1 || c3 > 16)
     return false;
+  // W1 staged in shared memory by the big blocks: past 48 KiB (the multiscale net's 768-channel
+  // fc1: 102 KiB) by opting in, up to what a block of this device may have.
+  int device = 0, optin = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess) {
+    cudaGetLastError();  // no device: not supported (not sticky)
+    return false;
+  }
+  if (pair_smem_bytes(c1, c2) > size_t(std::max(optin, 48 * 1024))) return false;
   return t == DType::F16 ? has_binary<__half>() : has_binary<__nv_bfloat16>();
 }
 
@@ -419,6 +428,7 @@ void launch_pair(int pixels, int c1, int c3, const void* x, const void* w1, cons
     blocks = std::min((tiles + kPairWarps - 1) / kPairWarps, 6 * sms);
     warps = kPairWarps;
     smem = pair_smem_bytes(c1, NT1 * 8);
+    if (smem > 48 * 1024) allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem, "fused 1x1 pair kernel");
   } else {  // small blocks reading W1 from global memory; four K shares where c1 allows
     const int split = c1 % 128 == 0 ? 4 : 1;
     if (split == 4)

@@ -432,7 +432,7 @@ void expect_half_nhwc_near(const DeviceBuffer& dy, const Ref& want, DType t) {
 // rounding (f16 2^-11, bf16 2^-8 of the largest value, times 2 for the accumulation order).
 // Two 1x1 layers in one tensor-core kernel (cuda::conv1x1_pair_nhwc) against float64 on the same
 // rounded inputs, the intermediate rounded to the type as the kernel (and the unfused pass) does:
-// pixel counts that are not multiples of a warp's 32 or a block's 256, c1 32, 64, 128 and 256 (the
+// pixel counts that are not multiples of a warp's 32 or a block's 256, c1 32, 64, 128, 256 and 768 (the
 // channel permutation over several 32-channel groups; four K shares from 128), c2 16, 32 and 64,
 // c3 1, 7, 11 and 16, ReLU or not, bias or not; outputs poisoned first (NaN).
 TEST(CudaBackend, PixelwisePairKernelAgainstFloat64) {
@@ -446,7 +446,10 @@ TEST(CudaBackend, PixelwisePairKernelAgainstFloat64) {
                                    {999, 128, 32, 7, true, false},  // four K shares, C1 not unrolled
                                    // blocks of 8 warps staging W1 (the others fill a 132-SM GPU only
                                    // with the small blocks that read it from global memory)
-                                   {2 * 97 * 101, 256, 64, 11, true, true}};
+                                   {2 * 97 * 101, 256, 64, 11, true, true},
+                                   // the multiscale net's classifier (c1 768): W1 staged past
+                                   // 48 KiB of shared memory, and the small blocks' four K shares
+                                   {2 * 97 * 101, 768, 64, 11, true, true}, {999, 768, 64, 11, true, true}};
   std::mt19937 rng(33);
   std::uniform_real_distribution<float> uni(-1.f, 1.f);
   for (DType t : {DType::F16, DType::BF16}) {
