@@ -14,6 +14,8 @@
 #include <thread>
 
 #include "engine/error.h"
+#include "engine/file_io.h"
+#include "engine/jpeg_gpu.h"
 #include "engine/labeler.h"
 #include "engine/overlay_rows.h"
 #include "engine/score_map_head.h"
@@ -36,7 +38,20 @@ bool FileSource::next(Frame& f) {
   return true;
 }
 
-void FileSource::decode(Frame& f) { f.image = load_image(f.name, 3, limits_); }
+void FileSource::decode(Frame& f) {
+  if (!f.defer_jpeg) {
+    f.image = load_image(f.name, 3, limits_);
+    return;
+  }
+  std::vector<uint8_t> bytes = read_file(f.name);
+  int w = 0, h = 0;
+  if (GpuJpegDecoder::decodable(bytes.data(), bytes.size(), w, h) && uint64_t(w) * uint64_t(h) <= limits_.max_pixels) {
+    f.image = Image8{w, h, 3, {}};
+    f.jpeg = std::move(bytes);
+  } else {
+    f.image = decode_image(bytes.data(), bytes.size(), f.name, 3, limits_);
+  }
+}
 
 namespace {
 
@@ -137,8 +152,11 @@ struct Pipeline::Worker {
   std::unique_ptr<Backend> backend;
   std::unique_ptr<ScoreMapHead> head;  // PipelineOptions::detect, made at the first use
   std::unique_ptr<OverlayRows> overlay;  // PipelineOptions::overlay on a GPU, made at the first use
+  std::unique_ptr<GpuJpegDecoder> jpeg;  // PipelineOptions::gpu_decode, made at the first use
+  BackendMemory pixels;                  // what it decodes into (backend memory)
+  size_t pixel_bytes = 0;
   std::list<Plan> plans;  // most recently used first
-  BackendMemory marks[4];
+  BackendMemory marks[5];
 };
 
 // The state of one run(): the window of frames in flight and the queues between the stages.
@@ -198,6 +216,9 @@ Pipeline::Pipeline(const Model& model, const PipelineOptions& opt)
       workers_.push_back(std::move(w));
     }
   }
+  bool all_gpu = true;
+  for (const auto& w : workers_) all_gpu = all_gpu && w->backend->cuda();
+  gpu_decode_ = opt.gpu_decode && all_gpu && GpuJpegDecoder::available();
 }
 
 Pipeline::~Pipeline() = default;
@@ -221,7 +242,7 @@ std::string Pipeline::describe() const {
   std::string s;
   for (const auto& d : order)
     s += str_cat(s.empty() ? "" : ", ", d, count[d] > 1 ? str_cat(" x", count[d], " streams") : "");
-  return s;
+  return gpu_decode_ ? s + ", JPEGs decoded on the GPU (nvJPEG)" : s;
 }
 
 int Pipeline::batch_for(int h, int w) const {
@@ -235,9 +256,35 @@ void Pipeline::work(Worker& wk, Run& r) {
   Backend& b = *wk.backend;
   b.activate();
   const bool overlay_on = opt_.overlay.on && OverlayRows::available(b);
+  // Frames left as JPEG bytes decoded here on the CPU (a batch the GPU does not decode): one that
+  // fails leaves the batch, by name, and the others go on.
+  auto decode_on_cpu = [&r](std::vector<Frame>& frames) {
+    for (auto it = frames.begin(); it != frames.end();) {
+      if (!it->jpeg.empty()) {
+        try {
+          it->image = decode_image(it->jpeg.data(), it->jpeg.size(), it->name, 3);
+        } catch (const std::exception& e) {
+          it->error = e.what();
+        }
+        it->jpeg = std::vector<uint8_t>();
+      }
+      if (it->error.empty()) {
+        ++it;
+      } else {
+        r.finishing.push(std::move(*it));
+        it = frames.erase(it);
+      }
+    }
+  };
   std::vector<Frame> batch;
   while (r.batches.pop(batch)) {
-    const int n = int(batch.size()), h = batch[0].image.height, w = batch[0].image.width;
+    // The GPU decodes the batch where every frame of it is a deferred JPEG and this is a GPU.
+    bool gpu_jpeg = gpu_decode_ && b.cuda() &&
+                    std::all_of(batch.begin(), batch.end(), [](const Frame& f) { return !f.jpeg.empty(); });
+    if (!gpu_jpeg) decode_on_cpu(batch);
+    if (batch.empty()) continue;
+    int n = int(batch.size());
+    const int h = batch[0].image.height, w = batch[0].image.width;
     int planned_n = n;  // the batch of the plan that runs these n frames
     try {
       // The plan for this size and batch, or a kept plan of this size for a larger batch (the
@@ -277,14 +324,66 @@ void Pipeline::work(Worker& wk, Run& r) {
       if (overlay_on && !p.overlay) p.overlay = b.allocate_host(size_t(p.n) * OverlayRows::frame_bytes(h, w));
       if (overlay_on && !wk.overlay) wk.overlay = std::make_unique<OverlayRows>(b, opt_.overlay.palette, opt_.overlay.alpha);
       const size_t image_bytes = size_t(h) * w * 3;
-      auto* in = static_cast<uint8_t*>(p.in.get());
-      for (int i = 0; i < n; ++i) {
-        SL_REQUIRE(batch[size_t(i)].image.channels == 3, batch[size_t(i)].name, ": not RGB");
-        std::memcpy(in + size_t(i) * image_bytes, batch[size_t(i)].image.pixels.data(), image_bytes);
+      if (gpu_jpeg) {
+        // Into the worker's device buffer (sized for the plan's batch: copy_u8_input takes that
+        // many); a batch nvJPEG refuses decodes on the CPU instead.
+        try {
+          if (!wk.jpeg) wk.jpeg = std::make_unique<GpuJpegDecoder>(b);
+          const size_t bytes = size_t(p.n) * image_bytes;
+          if (bytes > wk.pixel_bytes) {
+            wk.pixels = b.allocate(bytes);
+            wk.pixel_bytes = bytes;
+          }
+          std::vector<const std::vector<uint8_t>*> jpegs;
+          for (const Frame& f : batch) jpegs.push_back(&f.jpeg);
+          b.record_mark(wk.marks[4]);
+          wk.jpeg->decode(jpegs, h, w, static_cast<uint8_t*>(wk.pixels.get()));  // bytes kept until the pass ends
+        } catch (const Error&) {
+          // nvJPEG refused the batch (a corrupt stream): frame by frame, so that the others'
+          // pixels do not depend on their neighbours; one it refuses alone decodes on the CPU
+          // (its pixels uploaded into its slot), where a bad one fails alone, by name.
+          b.synchronize();  // whatever the refused batch enqueued has finished
+          uint8_t* slots = static_cast<uint8_t*>(wk.pixels.get());
+          std::vector<Frame> kept;
+          for (Frame& f : batch) {
+            uint8_t* slot = slots + kept.size() * image_bytes;
+            bool ok = false;
+            try {
+              wk.jpeg->decode({&f.jpeg}, h, w, slot);
+              ok = true;
+            } catch (const Error&) {
+              try {
+                f.image = decode_image(f.jpeg.data(), f.jpeg.size(), f.name, 3);
+                b.upload(slot, f.image.pixels.data(), image_bytes);
+                ok = true;
+              } catch (const std::exception& e) {
+                f.error = e.what();
+              }
+            }
+            if (ok) {
+              kept.push_back(std::move(f));
+            } else {
+              f.jpeg = std::vector<uint8_t>();
+              r.finishing.push(std::move(f));
+            }
+          }
+          batch = std::move(kept);
+          n = int(batch.size());
+          if (batch.empty()) continue;
+        }
       }
+      auto* in = static_cast<uint8_t*>(p.in.get());
+      if (!gpu_jpeg)
+        for (int i = 0; i < n; ++i) {
+          SL_REQUIRE(batch[size_t(i)].image.channels == 3, batch[size_t(i)].name, ": not RGB");
+          std::memcpy(in + size_t(i) * image_bytes, batch[size_t(i)].image.pixels.data(), image_bytes);
+        }
       auto pass = [&] {
         b.record_mark(wk.marks[0]);
-        p.graph->upload_u8(in);
+        if (gpu_jpeg)
+          p.graph->copy_u8_input(static_cast<const uint8_t*>(wk.pixels.get()));
+        else
+          p.graph->upload_u8(in);
         b.record_mark(wk.marks[1]);
         p.graph->run_resident();
         b.record_mark(wk.marks[2]);
@@ -351,7 +450,8 @@ void Pipeline::work(Worker& wk, Run& r) {
           }
         detect_ms = ms_since(t0) / n;
       }
-      const double up = b.mark_ms(wk.marks[0], wk.marks[1]) / n;
+      // With the GPU's decoding, "upload" is that decoding and the copy into the plan's input.
+      const double up = b.mark_ms(gpu_jpeg ? wk.marks[4] : wk.marks[0], wk.marks[1]) / n;
       const double fw = b.mark_ms(wk.marks[1], wk.marks[2]) / n;
       const double down = b.mark_ms(wk.marks[2], wk.marks[3]) / n;
       const auto* labels = static_cast<const uint8_t*>(p.out.get());
@@ -361,6 +461,7 @@ void Pipeline::work(Worker& wk, Run& r) {
         f.labels.width = w;
         f.labels.height = h;
         f.labels.labels.assign(labels + size_t(i) * plane, labels + size_t(i + 1) * plane);
+        f.jpeg = std::vector<uint8_t>();
         if (overlay_on) {
           const size_t fb = OverlayRows::frame_bytes(h, w);
           const auto* rows = static_cast<const uint8_t*>(p.overlay.get()) + size_t(i) * fb;
@@ -442,6 +543,7 @@ PipelineStats Pipeline::run(FrameSource& source, const std::function<void(Frame&
       }
       if (f.error.empty()) {
         const auto t0 = Clock::now();
+        f.defer_jpeg = gpu_decode_;
         try {
           r.source->decode(f);
         } catch (const std::exception& e) {

@@ -66,6 +66,10 @@ const char* kUsage =
     "  --png-compression fast|N  fast (default): our coder for filtered rows, 3x libdeflate's\n"
     "                       fastest level at about its size; N = 0..12: libdeflate at level N\n"
     "                       (smaller files, slower; zlib's 0..9 in builds without libdeflate)\n"
+    "  --decode auto|cpu    auto (default): on a GPU with nvJPEG's hardware decoder, baseline\n"
+    "                       JPEGs decode there (not libjpeg-turbo's pixels bit for bit) unless\n"
+    "                       the host needs them (HOG, boxes drawn on the overlay); cpu: always\n"
+    "                       libjpeg-turbo on the pool\n"
     "  --skip-existing      skip inputs whose outputs all exist (resume a run)\n"
     "  --json FILE          machine-readable report ('-' for stdout)\n"
     "  --detect CLASS[,..]  sliding-window detection of these classes (names or indices):\n"
@@ -391,7 +395,7 @@ int main(int argc, char** argv) {
             {"model", "out", "device", "threads", "json", "detect", "det-threshold", "conv",
              "precision", "conv-workspace", "batch", "streams", "io-threads", "queue-depth",
              "plan-cache", "save", "max-pixels", "detector", "fusion", "runtime-fusion",
-             "png-compression"},
+             "png-compression", "decode"},
             {"quiet", "help", "skip-existing", "detect-only"});
     if (cli.has("help")) {
       std::fputs(kUsage, stdout);
@@ -462,6 +466,11 @@ int main(int argc, char** argv) {
     // same): not where boxes are drawn on it or another coder filters it.
     po.overlay.on = save_opts.overlay && detect_classes.empty() && !use_hog && png_opt.coder == PngCoder::Huffman;
     po.overlay.palette = model.palette;
+    // JPEGs decoded on the GPU (nvJPEG's hardware decoder) where nothing needs their pixels on the
+    // host: the overlay made there too, no HOG detector.
+    const std::string decode = cli.get("decode", "auto");
+    SL_REQUIRE(decode == "auto" || decode == "cpu", "--decode: auto or cpu, not '", decode, "'");
+    po.gpu_decode = decode == "auto" && (!save_opts.overlay || po.overlay.on) && !use_hog;
     inputs = expand_inputs(cli.positional(), /*videos=*/!detect_only);
     SL_REQUIRE(!inputs.empty(), "no image files found in the given paths");
     // --runtime-fusion auto: compiled fused kernels pay for their compilation (about a second a
