@@ -135,10 +135,11 @@ GpuJpegDecoder::GpuJpegDecoder(const Backend& backend) : impl_(std::make_unique<
 
 GpuJpegDecoder::~GpuJpegDecoder() = default;
 
-void GpuJpegDecoder::decode(const std::vector<const std::vector<uint8_t>*>& jpegs, int h, int w, uint8_t* out) {
+void GpuJpegDecoder::decode(const std::vector<const std::vector<uint8_t>*>& jpegs, int h, int w,
+                            const std::vector<uint8_t*>& out) {
   Impl& m = *impl_;
   const int n = int(jpegs.size());
-  SL_REQUIRE(n > 0 && h > 0 && w > 0 && out, "GPU JPEG decoding: no frames");
+  SL_REQUIRE(n > 0 && h > 0 && w > 0 && out.size() == jpegs.size(), "GPU JPEG decoding: no frames");
   if (n != m.batch) {  // the state's buffers are sized for a batch
     check(m.lib.batch_init(m.handle, m.state, n, 1, NVJPEG_OUTPUT_RGBI), "nvjpegDecodeBatchedInitialize");
     m.batch = n;
@@ -149,7 +150,7 @@ void GpuJpegDecoder::decode(const std::vector<const std::vector<uint8_t>*>& jpeg
   for (int i = 0; i < n; ++i) {
     m.data[size_t(i)] = jpegs[size_t(i)]->data();
     m.lengths[size_t(i)] = jpegs[size_t(i)]->size();
-    m.out[size_t(i)].channel[0] = out + size_t(i) * h * w * 3;
+    m.out[size_t(i)].channel[0] = out[size_t(i)];
     m.out[size_t(i)].pitch[0] = size_t(w) * 3;
   }
   const nvjpegStatus_t s = m.lib.batch_decode(m.handle, m.state, m.data.data(), m.lengths.data(), m.out.data(), m.stream);
@@ -165,7 +166,7 @@ GpuJpegDecoder::GpuJpegDecoder(const Backend&) {
   throw_error("GPU JPEG decoding: this build has no nvJPEG (SCENELAB_ENABLE_NVJPEG, nvjpeg.h)");
 }
 GpuJpegDecoder::~GpuJpegDecoder() = default;
-void GpuJpegDecoder::decode(const std::vector<const std::vector<uint8_t>*>&, int, int, uint8_t*) {
+void GpuJpegDecoder::decode(const std::vector<const std::vector<uint8_t>*>&, int, int, const std::vector<uint8_t*>&) {
   throw_error("GPU JPEG decoding: this build has no nvJPEG");
 }
 

@@ -29,10 +29,11 @@ class GpuJpegDecoder {
   // chroma 1x1; sets its size. Anything else (progressive, grey, CMYK, 4:1:1, ...) is false:
   // the CPU decodes it.
   static bool decodable(const uint8_t* data, size_t size, int& width, int& height);
-  // Decodes n JPEGs of one size h x w (each decodable) into out (device memory, n x h x w x 3
-  // interleaved RGB), enqueued on the backend's stream. Throws where nvJPEG refuses the batch
-  // (a corrupt stream): the caller decodes those frames on the CPU, where a bad one fails alone.
-  void decode(const std::vector<const std::vector<uint8_t>*>& jpegs, int h, int w, uint8_t* out);
+  // Decodes n JPEGs of one size h x w (each decodable) into out[i] (device memory, h x w x 3
+  // interleaved RGB each), enqueued on the backend's stream; the bytes must stay until it has
+  // run. Throws where nvJPEG refuses the batch (a corrupt stream): the caller decodes those
+  // frames one by one, or on the CPU, where a bad one fails alone.
+  void decode(const std::vector<const std::vector<uint8_t>*>& jpegs, int h, int w, const std::vector<uint8_t*>& out);
 
  private:
   struct Impl;

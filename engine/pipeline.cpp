@@ -278,9 +278,9 @@ void Pipeline::work(Worker& wk, Run& r) {
   };
   std::vector<Frame> batch;
   while (r.batches.pop(batch)) {
-    // The GPU decodes the batch where every frame of it is a deferred JPEG and this is a GPU.
+    // A GPU decodes a batch's deferred JPEGs (gpu_jpeg); elsewhere they decode here.
     bool gpu_jpeg = gpu_decode_ && b.cuda() &&
-                    std::all_of(batch.begin(), batch.end(), [](const Frame& f) { return !f.jpeg.empty(); });
+                    std::any_of(batch.begin(), batch.end(), [](const Frame& f) { return !f.jpeg.empty(); });
     if (!gpu_jpeg) decode_on_cpu(batch);
     if (batch.empty()) continue;
     int n = int(batch.size());
@@ -324,9 +324,11 @@ void Pipeline::work(Worker& wk, Run& r) {
       if (overlay_on && !p.overlay) p.overlay = b.allocate_host(size_t(p.n) * OverlayRows::frame_bytes(h, w));
       if (overlay_on && !wk.overlay) wk.overlay = std::make_unique<OverlayRows>(b, opt_.overlay.palette, opt_.overlay.alpha);
       const size_t image_bytes = size_t(h) * w * 3;
+      auto* in = static_cast<uint8_t*>(p.in.get());
       if (gpu_jpeg) {
         // Into the worker's device buffer (sized for the plan's batch: copy_u8_input takes that
-        // many); a batch nvJPEG refuses decodes on the CPU instead.
+        // many): every deferred JPEG decoded there, whatever else is in its batch (its pixels must
+        // not depend on its neighbours), the others' pixels uploaded into their slots.
         try {
           if (!wk.jpeg) wk.jpeg = std::make_unique<GpuJpegDecoder>(b);
           const size_t bytes = size_t(p.n) * image_bytes;
@@ -334,31 +336,55 @@ void Pipeline::work(Worker& wk, Run& r) {
             wk.pixels = b.allocate(bytes);
             wk.pixel_bytes = bytes;
           }
-          std::vector<const std::vector<uint8_t>*> jpegs;
-          for (const Frame& f : batch) jpegs.push_back(&f.jpeg);
-          b.record_mark(wk.marks[4]);
-          wk.jpeg->decode(jpegs, h, w, static_cast<uint8_t*>(wk.pixels.get()));  // bytes kept until the pass ends
         } catch (const Error&) {
-          // nvJPEG refused the batch (a corrupt stream): frame by frame, so that the others'
-          // pixels do not depend on their neighbours; one it refuses alone decodes on the CPU
-          // (its pixels uploaded into its slot), where a bad one fails alone, by name.
+          gpu_jpeg = false;  // no decoder or no memory for it: the CPU decodes
+          decode_on_cpu(batch);
+          n = int(batch.size());
+          if (batch.empty()) continue;
+        }
+      }
+      if (gpu_jpeg) {
+        uint8_t* slots = static_cast<uint8_t*>(wk.pixels.get());
+        // Frame i's pixels into slot `slot`: decoded there, or uploaded from page-locked memory.
+        auto upload = [&](Frame& f, size_t slot) {
+          std::memcpy(in + slot * image_bytes, f.image.pixels.data(), image_bytes);
+          b.upload_async(slots + slot * image_bytes, in + slot * image_bytes, image_bytes);
+        };
+        b.record_mark(wk.marks[4]);
+        try {
+          std::vector<const std::vector<uint8_t>*> jpegs;
+          std::vector<uint8_t*> outs;
+          for (int i = 0; i < n; ++i)
+            if (!batch[size_t(i)].jpeg.empty()) {
+              jpegs.push_back(&batch[size_t(i)].jpeg);
+              outs.push_back(slots + size_t(i) * image_bytes);
+            }
+          wk.jpeg->decode(jpegs, h, w, outs);  // the bytes are kept until the pass ends
+          for (int i = 0; i < n; ++i)
+            if (batch[size_t(i)].jpeg.empty()) upload(batch[size_t(i)], size_t(i));
+        } catch (const Error&) {
+          // nvJPEG refused the batch (a corrupt stream): frame by frame; one it refuses alone
+          // decodes on the CPU, where a bad one fails alone, by name.
           b.synchronize();  // whatever the refused batch enqueued has finished
-          uint8_t* slots = static_cast<uint8_t*>(wk.pixels.get());
           std::vector<Frame> kept;
           for (Frame& f : batch) {
-            uint8_t* slot = slots + kept.size() * image_bytes;
-            bool ok = false;
-            try {
-              wk.jpeg->decode({&f.jpeg}, h, w, slot);
-              ok = true;
-            } catch (const Error&) {
+            const size_t slot = kept.size();
+            bool ok = true;
+            if (!f.jpeg.empty()) {
               try {
-                f.image = decode_image(f.jpeg.data(), f.jpeg.size(), f.name, 3);
-                b.upload(slot, f.image.pixels.data(), image_bytes);
-                ok = true;
-              } catch (const std::exception& e) {
-                f.error = e.what();
+                wk.jpeg->decode({&f.jpeg}, h, w, {slots + slot * image_bytes});
+              } catch (const Error&) {
+                try {
+                  f.image = decode_image(f.jpeg.data(), f.jpeg.size(), f.name, 3);
+                  f.jpeg = std::vector<uint8_t>();
+                  upload(f, slot);
+                } catch (const std::exception& e) {
+                  f.error = e.what();
+                  ok = false;
+                }
               }
+            } else {
+              upload(f, slot);
             }
             if (ok) {
               kept.push_back(std::move(f));
@@ -372,7 +398,6 @@ void Pipeline::work(Worker& wk, Run& r) {
           if (batch.empty()) continue;
         }
       }
-      auto* in = static_cast<uint8_t*>(p.in.get());
       if (!gpu_jpeg)
         for (int i = 0; i < n; ++i) {
           SL_REQUIRE(batch[size_t(i)].image.channels == 3, batch[size_t(i)].name, ": not RGB");

@@ -66,10 +66,10 @@ const char* kUsage =
     "  --png-compression fast|N  fast (default): our coder for filtered rows, 3x libdeflate's\n"
     "                       fastest level at about its size; N = 0..12: libdeflate at level N\n"
     "                       (smaller files, slower; zlib's 0..9 in builds without libdeflate)\n"
-    "  --decode auto|cpu    auto (default): on a GPU with nvJPEG's hardware decoder, baseline\n"
-    "                       JPEGs decode there (not libjpeg-turbo's pixels bit for bit) unless\n"
-    "                       the host needs them (HOG, boxes drawn on the overlay); cpu: always\n"
-    "                       libjpeg-turbo on the pool\n"
+    "  --decode cpu|gpu     cpu (default): libjpeg-turbo on the pool; gpu: on a GPU with\n"
+    "                       nvJPEG's hardware decoder, baseline JPEGs decode there (not\n"
+    "                       libjpeg-turbo's pixels bit for bit) unless the host needs them (HOG,\n"
+    "                       boxes drawn on the overlay)\n"
     "  --skip-existing      skip inputs whose outputs all exist (resume a run)\n"
     "  --json FILE          machine-readable report ('-' for stdout)\n"
     "  --detect CLASS[,..]  sliding-window detection of these classes (names or indices):\n"
@@ -466,11 +466,12 @@ int main(int argc, char** argv) {
     // same): not where boxes are drawn on it or another coder filters it.
     po.overlay.on = save_opts.overlay && detect_classes.empty() && !use_hog && png_opt.coder == PngCoder::Huffman;
     po.overlay.palette = model.palette;
-    // JPEGs decoded on the GPU (nvJPEG's hardware decoder) where nothing needs their pixels on the
-    // host: the overlay made there too, no HOG detector.
-    const std::string decode = cli.get("decode", "auto");
-    SL_REQUIRE(decode == "auto" || decode == "cpu", "--decode: auto or cpu, not '", decode, "'");
-    po.gpu_decode = decode == "auto" && (!save_opts.overlay || po.overlay.on) && !use_hog;
+    // --decode gpu: JPEGs decoded on the GPU (nvJPEG's hardware decoder) where nothing needs their
+    // pixels on the host (the overlay made there too, no HOG detector). Not the default: on the
+    // H100 it ran slower than the pool's libjpeg-turbo (docs/BENCHMARKS.md).
+    const std::string decode = cli.get("decode", "cpu");
+    SL_REQUIRE(decode == "gpu" || decode == "cpu", "--decode: cpu or gpu, not '", decode, "'");
+    po.gpu_decode = decode == "gpu" && (!save_opts.overlay || po.overlay.on) && !use_hog;
     inputs = expand_inputs(cli.positional(), /*videos=*/!detect_only);
     SL_REQUIRE(!inputs.empty(), "no image files found in the given paths");
     // --runtime-fusion auto: compiled fused kernels pay for their compilation (about a second a

@@ -75,7 +75,9 @@ TEST(JpegGpu, BatchDecodesCloseToLibjpegTurbo) {
     const size_t frame = size_t(w) * h * 3;
     DeviceBuffer out(files.size() * frame);
     ASSERT_EQ(cudaMemset(out.get(), 0xAB, out.bytes()), cudaSuccess);  // poison
-    dec.decode(ptrs, h, w, out.get<uint8_t>());
+    std::vector<uint8_t*> outs;
+    for (size_t i = 0; i < files.size(); ++i) outs.push_back(out.get<uint8_t>() + i * frame);
+    dec.decode(ptrs, h, w, outs);
     backend->synchronize();
     std::vector<uint8_t> got(out.bytes());
     ASSERT_EQ(cudaMemcpy(got.data(), out.get(), got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
@@ -104,7 +106,7 @@ TEST(JpegGpu, BatchDecodesCloseToLibjpegTurbo) {
   std::vector<const std::vector<uint8_t>*> ptrs = {&good, &bad};
   bool threw = false;
   try {
-    dec.decode(ptrs, h, w, out.get<uint8_t>());
+    dec.decode(ptrs, h, w, {out.get<uint8_t>(), out.get<uint8_t>() + size_t(w) * h * 3});
     backend->synchronize();
   } catch (const Error&) {
     threw = true;
@@ -112,7 +114,7 @@ TEST(JpegGpu, BatchDecodesCloseToLibjpegTurbo) {
   std::printf("corrupt stream in a batch: %s\n", threw ? "refused" : "decoded without an error");
   // The decoder works on after a refused batch.
   std::vector<const std::vector<uint8_t>*> one = {&good};
-  dec.decode(one, h, w, out.get<uint8_t>());
+  dec.decode(one, h, w, {out.get<uint8_t>()});
   backend->synchronize();
 #endif
 }
