@@ -22,6 +22,10 @@ inline int be16(const uint8_t* p) { return (int(p[0]) << 8) | p[1]; }
 
 bool GpuJpegDecoder::decodable(const uint8_t* d, size_t n, int& width, int& height) {
   if (n < 4 || d[0] != 0xFF || d[1] != 0xD8) return false;
+  // A stream that does not end with its EOI marker (cut short) is the CPU's: the hardware decoder
+  // reads on through it without an error, leaving part of the image unwritten, where libjpeg-turbo
+  // names the file.
+  if (d[n - 2] != 0xFF || d[n - 1] != 0xD9) return false;
   size_t p = 2;
   bool adobe_rgb = false;
   while (p + 4 <= n) {

@@ -26,8 +26,8 @@ class GpuJpegDecoder {
   static bool available();
   // A JPEG the hardware decoder takes, by its headers alone: baseline (SOF0), 8-bit, three
   // components in YCbCr (no Adobe RGB transform) with the luma sampled 1x1, 2x1, 1x2 or 2x2 and the
-  // chroma 1x1; sets its size. Anything else (progressive, grey, CMYK, 4:1:1, ...) is false:
-  // the CPU decodes it.
+  // chroma 1x1, ending with its EOI marker (not cut short); sets its size. Anything else
+  // (progressive, grey, CMYK, 4:1:1, a truncated file, ...) is false: the CPU decodes it.
   static bool decodable(const uint8_t* data, size_t size, int& width, int& height);
   // Decodes n JPEGs of one size h x w (each decodable) into out[i] (device memory, h x w x 3
   // interleaved RGB each), enqueued on the backend's stream; the bytes must stay until it has

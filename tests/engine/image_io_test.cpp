@@ -293,7 +293,7 @@ TEST(ImageIo, UnreadableFileNamesTheFileAndTheReason) {
 
 // What the GPU's JPEG decoder is given (engine/jpeg_gpu.h): baseline three-component JPEGs, 4:2:0
 // and 4:4:4, by their headers, with their size; progressive, grey, CMYK, a PNG, a stream cut
-// before its frame header and an empty one are the CPU's. FileSource leaves those it takes as
+// short (no EOI) or before its frame header and an empty one are the CPU's. FileSource leaves those it takes as
 // bytes where the pipeline asks (Frame::defer_jpeg) and decodes the others.
 TEST(ImageIo, JpegsTheGpuDecoderTakes) {
   const fs::path dir = fs::path(::testing::TempDir()) / "scenelab_jpeg_gpu_headers";
@@ -324,6 +324,8 @@ TEST(ImageIo, JpegsTheGpuDecoderTakes) {
   for (const auto& p : {prog, gp, cp}) EXPECT_FALSE(takes(read_file(p))) << p;
   EXPECT_FALSE(takes(encode_png(rgb)));
   std::vector<uint8_t> cut = read_file(p420);
+  cut.resize(cut.size() - 1);  // cut short: no EOI
+  EXPECT_FALSE(takes(cut));
   cut.resize(20);  // SOI and part of APP0: no frame header
   EXPECT_FALSE(takes(cut));
   EXPECT_FALSE(takes({}));

@@ -1,8 +1,8 @@
 // JPEG decoding on the GPU (engine/jpeg_gpu.h, nvJPEG's hardware decoder; label gpu; skipped with a
 // message where the decoder is not available): a batch of baseline JPEGs (4:2:0 and 4:4:4, an odd
 // size, the output poisoned first) decodes close to libjpeg-turbo's pixels (another IDCT and chroma
-// upsampling: mean |difference| and the largest bounded below); a corrupt stream makes the batch
-// throw; the pipeline with gpu_decode labels every good file, a corrupt one fails alone by name,
+// upsampling: mean |difference| and the largest bounded below; seen on the H100: 4:4:4 equal,
+// 4:2:0 within 2 levels, mean 0.1); the decoder works on after a corrupt stream; the pipeline with gpu_decode labels every good file, one cut short fails alone by name,
 // PNG and progressive files among them decode on the CPU, and its labels do not depend on the batch.
 #include <gtest/gtest.h>
 
@@ -96,7 +96,9 @@ TEST(JpegGpu, BatchDecodesCloseToLibjpegTurbo) {
       EXPECT_LE(worst, 48) << "frame " << i;
     }
   }
-  // A corrupt stream (its entropy-coded data replaced by noise and cut short): the batch throws.
+  // A corrupt stream given to the decoder directly (noise in its scan, cut short): refused, or (as
+  // seen on the H100) decoded without an error - the pipeline keeps streams cut short from it
+  // (decodable()) - and the decoder works on after it.
   std::vector<uint8_t> bad = read_file((dir / "s0.jpg").string());
   std::mt19937 rng(9);
   for (size_t k = bad.size() / 2; k < bad.size(); ++k) bad[k] = uint8_t(rng());
@@ -177,9 +179,10 @@ TEST(JpegGpu, PipelineDecodesOnTheGpuAndABadFileFailsAlone) {
     for (size_t k = 0; k < gpu3[i].labels.size(); ++k) same += gpu3[i].labels[k] == cpu[i].labels[k];
     total += gpu3[i].labels.size();
   }
-  // The corrupt file fails by name, alone, or (where the decoder reads on through it) is labelled.
-  for (const auto& e : errors) EXPECT_NE(e.find("f3.jpg"), std::string::npos) << e;
-  EXPECT_GE(labelled, files.size() - 1);
+  // The file cut short (no EOI: the CPU's) fails by name, alone.
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("f3.jpg"), std::string::npos) << errors[0];
+  EXPECT_EQ(labelled, files.size() - 1);
   EXPECT_GE(double(same), 0.98 * double(total)) << "GPU-decoded labels far from the CPU-decoded ones";
   std::printf("GPU-decoded pipeline: %zu of %zu files labelled, %zu errors, labels %.3f%% equal to CPU decoding\n",
               labelled, files.size(), errors.size(), 100.0 * double(same) / double(std::max<size_t>(1, total)));
