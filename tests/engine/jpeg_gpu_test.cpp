@@ -2,8 +2,9 @@
 // message where the decoder is not available): a batch of baseline JPEGs (4:2:0 and 4:4:4, an odd
 // size, the output poisoned first) decodes close to libjpeg-turbo's pixels (another IDCT and chroma
 // upsampling: mean |difference| and the largest bounded below; seen on the H100: 4:4:4 equal,
-// 4:2:0 within 2 levels, mean 0.1); the decoder works on after a corrupt stream; the pipeline with gpu_decode labels every good file, one cut short fails alone by name,
-// PNG and progressive files among them decode on the CPU, and its labels do not depend on the batch.
+// 4:2:0 within 2 levels, mean 0.1); the decoder works on after a corrupt stream; the pipeline
+// with gpu_decode labels every good file, one cut short fails alone by name, PNG and progressive
+// files among them decode on the CPU, and its labels do not depend on the batch.
 #include <gtest/gtest.h>
 
 #include <cmath>
