@@ -14,8 +14,6 @@
 #include <thread>
 
 #include "engine/error.h"
-#include "engine/file_io.h"
-#include "engine/jpeg_gpu.h"
 #include "engine/labeler.h"
 #include "engine/overlay_rows.h"
 #include "engine/score_map_head.h"
@@ -38,20 +36,7 @@ bool FileSource::next(Frame& f) {
   return true;
 }
 
-void FileSource::decode(Frame& f) {
-  if (!f.defer_jpeg) {
-    f.image = load_image(f.name, 3, limits_);
-    return;
-  }
-  std::vector<uint8_t> bytes = read_file(f.name);
-  int w = 0, h = 0;
-  if (GpuJpegDecoder::decodable(bytes.data(), bytes.size(), w, h) && uint64_t(w) * uint64_t(h) <= limits_.max_pixels) {
-    f.image = Image8{w, h, 3, {}};
-    f.jpeg = std::move(bytes);
-  } else {
-    f.image = decode_image(bytes.data(), bytes.size(), f.name, 3, limits_);
-  }
-}
+void FileSource::decode(Frame& f) { f.image = load_image(f.name, 3, limits_); }
 
 namespace {
 
@@ -152,11 +137,8 @@ struct Pipeline::Worker {
   std::unique_ptr<Backend> backend;
   std::unique_ptr<ScoreMapHead> head;  // PipelineOptions::detect, made at the first use
   std::unique_ptr<OverlayRows> overlay;  // PipelineOptions::overlay on a GPU, made at the first use
-  std::unique_ptr<GpuJpegDecoder> jpeg;  // PipelineOptions::gpu_decode, made at the first use
-  BackendMemory pixels;                  // what it decodes into (backend memory)
-  size_t pixel_bytes = 0;
   std::list<Plan> plans;  // most recently used first
-  BackendMemory marks[5];
+  BackendMemory marks[4];
 };
 
 // The state of one run(): the window of frames in flight and the queues between the stages.
@@ -216,9 +198,6 @@ Pipeline::Pipeline(const Model& model, const PipelineOptions& opt)
       workers_.push_back(std::move(w));
     }
   }
-  bool all_gpu = true;
-  for (const auto& w : workers_) all_gpu = all_gpu && w->backend->cuda();
-  gpu_decode_ = opt.gpu_decode && all_gpu && GpuJpegDecoder::available();
 }
 
 Pipeline::~Pipeline() = default;
@@ -242,7 +221,7 @@ std::string Pipeline::describe() const {
   std::string s;
   for (const auto& d : order)
     s += str_cat(s.empty() ? "" : ", ", d, count[d] > 1 ? str_cat(" x", count[d], " streams") : "");
-  return gpu_decode_ ? s + ", JPEGs decoded on the GPU (nvJPEG)" : s;
+  return s;
 }
 
 int Pipeline::batch_for(int h, int w) const {
@@ -256,35 +235,9 @@ void Pipeline::work(Worker& wk, Run& r) {
   Backend& b = *wk.backend;
   b.activate();
   const bool overlay_on = opt_.overlay.on && OverlayRows::available(b);
-  // Frames left as JPEG bytes decoded here on the CPU (a batch the GPU does not decode): one that
-  // fails leaves the batch, by name, and the others go on.
-  auto decode_on_cpu = [&r](std::vector<Frame>& frames) {
-    for (auto it = frames.begin(); it != frames.end();) {
-      if (!it->jpeg.empty()) {
-        try {
-          it->image = decode_image(it->jpeg.data(), it->jpeg.size(), it->name, 3);
-        } catch (const std::exception& e) {
-          it->error = e.what();
-        }
-        it->jpeg = std::vector<uint8_t>();
-      }
-      if (it->error.empty()) {
-        ++it;
-      } else {
-        r.finishing.push(std::move(*it));
-        it = frames.erase(it);
-      }
-    }
-  };
   std::vector<Frame> batch;
   while (r.batches.pop(batch)) {
-    // A GPU decodes a batch's deferred JPEGs (gpu_jpeg); elsewhere they decode here.
-    bool gpu_jpeg = gpu_decode_ && b.cuda() &&
-                    std::any_of(batch.begin(), batch.end(), [](const Frame& f) { return !f.jpeg.empty(); });
-    if (!gpu_jpeg) decode_on_cpu(batch);
-    if (batch.empty()) continue;
-    int n = int(batch.size());
-    const int h = batch[0].image.height, w = batch[0].image.width;
+    const int n = int(batch.size()), h = batch[0].image.height, w = batch[0].image.width;
     int planned_n = n;  // the batch of the plan that runs these n frames
     try {
       // The plan for this size and batch, or a kept plan of this size for a larger batch (the
@@ -325,90 +278,13 @@ void Pipeline::work(Worker& wk, Run& r) {
       if (overlay_on && !wk.overlay) wk.overlay = std::make_unique<OverlayRows>(b, opt_.overlay.palette, opt_.overlay.alpha);
       const size_t image_bytes = size_t(h) * w * 3;
       auto* in = static_cast<uint8_t*>(p.in.get());
-      if (gpu_jpeg) {
-        // Into the worker's device buffer (sized for the plan's batch: copy_u8_input takes that
-        // many): every deferred JPEG decoded there, whatever else is in its batch (its pixels must
-        // not depend on its neighbours), the others' pixels uploaded into their slots.
-        try {
-          if (!wk.jpeg) wk.jpeg = std::make_unique<GpuJpegDecoder>(b);
-          const size_t bytes = size_t(p.n) * image_bytes;
-          if (bytes > wk.pixel_bytes) {
-            wk.pixels = b.allocate(bytes);
-            wk.pixel_bytes = bytes;
-          }
-        } catch (const Error&) {
-          gpu_jpeg = false;  // no decoder or no memory for it: the CPU decodes
-          decode_on_cpu(batch);
-          n = int(batch.size());
-          if (batch.empty()) continue;
-        }
+      for (int i = 0; i < n; ++i) {
+        SL_REQUIRE(batch[size_t(i)].image.channels == 3, batch[size_t(i)].name, ": not RGB");
+        std::memcpy(in + size_t(i) * image_bytes, batch[size_t(i)].image.pixels.data(), image_bytes);
       }
-      if (gpu_jpeg) {
-        uint8_t* slots = static_cast<uint8_t*>(wk.pixels.get());
-        // Frame i's pixels into slot `slot`: decoded there, or uploaded from page-locked memory.
-        auto upload = [&](Frame& f, size_t slot) {
-          std::memcpy(in + slot * image_bytes, f.image.pixels.data(), image_bytes);
-          b.upload_async(slots + slot * image_bytes, in + slot * image_bytes, image_bytes);
-        };
-        b.record_mark(wk.marks[4]);
-        try {
-          std::vector<const std::vector<uint8_t>*> jpegs;
-          std::vector<uint8_t*> outs;
-          for (int i = 0; i < n; ++i)
-            if (!batch[size_t(i)].jpeg.empty()) {
-              jpegs.push_back(&batch[size_t(i)].jpeg);
-              outs.push_back(slots + size_t(i) * image_bytes);
-            }
-          wk.jpeg->decode(jpegs, h, w, outs);  // the bytes are kept until the pass ends
-          for (int i = 0; i < n; ++i)
-            if (batch[size_t(i)].jpeg.empty()) upload(batch[size_t(i)], size_t(i));
-        } catch (const Error&) {
-          // nvJPEG refused the batch (a corrupt stream): frame by frame; one it refuses alone
-          // decodes on the CPU, where a bad one fails alone, by name.
-          b.synchronize();  // whatever the refused batch enqueued has finished
-          std::vector<Frame> kept;
-          for (Frame& f : batch) {
-            const size_t slot = kept.size();
-            bool ok = true;
-            if (!f.jpeg.empty()) {
-              try {
-                wk.jpeg->decode({&f.jpeg}, h, w, {slots + slot * image_bytes});
-              } catch (const Error&) {
-                try {
-                  f.image = decode_image(f.jpeg.data(), f.jpeg.size(), f.name, 3);
-                  f.jpeg = std::vector<uint8_t>();
-                  upload(f, slot);
-                } catch (const std::exception& e) {
-                  f.error = e.what();
-                  ok = false;
-                }
-              }
-            } else {
-              upload(f, slot);
-            }
-            if (ok) {
-              kept.push_back(std::move(f));
-            } else {
-              f.jpeg = std::vector<uint8_t>();
-              r.finishing.push(std::move(f));
-            }
-          }
-          batch = std::move(kept);
-          n = int(batch.size());
-          if (batch.empty()) continue;
-        }
-      }
-      if (!gpu_jpeg)
-        for (int i = 0; i < n; ++i) {
-          SL_REQUIRE(batch[size_t(i)].image.channels == 3, batch[size_t(i)].name, ": not RGB");
-          std::memcpy(in + size_t(i) * image_bytes, batch[size_t(i)].image.pixels.data(), image_bytes);
-        }
       auto pass = [&] {
         b.record_mark(wk.marks[0]);
-        if (gpu_jpeg)
-          p.graph->copy_u8_input(static_cast<const uint8_t*>(wk.pixels.get()));
-        else
-          p.graph->upload_u8(in);
+        p.graph->upload_u8(in);
         b.record_mark(wk.marks[1]);
         p.graph->run_resident();
         b.record_mark(wk.marks[2]);
@@ -475,8 +351,7 @@ void Pipeline::work(Worker& wk, Run& r) {
           }
         detect_ms = ms_since(t0) / n;
       }
-      // With the GPU's decoding, "upload" is that decoding and the copy into the plan's input.
-      const double up = b.mark_ms(gpu_jpeg ? wk.marks[4] : wk.marks[0], wk.marks[1]) / n;
+      const double up = b.mark_ms(wk.marks[0], wk.marks[1]) / n;
       const double fw = b.mark_ms(wk.marks[1], wk.marks[2]) / n;
       const double down = b.mark_ms(wk.marks[2], wk.marks[3]) / n;
       const auto* labels = static_cast<const uint8_t*>(p.out.get());
@@ -486,7 +361,6 @@ void Pipeline::work(Worker& wk, Run& r) {
         f.labels.width = w;
         f.labels.height = h;
         f.labels.labels.assign(labels + size_t(i) * plane, labels + size_t(i + 1) * plane);
-        f.jpeg = std::vector<uint8_t>();
         if (overlay_on) {
           const size_t fb = OverlayRows::frame_bytes(h, w);
           const auto* rows = static_cast<const uint8_t*>(p.overlay.get()) + size_t(i) * fb;
@@ -568,7 +442,6 @@ PipelineStats Pipeline::run(FrameSource& source, const std::function<void(Frame&
       }
       if (f.error.empty()) {
         const auto t0 = Clock::now();
-        f.defer_jpeg = gpu_decode_;
         try {
           r.source->decode(f);
         } catch (const std::exception& e) {

@@ -47,10 +47,6 @@ struct Frame {
   // PipelineOptions::overlay on a GPU worker: the overlay's PNG-filtered rows, made there
   // (engine/overlay_rows.h; encode_png_filtered writes the file). Empty on the CPU backend.
   std::vector<uint8_t> overlay_rows;
-  // PipelineOptions::gpu_decode: the pipeline asks the source to leave a JPEG the GPU decodes as
-  // its bytes (jpeg; image then has its size and no pixels); a GPU worker decodes it there.
-  bool defer_jpeg = false;
-  std::vector<uint8_t> jpeg;
   std::string error;      // non-empty: this frame failed (decoding, planning, finishing)
   StageTimes times;
   int batch = 0;          // frames in the batch it ran in
@@ -78,7 +74,6 @@ class FileSource : public FrameSource {
   explicit FileSource(std::vector<std::string> files, ImageLimits limits = ImageLimits{})
       : files_(std::move(files)), limits_(limits) {}
   bool next(Frame& f) override;
-  // Frame::defer_jpeg: a JPEG nvJPEG's hardware decoder takes (engine/jpeg_gpu.h) is only read.
   void decode(Frame& f) override;
   size_t size_hint() const override { return files_.size(); }
 
@@ -117,11 +112,6 @@ struct PipelineOptions {
     float alpha = 0.5f;                           // as overlay_labels'
   };
   Overlay overlay;
-  // JPEGs decoded by GPU workers (nvJPEG's hardware decoder, engine/jpeg_gpu.h) where every
-  // worker is a GPU and the decoder is available: the pool only reads the files, and Frame::image
-  // has no pixels for them (a caller that needs them leaves this off). Not libjpeg-turbo's pixels
-  // bit for bit. Other images, and JPEGs the hardware does not take, decode on the pool.
-  bool gpu_decode = false;
 };
 
 struct PipelineStats {
@@ -157,7 +147,6 @@ class Pipeline {
   bool cancelled() const { return cancelled_.load(); }
 
   std::string describe() const;      // e.g. "cuda (NVIDIA H100 ..., fp16) x2 streams"
-  bool gpu_decoding() const { return gpu_decode_; }  // PipelineOptions::gpu_decode took effect
   int batch_for(int h, int w) const;  // the batch size used for frames of this size
   const Backend& backend(int worker = 0) const;
   int workers() const;
@@ -174,7 +163,6 @@ class Pipeline {
   std::vector<std::unique_ptr<Worker>> workers_;
   int pool_threads_ = 1;
   bool gpu_ = false;
-  bool gpu_decode_ = false;
   std::atomic<bool> cancelled_{false};
 };
 

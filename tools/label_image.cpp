@@ -66,10 +66,6 @@ const char* kUsage =
     "  --png-compression fast|N  fast (default): our coder for filtered rows, 3x libdeflate's\n"
     "                       fastest level at about its size; N = 0..12: libdeflate at level N\n"
     "                       (smaller files, slower; zlib's 0..9 in builds without libdeflate)\n"
-    "  --decode cpu|gpu     cpu (default): libjpeg-turbo on the pool; gpu: on a GPU with\n"
-    "                       nvJPEG's hardware decoder, baseline JPEGs decode there (not\n"
-    "                       libjpeg-turbo's pixels bit for bit) unless the host needs them (HOG,\n"
-    "                       boxes drawn on the overlay)\n"
     "  --skip-existing      skip inputs whose outputs all exist (resume a run)\n"
     "  --json FILE          machine-readable report ('-' for stdout)\n"
     "  --detect CLASS[,..]  sliding-window detection of these classes (names or indices):\n"
@@ -395,7 +391,7 @@ int main(int argc, char** argv) {
             {"model", "out", "device", "threads", "json", "detect", "det-threshold", "conv",
              "precision", "conv-workspace", "batch", "streams", "io-threads", "queue-depth",
              "plan-cache", "save", "max-pixels", "detector", "fusion", "runtime-fusion",
-             "png-compression", "decode"},
+             "png-compression"},
             {"quiet", "help", "skip-existing", "detect-only"});
     if (cli.has("help")) {
       std::fputs(kUsage, stdout);
@@ -466,12 +462,6 @@ int main(int argc, char** argv) {
     // same): not where boxes are drawn on it or another coder filters it.
     po.overlay.on = save_opts.overlay && detect_classes.empty() && !use_hog && png_opt.coder == PngCoder::Huffman;
     po.overlay.palette = model.palette;
-    // --decode gpu: JPEGs decoded on the GPU (nvJPEG's hardware decoder) where nothing needs their
-    // pixels on the host (the overlay made there too, no HOG detector). Not the default: on the
-    // H100 it ran slower than the pool's libjpeg-turbo (docs/BENCHMARKS.md).
-    const std::string decode = cli.get("decode", "cpu");
-    SL_REQUIRE(decode == "gpu" || decode == "cpu", "--decode: cpu or gpu, not '", decode, "'");
-    po.gpu_decode = decode == "gpu" && (!save_opts.overlay || po.overlay.on) && !use_hog;
     inputs = expand_inputs(cli.positional(), /*videos=*/!detect_only);
     SL_REQUIRE(!inputs.empty(), "no image files found in the given paths");
     // --runtime-fusion auto: compiled fused kernels pay for their compilation (about a second a

@@ -27,10 +27,3 @@ if ! "$venv/bin/python3" -c "import nanobind, scikit_build_core" >/dev/null 2>&1
   /usr/bin/python3 -m venv --system-site-packages "$venv"
   "$venv/bin/pip" install -q --disable-pip-version-check nanobind==2.9.2 scikit-build-core==0.11.6
 fi
-# With a CUDA toolkit that lacks nvJPEG (Debian's CI image): its header and library from NVIDIA's
-# wheel, the version of CUDA 13.0's own, into .venv, where CMake looks (SCENELAB_ENABLE_NVJPEG).
-if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
-  if ! ls /usr/local/cuda/include/nvjpeg.h "$venv"/lib/python3*/site-packages/nvidia/cu13/include/nvjpeg.h >/dev/null 2>&1; then
-    "$venv/bin/pip" install -q --disable-pip-version-check nvidia-nvjpeg==13.0.1.86
-  fi
-fi

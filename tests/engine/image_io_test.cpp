@@ -18,9 +18,6 @@
 
 #include "engine/error.h"
 #include "engine/image_io.h"
-#include "engine/jpeg_gpu.h"
-#include "engine/pipeline.h"
-#include "tests/jpeg_writer.h"
 #include "tests/test_util.h"
 
 using namespace scenelab;
@@ -59,7 +56,33 @@ double mean_abs_diff(const Image8& a, const Image8& b) {
 }
 
 using scenelab::test::error_of;
-using scenelab::test::write_jpeg;
+
+// A JPEG through libjpeg: colour space RGB, grey or (Adobe-inverted) CMYK; progressive or not.
+void write_jpeg(const std::string& path, const Image8& img, J_COLOR_SPACE in_space, bool progressive) {
+  jpeg_compress_struct c;
+  jpeg_error_mgr err;
+  c.err = jpeg_std_error(&err);
+  jpeg_create_compress(&c);
+  FILE* f = std::fopen(path.c_str(), "wb");
+  ASSERT_TRUE(f);
+  jpeg_stdio_dest(&c, f);
+  c.image_width = JDIMENSION(img.width);
+  c.image_height = JDIMENSION(img.height);
+  c.input_components = img.channels;
+  c.in_color_space = in_space;
+  jpeg_set_defaults(&c);
+  if (in_space == JCS_CMYK) jpeg_set_colorspace(&c, JCS_CMYK);
+  jpeg_set_quality(&c, 95, TRUE);
+  if (progressive) jpeg_simple_progression(&c);
+  jpeg_start_compress(&c, TRUE);
+  while (c.next_scanline < c.image_height) {
+    JSAMPROW row = const_cast<uint8_t*>(&img.pixels[size_t(c.next_scanline) * img.width * img.channels]);
+    jpeg_write_scanlines(&c, &row, 1);
+  }
+  jpeg_finish_compress(&c);
+  jpeg_destroy_compress(&c);
+  std::fclose(f);
+}
 
 // A PNG through libpng directly, for what our writer does not make (16-bit, interlaced, alpha).
 void write_png_raw(const std::string& path, int w, int h, int type, int depth, bool interlace,
@@ -289,63 +312,4 @@ TEST(ImageIo, UnreadableFileNamesTheFileAndTheReason) {
   fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write);
   EXPECT_NE(e.find("locked.png"), std::string::npos) << e;
   EXPECT_NE(e.find("cannot open file (Permission denied)"), std::string::npos) << e;
-}
-
-// What the GPU's JPEG decoder is given (engine/jpeg_gpu.h): baseline three-component JPEGs, 4:2:0
-// and 4:4:4, by their headers, with their size; progressive, grey, CMYK, a PNG, a stream cut
-// short (no EOI) or before its frame header and an empty one are the CPU's. FileSource leaves those it takes as
-// bytes where the pipeline asks (Frame::defer_jpeg) and decodes the others.
-TEST(ImageIo, JpegsTheGpuDecoderTakes) {
-  const fs::path dir = fs::path(::testing::TempDir()) / "scenelab_jpeg_gpu_headers";
-  fs::create_directories(dir);
-  const Image8 rgb = scenelab::test::noise_image(37, 23, 3);
-  Image8 grey{37, 23, 1, std::vector<uint8_t>(37 * 23, 77)};
-  Image8 cmyk{37, 23, 4, std::vector<uint8_t>(37 * 23 * 4, 20)};
-  const std::string p420 = (dir / "a.jpg").string(), p444 = (dir / "b.jpg").string(),
-                    prog = (dir / "c.jpg").string(), gp = (dir / "d.jpg").string(), cp = (dir / "e.jpg").string();
-  write_jpeg(p420, rgb, JCS_RGB, false);
-  write_jpeg(p444, rgb, JCS_RGB, false, 90, /*chroma_full=*/true);
-  write_jpeg(prog, rgb, JCS_RGB, true);
-  write_jpeg(gp, grey, JCS_GRAYSCALE, false);
-  write_jpeg(cp, cmyk, JCS_CMYK, false);
-  auto takes = [](const std::vector<uint8_t>& b, int* w = nullptr, int* h = nullptr) {
-    int ww = 0, hh = 0;
-    const bool ok = GpuJpegDecoder::decodable(b.data(), b.size(), ww, hh);
-    if (w) *w = ww;
-    if (h) *h = hh;
-    return ok;
-  };
-  for (const auto& p : {p420, p444}) {
-    int w = 0, h = 0;
-    EXPECT_TRUE(takes(read_file(p), &w, &h)) << p;
-    EXPECT_EQ(w, 37);
-    EXPECT_EQ(h, 23);
-  }
-  for (const auto& p : {prog, gp, cp}) EXPECT_FALSE(takes(read_file(p))) << p;
-  EXPECT_FALSE(takes(encode_png(rgb)));
-  std::vector<uint8_t> cut = read_file(p420);
-  cut.resize(cut.size() - 1);  // cut short: no EOI
-  EXPECT_FALSE(takes(cut));
-  cut.resize(20);  // SOI and part of APP0: no frame header
-  EXPECT_FALSE(takes(cut));
-  EXPECT_FALSE(takes({}));
-  // FileSource with and without the request
-  FileSource src({p420, prog});
-  Frame a, b, c;
-  ASSERT_TRUE(src.next(a));
-  ASSERT_TRUE(src.next(b));
-  a.defer_jpeg = b.defer_jpeg = true;
-  src.decode(a);
-  src.decode(b);
-  EXPECT_EQ(a.jpeg, read_file(p420));
-  EXPECT_EQ(a.image.width, 37);
-  EXPECT_EQ(a.image.height, 23);
-  EXPECT_TRUE(a.image.pixels.empty());
-  EXPECT_TRUE(b.jpeg.empty());  // progressive: decoded here
-  EXPECT_EQ(b.image.pixels, load_image(prog, 3).pixels);
-  FileSource plain({p420});
-  ASSERT_TRUE(plain.next(c));
-  plain.decode(c);
-  EXPECT_TRUE(c.jpeg.empty());
-  EXPECT_EQ(c.image.pixels, load_image(p420, 3).pixels);
 }

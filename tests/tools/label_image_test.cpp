@@ -8,9 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "engine/file_io.h"
 #include "engine/image_io.h"
-#include "tests/jpeg_writer.h"
 #include "weights/default_model.h"
 #include "weights/model_file.h"
 #include "tests/test_util.h"
@@ -134,27 +132,4 @@ TEST(LabelImage, PngCompressionLevelsWriteTheSamePixels) {
   EXPECT_EQ(run(cmd), 2);
   const std::string err = slurp((dir / "err.txt").string());
   EXPECT_NE(err.find("--png-compression: fast or a level 0..12, not '13'"), std::string::npos) << err;
-}
-
-TEST(LabelImage, DecodeGpuOnTheCpuBackendChangesNothing) {
-  // --decode gpu asks GPU workers to decode JPEGs (tests/engine/jpeg_gpu_test.cpp on the GPU); on
-  // the CPU backend the pool decodes them as with --decode cpu: the same files. A bad value is one
-  // clear line.
-  fs::path dir = fs::path(::testing::TempDir()) / "scenelab_label_decode";
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  const std::string input = (dir / "img.jpg").string();
-  scenelab::test::write_jpeg(input, gradient(96, 64), JCS_RGB, false, 90);
-  for (const char* mode : {"cpu", "gpu"}) {
-    std::string cmd = std::string(LABEL_IMAGE_BIN) + " --quiet --device cpu --decode " + mode + " --out " +
-                      (dir / mode).string() + " " + input;
-    ASSERT_EQ(run(cmd), 0) << cmd;
-  }
-  for (const char* kind : {"img_overlay.png", "img_labels.png", "img_classes.png"})
-    EXPECT_EQ(read_file((dir / "cpu" / kind).string()), read_file((dir / "gpu" / kind).string())) << kind;
-  std::string cmd = std::string(LABEL_IMAGE_BIN) + " --quiet --decode fast --out " + (dir / "bad").string() + " " +
-                    input + " 2> " + (dir / "err.txt").string();
-  EXPECT_EQ(run(cmd), 2);
-  const std::string err = slurp((dir / "err.txt").string());
-  EXPECT_NE(err.find("--decode: cpu or gpu, not 'fast'"), std::string::npos) << err;
 }
