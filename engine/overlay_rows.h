@@ -32,8 +32,8 @@ class OverlayRows {
 
  private:
   struct Device;
-  const Backend& backend_;
-  int w256_;  // alpha in 256ths (overlay_weight)
+  [[maybe_unused]] const Backend& backend_;  // (unread in builds without CUDA)
+  [[maybe_unused]] int w256_;                // alpha in 256ths (overlay_weight)
   std::unique_ptr<Device> dev_;
 };
 

@@ -1,7 +1,8 @@
 // libFuzzer: our PNG writer (engine/png_deflate.h) on arbitrary bytes. The first byte chooses:
 // the bytes themselves through the deflate coder, inflated again by zlib (which rejects any
 // invalid code or checksum) and compared; or an image of 1-4 channels and a width taken from
-// the next bytes, encoded by encode_png and decoded by libpng, pixels compared.
+// the next bytes, encoded by encode_png and decoded by libpng, pixels compared, and its rows
+// filtered apart coded by encode_png_filtered to the same file.
 #include <zlib.h>
 
 #include <algorithm>
@@ -33,6 +34,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Image8 img{int(width), int(body / (width * size_t(ch))), ch, {}};
   img.pixels.assign(data + 2, data + 2 + size_t(img.width) * img.height * ch);
   const std::vector<uint8_t> png = encode_png(img);
+  // The same rows filtered apart (as a GPU makes them) code to the same file.
+  std::vector<uint8_t> rows(size_t(img.height) * (1 + size_t(img.width) * size_t(ch)));
+  png_filter_rows(img.pixels.data(), size_t(img.width), size_t(img.height), size_t(ch), rows.data());
+  if (encode_png_filtered(rows.data(), img.width, img.height, ch) != png) std::abort();
   if (ch == 1 || ch == 3) {
     if (decode_image(png.data(), png.size(), "fuzz.png", ch).pixels != img.pixels) std::abort();
   } else {
