@@ -374,8 +374,16 @@ struct Compressor {
 
 namespace {
 
-// The IDAT's zlib stream of img into a buffer the calling thread keeps (grown, never zero-filled
-// per image); returns it and sets n to its size.
+// The calling thread's buffer for a zlib stream, grown to at least `bound` bytes (never
+// zero-filled per image): one for every writer of the thread.
+std::vector<uint8_t>& zlib_buffer(size_t bound) {
+  thread_local std::vector<uint8_t> z;
+  if (z.size() < bound) z.resize(bound);
+  return z;
+}
+
+// The IDAT's zlib stream of img into the thread's buffer (zlib_buffer); returns it and sets n to
+// its size.
 const std::vector<uint8_t>& compress_into(const Image8& img, const PngOptions& opt, size_t& n) {
   check_png_input(img, opt);
   const bool huffman = opt.coder == PngCoder::Huffman;
@@ -383,12 +391,12 @@ const std::vector<uint8_t>& compress_into(const Image8& img, const PngOptions& o
              " not in 0..12");
   const size_t w = size_t(img.width), h = size_t(img.height), bpp = size_t(img.channels);
   const uint8_t* px = img.pixels.data();
-  thread_local std::vector<uint8_t> z;
   n = 0;
   if (huffman) {
-    const size_t bound = png_zlib_bound(w, h, bpp);
-    if (z.size() < bound) z.resize(bound);
+    std::vector<uint8_t>& z = zlib_buffer(png_zlib_bound(w, h, bpp));
     n = png_zlib_stream(px, w, h, bpp, z.data());
+    SL_REQUIRE(n > 0, "encode_png: compression failed");
+    return z;
   } else {
     // Every row "up"-filtered, then libdeflate (zlib where the build lacks it) at `level`.
     thread_local std::vector<uint8_t> filtered;
@@ -414,19 +422,19 @@ const std::vector<uint8_t>& compress_into(const Image8& img, const PngOptions& o
       SL_REQUIRE(comp.c, "encode_png: out of memory");
     }
     const size_t bound = libdeflate_zlib_compress_bound(comp.c, filtered.size());
-    if (z.size() < bound) z.resize(bound);
+    std::vector<uint8_t>& z = zlib_buffer(bound);
     n = libdeflate_zlib_compress(comp.c, filtered.data(), filtered.size(), z.data(), bound);
 #else
     uLongf len = compressBound(uLong(filtered.size()));
-    if (z.size() < len) z.resize(len);
+    std::vector<uint8_t>& z = zlib_buffer(len);
     SL_REQUIRE(compress2(z.data(), &len, filtered.data(), uLong(filtered.size()),
                          std::min(opt.level, 9)) == Z_OK,
                "encode_png: compression failed");
     n = len;
 #endif
+    SL_REQUIRE(n > 0, "encode_png: compression failed");
+    return z;
   }
-  SL_REQUIRE(n > 0, "encode_png: compression failed");
-  return z;
 }
 
 // The container written here around a zlib stream: signature, IHDR, PLTE, one IDAT, IEND.
@@ -485,9 +493,7 @@ std::vector<uint8_t> encode_png_filtered(const uint8_t* rows, int width, int hei
              "encode_png_filtered: no rows of ", width, "x", height, "x", channels);
   SL_REQUIRE(opt.coder == PngCoder::Huffman, "encode_png_filtered: rows filtered per row are coded by PngCoder::Huffman only");
   const size_t w = size_t(width), h = size_t(height), bpp = size_t(channels);
-  thread_local std::vector<uint8_t> z;
-  const size_t bound = png_zlib_bound(w, h, bpp);
-  if (z.size() < bound) z.resize(bound);
+  std::vector<uint8_t>& z = zlib_buffer(png_zlib_bound(w, h, bpp));
   const size_t n = png_zlib_stream_filtered(rows, w, h, bpp, z.data());
   return file_around(z.data(), n, width, height, channels, opt);
 }
