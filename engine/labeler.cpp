@@ -94,17 +94,20 @@ Image8 overlay(const Image8& rgb, const Image8& color, float alpha) {
   return out;
 }
 
+ColourTable colour_table(const std::vector<std::array<uint8_t, 3>>& palette) {
+  SL_REQUIRE(!palette.empty(), "overlay: empty palette");
+  ColourTable t;
+  for (size_t v = 0; v < 256; ++v)
+    for (size_t k = 0; k < 3; ++k) t[3 * v + k] = palette[std::min(v, palette.size() - 1)][k];
+  return t;
+}
+
 Image8 overlay_labels(const Image8& rgb, const LabelMap& m,
                       const std::vector<std::array<uint8_t, 3>>& palette, float alpha) {
   SL_REQUIRE(rgb.channels == 3 && rgb.width == m.width && rgb.height == m.height,
              "overlay: image and labels differ in size");
-  SL_REQUIRE(palette.size() >= 1, "overlay: empty palette");
   Image8 out{rgb.width, rgb.height, 3, std::vector<uint8_t>(rgb.pixels.size())};
-  // A colour for every byte value (labels past the palette take its last colour): no clamp in
-  // the loop.
-  uint8_t lut[256][3];
-  for (size_t v = 0; v < 256; ++v)
-    for (size_t k = 0; k < 3; ++k) lut[v][k] = palette[std::min(v, palette.size() - 1)][k];
+  const ColourTable lut = colour_table(palette);  // no clamp in the loop
   const uint8_t* src = rgb.pixels.data();
   const uint8_t* lab = m.labels.data();
   uint8_t* dst = out.pixels.data();
@@ -112,9 +115,10 @@ Image8 overlay_labels(const Image8& rgb, const LabelMap& m,
   // the pointers by value (stores through dst could alias captured references)
   const size_t n = m.labels.size();
   const int w256 = overlay_weight(alpha);
-  auto fill = [src, lab, dst, n, w256, &lut](auto half) {
+  const uint8_t* table = lut.data();
+  auto fill = [src, lab, dst, n, w256, table](auto half) {
     for (size_t i = 0; i < n; ++i)
-      for (size_t k = 0; k < 3; ++k) dst[3 * i + k] = blend(src[3 * i + k], lut[lab[i]][k], w256, half);
+      for (size_t k = 0; k < 3; ++k) dst[3 * i + k] = blend(src[3 * i + k], table[3 * size_t(lab[i]) + k], w256, half);
   };
   if (w256 == 128) fill(std::true_type{});
   else fill(std::false_type{});

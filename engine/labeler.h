@@ -49,6 +49,10 @@ Image8 colorize(const LabelMap& m, const std::vector<std::array<uint8_t, 3>>& pa
 // Colours over the image: each byte (1 - alpha) a + alpha b, alpha (0..1) in 256ths
 // (overlay_weight), rounded to nearest; alpha 0.5 is exactly (a + b + 1) / 2.
 int overlay_weight(float alpha);
+// A colour for every byte value, 3 bytes each (labels past the palette take its last colour):
+// the overlay's table, on the host and on the GPU (OverlayRows). The palette must not be empty.
+using ColourTable = std::array<uint8_t, 256 * 3>;
+ColourTable colour_table(const std::vector<std::array<uint8_t, 3>>& palette);
 Image8 overlay(const Image8& rgb, const Image8& color, float alpha = 0.5f);
 // The same from the class map, without making the colour image first.
 Image8 overlay_labels(const Image8& rgb, const LabelMap& m,

@@ -27,12 +27,10 @@ OverlayRows::OverlayRows(const Backend& backend, const std::vector<std::array<ui
   SL_REQUIRE(available(backend), "overlay rows: ", backend.describe(), " is not a GPU backend");
   SL_REQUIRE(!palette.empty(), "overlay: empty palette");
 #ifdef SCENELAB_WITH_CUDA
-  uint8_t lut[256 * 3];
-  for (size_t v = 0; v < 256; ++v)
-    for (size_t k = 0; k < 3; ++k) lut[3 * v + k] = palette[std::min(v, palette.size() - 1)][k];
+  const ColourTable lut = colour_table(palette);
   dev_ = std::make_unique<Device>();
-  dev_->lut.resize(sizeof lut, "overlay colours");
-  SL_CUDA_CHECK(cudaMemcpy(dev_->lut.get(), lut, sizeof lut, cudaMemcpyHostToDevice), "overlay colours");
+  dev_->lut.resize(lut.size(), "overlay colours");
+  SL_CUDA_CHECK(cudaMemcpy(dev_->lut.get(), lut.data(), lut.size(), cudaMemcpyHostToDevice), "overlay colours");
 #endif
 }
 

@@ -359,9 +359,8 @@ void conv_relu_pool_nhwc(const ConvShape& c, const void* x, const void* w, const
   SL_REQUIRE(shape_fits(c, 2, 2, t), "conv_relu_pool_nhwc: unsupported shape ", c.cin, "->", c.cout,
              " k=", c.k, " pad=", c.pad, " or type ", dtype_name(t));
   const int hp = c.ho / 2, wp = c.wo / 2;
-  int device = 0, sms = 0;
-  SL_CUDA_CHECK(cudaGetDevice(&device), "fused conv + pool");
-  SL_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "fused conv + pool");
+  int sms = 0;
+  SL_REQUIRE(current_device_attribute(cudaDevAttrMultiProcessorCount, sms), "fused conv + pool: no CUDA device");
   const unsigned rows = unsigned((c.ho + kTileRows - 1) / kTileRows);
   const bool narrow = size_t((c.wo + 63) / 64) * rows * c.n < size_t(sms);  // 64 columns would not fill it
   auto go = [&](auto type_tag, auto cols_tag) {
@@ -402,12 +401,8 @@ bool conv1x1_pair_supported(int c1, int c2, int c3, DType t) {
     return false;
   // W1 staged in shared memory by the big blocks: past 48 KiB (the multiscale net's 768-channel
   // fc1: 102 KiB) by opting in, up to what a block of this device may have.
-  int device = 0, optin = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess) {
-    cudaGetLastError();  // no device: not supported (not sticky)
-    return false;
-  }
+  int optin = 0;
+  if (!current_device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin, optin)) return false;  // no device
   if (pair_smem_bytes(c1, c2) > size_t(std::max(optin, 48 * 1024))) return false;
   return t == DType::F16 ? has_binary<__half>() : has_binary<__nv_bfloat16>();
 }
@@ -416,9 +411,8 @@ namespace {
 template <typename T, int NT1>
 void launch_pair(int pixels, int c1, int c3, const void* x, const void* w1, const float* b1, bool relu,
                  const void* w2, const float* b2, void* y, cudaStream_t s) {
-  int device = 0, sms = 0;
-  SL_CUDA_CHECK(cudaGetDevice(&device), "fused 1x1 pair");
-  SL_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "fused 1x1 pair");
+  int sms = 0;
+  SL_REQUIRE(current_device_attribute(cudaDevAttrMultiProcessorCount, sms), "fused 1x1 pair: no CUDA device");
   const int tiles = (pixels + 15) / 16;
   decltype(&conv1x1_pair_kernel<T, NT1, true, 0>) kernel = nullptr;
   int blocks = 0, warps = 0;

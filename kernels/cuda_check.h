@@ -119,6 +119,31 @@ inline void allow_dynamic_smem(const void* kernel, size_t bytes, const char* wha
   a = bytes;
 }
 
+// An attribute of the current device, asked of the runtime once per (device, attribute): the
+// launches that size their grids or shared memory by one ask on every call. false where there is
+// no device (the runtime's error cleared: it is not sticky).
+inline bool current_device_attribute(cudaDeviceAttr attr, int& value) {
+  static std::mutex mu;
+  static std::map<std::pair<int, int>, int> known;  // (device, attribute) -> value
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = known.find({device, int(attr)});
+  if (it == known.end()) {
+    int v = 0;
+    if (cudaDeviceGetAttribute(&v, attr, device) != cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
+    it = known.emplace(std::make_pair(device, int(attr)), v).first;
+  }
+  value = it->second;
+  return true;
+}
+
 struct DeviceAlloc {
   static constexpr const char* name = "cudaMalloc";
   static cudaError_t allocate(void** p, size_t bytes) { return cudaMalloc(p, bytes); }
