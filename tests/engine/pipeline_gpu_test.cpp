@@ -7,6 +7,7 @@
 // scores, fp32 and fp16, and the pipeline's GPU workers return them.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <random>
@@ -211,6 +212,7 @@ void gpu_head_equals_cpu_head(const char* precision) {
   const std::string key = plan_key(gpu->identity(), model_fingerprint(m), "", n, h, w);
   const auto saved = cache.find(key);
   const bool restored = saved && g.restore_tuning(*saved).empty();
+  if (restored) std::printf("%s: the timed choices restored from %s\n", precision, cache.dir().c_str());
   g.run_u8(px.data());
   if (!restored) cache.store(key, g.tuning());
   const Tensor host = g.fetch("scores");
