@@ -8,8 +8,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <random>
 
 #include "engine/error.h"
@@ -204,17 +206,24 @@ void gpu_head_equals_cpu_head(const char* precision) {
   io.u8_input = true;
   io.keep = {"scores"};
   g.plan(n, h, w, *gpu, io);
-  // fp16 auto times cuDNN's engines against our kernels; under racecheck that timing ran past
-  // 470 s. The choices one run timed are kept in a plan cache in the test's temp folder, and a
-  // later run (gpu_check's sanitizer runs follow its plain ctest run) restores them: the same
-  // kernels run, none timed.
+  // fp16 auto times cuDNN's engines against our kernels. The choices one run timed are kept in
+  // a plan cache in the test's temp folder, and a later run (gpu_check's sanitizer runs follow
+  // its plain ctest run) restores them: nothing timed under the tools. There
+  // (SCENELAB_TEST_QUICK), a layer on cuDNN's graph API runs on its legacy implicit GEMM
+  // instead ("cudnn 1 1"): under racecheck the forward pass never ended in the graph engine's
+  // Hopper kernel (300-470 s, even with no kernel instrumented), and with the legacy kernel the
+  // whole test passes racecheck in 22 s (docs/RELIABILITY.md).
   PlanCache cache((fs::path(::testing::TempDir()) / "scenelab_head_test_plans").string());
   const std::string key = plan_key(gpu->identity(), model_fingerprint(m), "", n, h, w);
-  const auto saved = cache.find(key);
+  std::optional<Tuning> saved = cache.find(key);
+  if (saved && std::getenv("SCENELAB_TEST_QUICK"))
+    for (auto& [node, choice] : *saved)
+      if (choice.rfind("cudnng", 0) == 0) choice = "cudnn 1 1";  // CUDNN_..._IMPLICIT_PRECOMP_GEMM, tensor ops
   const bool restored = saved && g.restore_tuning(*saved).empty();
   if (restored) std::printf("%s: the timed choices restored from %s\n", precision, cache.dir().c_str());
+  std::fflush(stdout);
   g.run_u8(px.data());
-  if (!restored) cache.store(key, g.tuning());
+  if (!restored && !std::getenv("SCENELAB_TEST_QUICK")) cache.store(key, g.tuning());
   const Tensor host = g.fetch("scores");
   ScoreMapHead on_gpu(*gpu);
   size_t boxes = 0;
