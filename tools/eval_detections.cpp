@@ -91,6 +91,7 @@ int main(int argc, char** argv) {
   PipelineOptions po;
   std::vector<std::vector<nms::WindowHeadOptions>> settings;  // [class][setting]
   std::vector<std::string> setting_names;
+  std::vector<std::string> base_names;  // [class]: where its settings came from
   try {
     Cli cli(argc, argv,
             {"data", "model", "classes", "method", "min-area", "void", "prefix", "spec", "sweep",
@@ -117,9 +118,10 @@ int main(int argc, char** argv) {
     }
     // Head settings per class: the model's (meta/detect), then --spec, then the --sweep grid.
     std::vector<nms::WindowHeadOptions> base(classes.size());
+    base_names.assign(classes.size(), "default");  // the head's defaults
     for (size_t k = 0; k < classes.size(); ++k) {
       auto it = model.detect.find(model.class_names[size_t(classes[k])]);
-      if (it != model.detect.end()) nms::parse_window_spec(it->second, base[k]);
+      if (it != model.detect.end()) nms::parse_window_spec(it->second, base[k]), base_names[k] = "model's";
     }
     for (const auto& item : split(cli.get("spec"), ';')) {
       const size_t colon = item.find(':');
@@ -127,7 +129,11 @@ int main(int argc, char** argv) {
       const std::string name = item.substr(0, colon);
       bool used = false;
       for (size_t k = 0; k < classes.size(); ++k)
-        if (model.class_names[size_t(classes[k])] == name) nms::parse_window_spec(item.substr(colon + 1), base[k]), used = true;
+        if (model.class_names[size_t(classes[k])] == name) {
+          nms::parse_window_spec(item.substr(colon + 1), base[k]);
+          base_names[k] = base_names[k] == "model's" ? "model's + --spec" : "--spec";
+          used = true;
+        }
       SL_REQUIRE(used, "--spec: class '", name, "' is not evaluated (--classes)");
     }
     std::vector<std::string> grid{""};
@@ -253,7 +259,7 @@ int main(int argc, char** argv) {
         const size_t g = order[i];
         const auto r = eval[k][g].result();
         const std::string& name = model.class_names[size_t(classes[k])];
-        const std::string set = method == "components" ? "area" : grid[g].empty() ? "default" : grid[g];
+        const std::string set = method == "components" ? "area" : grid[g].empty() ? base_names[k] : grid[g];
         if (i < 12) std::fprintf(human, "| %s | %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.2f | %.2f | %zu |\n", name.c_str(),
                      set.c_str(), r.ap50, r.ap50_11pt, r.ap, r.ap75, r.recall50,
                      images ? double(r.detections) / double(images) : 0.0,

@@ -51,13 +51,8 @@ def main():
     else:
         rng = np.random.RandomState(0)
         pal = rng.randint(40, 256, size=(a.classes, 3))
-    detect = {}
-    for item in filter(None, (x.strip() for x in a.detect.split(";"))):
-        cls, _, spec = item.partition(":")
-        if not spec:
-            sys.exit(f"export_model: --detect item '{item}' is not 'CLASS: key=value ...'")
-        detect[cls.strip()] = spec.strip()
     try:
+        detect = st.parse_detect(a.detect)
         st.save_model(a.out, net, names, pal, a.name or f"{a.network}-{a.classes}", detect)
     except ValueError as e:
         sys.exit(f"export_model: {e}")

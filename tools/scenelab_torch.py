@@ -292,6 +292,51 @@ def load_model(path):
     return net, names, palette, name
 
 
+# The keys of a class's detection head settings (nms/sliding_window.h, parse_window_spec).
+DETECT_KEYS = ("threshold", "ring", "nms", "stride", "heights", "aspects", "min_area", "size_weight")
+
+
+def detect_text(detect, class_names):
+    """The model file's `detect` attribute for {class name: 'key=value ...'}: one line a class.
+    Classes the model has not, lines that are not key=value pairs and unknown keys are errors
+    (ValueError); the engine checks the values when it loads the file."""
+    unknown = [c for c in detect if c not in class_names]
+    if unknown:
+        raise ValueError(f"detection settings for unknown classes {unknown}")
+    for c, spec in detect.items():
+        for item in spec.split():
+            key, eq, value = item.partition("=")
+            if not eq or not value or key not in DETECT_KEYS:
+                raise ValueError(f"detection settings for {c}: '{item}' is not one of "
+                                 f"{', '.join(k + '=...' for k in DETECT_KEYS)}")
+    return "".join(f"{c}: {spec}\n" for c, spec in detect.items())
+
+
+def parse_detect(text):
+    """{class name: spec} from 'CLASS: key=value ...; CLASS: ...' (or one a line)."""
+    out = {}
+    for item in filter(None, (x.strip() for x in text.replace("\n", ";").split(";"))):
+        cls, colon, spec = item.partition(":")
+        if not colon or not cls.strip():
+            raise ValueError(f"'{item}' is not 'CLASS: key=value ...'")
+        out[cls.strip()] = spec.strip()
+    return out
+
+
+def set_detect(path, detect):
+    """Replaces the detection head settings of the model file at `path` in place (the weights
+    untouched); an empty `detect` removes them. Returns the attribute's new text."""
+    with h5py.File(path, "r+") as f:
+        names = [n.decode() if isinstance(n, bytes) else str(n) for n in f["meta/class_names"][()]]
+        if not detect:
+            if "detect" in f.attrs:
+                del f.attrs["detect"]
+            return ""
+        text = detect_text(detect, names)
+        f.attrs["detect"] = text
+        return text
+
+
 def save_model(path, net, class_names, palette, name, detect=None):
     """Exports a TorchNet's parameters (its state) in the engine's HDF5 model format. detect: an
     optional {class name: 'key=value ...'} of detection head settings (weights/FORMAT.md)."""
@@ -309,7 +354,4 @@ def save_model(path, net, class_names, palette, name, detect=None):
         f.create_dataset("meta/class_names", data=np.array(class_names, dtype=h5py.string_dtype()))
         f.create_dataset("meta/palette", data=palette)
         if detect:
-            unknown = [c for c in detect if c not in class_names]
-            if unknown:
-                raise ValueError(f"detection settings for unknown classes {unknown}")
-            f.attrs["detect"] = "".join(f"{c}: {spec}\n" for c, spec in detect.items())
+            f.attrs["detect"] = detect_text(detect, class_names)

@@ -42,6 +42,11 @@ CLASSES = ["Sky", "Building", "Pole", "Road", "Pavement", "Tree", "SignSymbol", 
 PALETTE = [[128, 128, 128], [128, 0, 0], [192, 192, 128], [128, 64, 128], [60, 40, 222],
            [128, 128, 0], [192, 128, 128], [64, 64, 128], [64, 0, 128], [64, 64, 0], [0, 128, 192]]
 VOID = 11
+# The detection head's Pedestrian settings written into the models (weights/MODELS.md): narrow
+# windows (width/height 0.25-0.6: CamVid's pedestrians are about 0.3), chosen with the model
+# trained on train only, on sequences 0001TP and 0006R0 (docs/BENCHMARKS.md, "Detection").
+# Car keeps the head's defaults.
+CAMVID_DETECT = "Pedestrian: aspects=0.25,0.33,0.45,0.6 min_area=800 threshold=0.3 size_weight=0.03 nms=0.2"
 
 
 def read_rgb(path):
@@ -271,7 +276,15 @@ def main():
     ap.add_argument("--last", action="store_true",
                     help="export the last epoch instead of the best on the selection set (val then "
                          "takes no part: e.g. a model whose val figures are honest)")
+    ap.add_argument("--detect", default=CAMVID_DETECT,
+                    help="detection head settings written into the model, 'CLASS: key=value ...; ...' "
+                         "('' for none; default: those chosen for CamVid, weights/MODELS.md)")
     a = ap.parse_args()
+    try:
+        detect = st.parse_detect(a.detect)
+        st.detect_text(detect, CLASSES)
+    except ValueError as e:
+        ap.error(f"--detect: {e}")
     if a.holdout and a.final:
         raise SystemExit("train: --holdout and --final exclude each other")
     torch.manual_seed(a.seed)
@@ -394,7 +407,7 @@ def main():
     if log:
         log.write("SUMMARY " + json.dumps(summary) + "\n")
     st.save_model(a.out, net.cpu(), CLASSES, PALETTE,
-                  f"camvid-{a.network} (tools/train.py seed {a.seed}, epoch {best_epoch})")
+                  f"camvid-{a.network} (tools/train.py seed {a.seed}, epoch {best_epoch})", detect)
     print(f"exported {a.out}", flush=True)
 
 

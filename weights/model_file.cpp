@@ -7,9 +7,11 @@
 #include <cstring>
 #include <memory>
 #include <sstream>
+#include <stdexcept>
 #include <vector>
 
 #include "engine/error.h"
+#include "nms/sliding_window.h"
 #include "weights/isolated.h"
 #include "weights/h5.h"
 
@@ -282,7 +284,14 @@ Model read_model_here(const std::string& path, const ModelLimits& limits) {
       SL_REQUIRE(std::find(m.class_names.begin(), m.class_names.end(), name) != m.class_names.end(),
                  path, ": attribute 'detect' names class '", name, "', which the model has not");
       const size_t a = line.find_first_not_of(' ', colon + 1);
-      m.detect[name] = a == std::string::npos ? "" : line.substr(a);
+      const std::string spec = a == std::string::npos ? "" : line.substr(a);
+      try {  // checked here, so that a bad value names the file (not at the first detection)
+        nms::WindowHeadOptions o;
+        nms::parse_window_spec(spec, o);
+      } catch (const std::invalid_argument& e) {
+        throw_error(path, ": attribute 'detect', class '", name, "': ", e.what());
+      }
+      m.detect[name] = spec;
     }
   }
   if (H5Aexists(file.get(), "pyramid") > 0) m.pyramid = read_string_attr(file.get(), "pyramid", path);

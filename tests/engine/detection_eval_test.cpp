@@ -80,4 +80,18 @@ TEST(DetectionEval, ModelFileCarriesPerClassSettings) {
   m.detect["NoSuchClass"] = "threshold=0.5";
   write_model(path, m);
   EXPECT_THROW(read_model(path), Error);
+  // A bad value or key is refused when the file loads, naming the file and the class.
+  for (const char* bad : {"threshold=abc", "aspects=0.3,,1", "treshold=0.3"}) {
+    m.detect.clear();
+    m.detect[m.class_names[2]] = bad;
+    write_model(path, m);
+    try {
+      read_model(path);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const Error& e) {
+      const std::string w = e.what();
+      EXPECT_NE(w.find(path), std::string::npos) << w;
+      EXPECT_NE(w.find("class '" + m.class_names[2] + "'"), std::string::npos) << w;
+    }
+  }
 }

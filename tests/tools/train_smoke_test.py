@@ -89,6 +89,38 @@ def check_crossval(root, work):
     assert "mean reference-full" in r.stdout, r.stdout
 
 
+def check_set_detect(model):
+    """train.py writes CamVid's detection settings; tools/set_detect.py shows, replaces and
+    clears them in place, and refuses an unknown class or key leaving the file as it was."""
+    import h5py
+
+    def attr():
+        with h5py.File(model, "r") as f:
+            v = f.attrs.get("detect", None)
+        return v.decode() if isinstance(v, bytes) else v
+
+    def tool(*args):
+        return subprocess.run([sys.executable, os.path.join(src, "tools", "set_detect.py"), model, *args],
+                              capture_output=True, text=True, timeout=120)
+
+    assert attr() == train.CAMVID_DETECT + "\n", attr()
+    r = tool()
+    assert r.returncode == 0 and r.stdout.strip() == train.CAMVID_DETECT, r.stdout + r.stderr
+    with open(model, "rb") as f:
+        params = f.read()
+    for bad, why in (("Bus: threshold=0.3", "unknown classes ['Bus']"), ("Car: treshold=0.3", "'treshold=0.3'"),
+                     ("Car threshold=0.3", "is not 'CLASS: key=value ...'")):
+        r = tool("--set", bad)
+        assert r.returncode != 0 and why in r.stderr, (bad, r.stderr)
+        assert attr() == train.CAMVID_DETECT + "\n", attr()
+    r = tool("--set", "Car: threshold=0.35; Pedestrian: aspects=0.3,0.5")
+    assert r.returncode == 0 and attr() == "Car: threshold=0.35\nPedestrian: aspects=0.3,0.5\n", attr()
+    r = tool("--clear")
+    assert r.returncode == 0 and attr() is None and "no detection settings" in r.stdout, r.stdout
+    with open(model, "rb") as f:
+        assert len(f.read()) <= len(params) + 4096  # attributes only: the weights are not rewritten
+
+
 def main():
     check_augment()
     with tempfile.TemporaryDirectory() as tmp:
@@ -99,6 +131,7 @@ def main():
         check_crossval(root, os.path.join(tmp, "cv"))
         s = run(root, os.path.join(tmp, "final.h5"), "--final", "--aug", "basic")
         assert '"best_epoch": 2' in s and "--final" in s, s
+        check_set_detect(os.path.join(tmp, "final.h5"))
         r = subprocess.run([sys.executable, os.path.join(src, "tools", "train.py"), "--data", root,
                             "--out", os.path.join(tmp, "x.h5"), "--holdout", "ZZZ9"],
                            capture_output=True, text=True, timeout=300)
