@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <stdexcept>
+#include <utility>
 
 #include "nms/sliding_window_box.h"
 
@@ -49,8 +50,10 @@ std::vector<SlidSize> slid_sizes(int H, int W, const WindowHeadOptions& o, const
   return out;
 }
 
+std::vector<int> WindowHeadOptions::default_heights() { return {3, 4, 6, 8, 11, 16, 22, 32, 45}; }
+std::vector<float> WindowHeadOptions::default_aspects() { return {0.4f, 0.7f, 1.f, 1.4f, 2.f}; }
 std::vector<std::pair<int, int>> WindowHeadOptions::default_sizes() {
-  return sizes_from({3, 4, 6, 8, 11, 16, 22, 32, 45}, {0.4f, 0.7f, 1.f, 1.4f, 2.f});
+  return sizes_from(default_heights(), default_aspects());
 }
 
 std::vector<std::pair<int, int>> WindowHeadOptions::sizes_from(const std::vector<int>& heights,
@@ -72,7 +75,8 @@ int WindowHeadOptions::stride_of(int h, int w) const {
   return std::max(1, int(std::lround(stride_frac * std::min(h, w))));
 }
 
-void parse_window_spec(const std::string& spec, WindowHeadOptions& o) {
+void parse_window_spec(const std::string& spec, WindowHeadOptions& out) {
+  WindowHeadOptions o = out;  // `out` changes only when the whole text is valid
   auto fail = [&](const std::string& why) {
     throw std::invalid_argument("detection settings '" + spec + "': " + why);
   };
@@ -116,15 +120,18 @@ void parse_window_spec(const std::string& spec, WindowHeadOptions& o) {
     else fail("unknown key '" + k + "' (threshold, ring, nms, stride, heights, aspects, min_area, size_weight)");
   }
   if (o.min_area < 0) fail("min_area must be >= 0");
-  if (!heights.empty() || !aspects.empty()) {
-    if (heights.empty()) heights = {3, 4, 6, 8, 11, 16, 22, 32, 45};
-    if (aspects.empty()) aspects = {0.4f, 0.7f, 1.f, 1.4f, 2.f};
+  if (!heights.empty() || !aspects.empty()) {  // the one not named keeps its value in `o`
+    if (heights.empty()) heights = o.heights;
+    if (aspects.empty()) aspects = o.aspects;
     for (int h : heights)
       if (h < 1) fail("heights must be >= 1");
     for (float r : aspects)
-      if (r <= 0) fail("aspects must be > 0");
+      if (!(r > 0)) fail("aspects must be > 0");
+    o.heights = heights;
+    o.aspects = aspects;
     o.sizes = WindowHeadOptions::sizes_from(heights, aspects);
   }
+  out = std::move(o);
 }
 
 std::vector<Detection> detect_windows_cpu(const float* prob, int H, int W, int cls,

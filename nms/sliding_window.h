@@ -32,8 +32,12 @@ struct MapGeometry {
 };
 
 struct WindowHeadOptions {
+  // The heights (map pixels) and aspect ratios (width / height) `sizes` is made of, kept so that
+  // a setting naming one of them (parse_window_spec) keeps the other.
+  std::vector<int> heights = default_heights();
+  std::vector<float> aspects = default_aspects();
   // Window sizes (height, width) in map pixels. Equal scores keep the earlier candidate.
-  std::vector<std::pair<int, int>> sizes = default_sizes();
+  std::vector<std::pair<int, int>> sizes = sizes_from(heights, aspects);
   int stride = 1;            // in map pixels, when stride_frac is 0
   float stride_frac = 0.15f;  // stride of a size: max(1, round(stride_frac * min(h, w)))
   float ring = 0.25f;        // ring width as a fraction of the window's height and width
@@ -52,6 +56,8 @@ struct WindowHeadOptions {
 
   // Heights from 3 to 45 map pixels (a geometric series), each at aspect ratios (width/height)
   // 0.4 (people), 0.7, 1, 1.4, 2 (cars).
+  static std::vector<int> default_heights();
+  static std::vector<float> default_aspects();
   static std::vector<std::pair<int, int>> default_sizes();
   // A size set from heights and aspect ratios.
   static std::vector<std::pair<int, int>> sizes_from(const std::vector<int>& heights,
@@ -72,7 +78,8 @@ std::vector<SlidSize> slid_sizes(int H, int W, const WindowHeadOptions& o, const
 // Per-class settings as text, as model files carry them (weights/FORMAT.md):
 //   "threshold=0.35 ring=0.25 nms=0.5 heights=4,6,8 aspects=0.7,1,1.4 stride=0.25 min_area=600
 //    size_weight=0.03"
-// Keys left out keep their values in `o`; unknown keys or bad numbers throw.
+// Keys left out keep their values in `o` (heights or aspects alone keep the other); unknown keys
+// or bad numbers throw std::invalid_argument and leave `o` as it was.
 void parse_window_spec(const std::string& spec, WindowHeadOptions& o);
 
 // Window sums in fixed point: exact, order independent.

@@ -192,4 +192,13 @@ TEST(SlidingWindow, SettingsFromText) {
   EXPECT_FLOAT_EQ(o.min_area, 250.f);
   EXPECT_FLOAT_EQ(o.size_weight, 0.1f);
   EXPECT_THROW(parse_window_spec("min_area=-1", o), std::invalid_argument);
+  EXPECT_THROW(parse_window_spec("threshold=0.9 aspects=0", o), std::invalid_argument);
+  EXPECT_FLOAT_EQ(o.min_area, 250.f);  // a refused text changes nothing
+  EXPECT_FLOAT_EQ(o.threshold, 0.4f);
+  // Settings layered (the model's, then --spec): heights alone keep the aspects, and the reverse.
+  parse_window_spec("heights=6", o);
+  EXPECT_EQ(o.sizes, (std::vector<std::pair<int, int>>{{6, 3}, {6, 12}}));
+  parse_window_spec("aspects=1", o);
+  EXPECT_EQ(o.sizes, (std::vector<std::pair<int, int>>{{6, 6}}));
+  EXPECT_EQ(WindowHeadOptions{}.sizes, WindowHeadOptions::default_sizes());
 }
