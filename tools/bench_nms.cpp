@@ -57,9 +57,10 @@ void dump(const std::string& path, const std::vector<T>& v) {
 
 // The sliding-window head after the class map exists: one class's probabilities of a 1920x1080
 // frame at the networks' stride 4 (480 x 270), 40 object-like blobs (up to 45 x 90 map pixels)
-// over background noise below 0.35, the head's default settings; GPU by CUDA events around
-// GpuWindowHead::detect (its two count read-backs included), CPU on one thread.
-void head_bench(int runs, cudaStream_t s) {
+// over background noise below 0.35, the head's default settings or `spec` over them (a model
+// file's kind of class setting, --head-spec); GPU by CUDA events around GpuWindowHead::detect
+// (its two count read-backs included), CPU on one thread.
+void head_bench(int runs, cudaStream_t s, const std::string& spec) {
   const int H = 270, W = 480;
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> u(0.f, 1.f);
@@ -71,7 +72,8 @@ void head_bench(int runs, cudaStream_t s) {
     for (int y = y0; y < y0 + bh; ++y)
       for (int x = x0; x < x0 + bw; ++x) p[size_t(y) * W + x] = 0.7f + 0.3f * u(rng);
   }
-  const WindowHeadOptions o;
+  WindowHeadOptions o;
+  parse_window_spec(spec, o);
   const MapGeometry g{4, 4, 1.5, 1.5};
   DeviceBuffer d(p.size() * sizeof(float));
   SL_CUDA_CHECK(cudaMemcpy(d.get(), p.data(), p.size() * sizeof(float), cudaMemcpyHostToDevice), "upload");
@@ -100,10 +102,10 @@ void head_bench(int runs, cudaStream_t s) {
   bool same = got.size() == want.size();
   for (size_t i = 0; same && i < got.size(); ++i)
     same = got[i].score == want[i].score && std::memcmp(&got[i].box, &want[i].box, sizeof(Box)) == 0;
-  std::printf("\n# sliding-window head, one class of a 1920x1080 frame (map %dx%d, %zu window sizes, "
-              "%zu candidates, %zu boxes kept)\n| path | median ms |\n|---|---|\n| GPU (CUDA events, "
+  std::printf("\n# sliding-window head, one class of a 1920x1080 frame (map %dx%d, settings: %s; %zu window "
+              "sizes, %zu candidates, %zu boxes kept)\n| path | median ms |\n|---|---|\n| GPU (CUDA events, "
               "median of %d) | %.3f |\n| CPU, one thread (median of 5) | %.2f |\n%s\n",
-              W, H, o.sizes.size(), cand, want.size(), runs, median(t), median(tc),
+              W, H, spec.empty() ? "the defaults" : spec.c_str(), o.sizes.size(), cand, want.size(), runs, median(t), median(tc),
               same ? "GPU boxes and scores identical to the CPU's" : "bench_nms: the GPU head DIFFERS from the CPU head!");
 }
 
@@ -112,9 +114,10 @@ void head_bench(int runs, cudaStream_t s) {
 
 int main(int argc, char** argv) {
   try {
-    Cli cli(argc, argv, {"sizes", "runs", "threshold", "dump"}, {"help"});
+    Cli cli(argc, argv, {"sizes", "runs", "threshold", "dump", "head-spec"}, {"help"});
     if (cli.has("help")) {
-      std::puts("usage: bench_nms [--sizes 200,1000,...] [--runs 20] [--threshold 0.5] [--dump DIR]");
+      std::puts("usage: bench_nms [--sizes 200,1000,...] [--runs 20] [--threshold 0.5] [--dump DIR]\n"
+                "                 [--head-spec 'key=value ...; key=value ...'] (the head also with these settings)");
       return 0;
     }
     std::vector<int> sizes;
@@ -213,7 +216,10 @@ int main(int argc, char** argv) {
       }
     }
     std::printf("(Oro n/a: the published reduce maps Dmax/k threads to a block, at most 1024)\n");
-    head_bench(runs, stream.get());
+    head_bench(runs, stream.get(), "");
+    std::stringstream specs(cli.get("head-spec", ""));
+    for (std::string spec; std::getline(specs, spec, ';');)
+      if (spec.find_first_not_of(' ') != std::string::npos) head_bench(runs, stream.get(), spec);
     return 0;
 #endif
   } catch (const std::exception& e) {

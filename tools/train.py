@@ -46,7 +46,8 @@ VOID = 11
 # windows (width/height 0.25-0.6: CamVid's pedestrians are about 0.3), chosen with the model
 # trained on train only, on sequences 0001TP and 0006R0 (docs/BENCHMARKS.md, "Detection").
 # Car keeps the head's defaults.
-CAMVID_DETECT = "Pedestrian: aspects=0.25,0.33,0.45,0.6 min_area=800 threshold=0.3 size_weight=0.03 nms=0.2"
+CAMVID_DETECT = ("Pedestrian: heights=3,4,5,6,7,8,10,12,14,17,20,24,29,35,42 aspects=0.25,0.33,0.45,0.6 "
+                 "min_area=800 threshold=0.3 size_weight=0.03 nms=0.3")
 
 
 def read_rgb(path):
