@@ -118,7 +118,7 @@ class GpuWindowHead {
 
  private:
   int max_plane_ = 0, max_windows_ = 0;
-  DeviceBuffer fixed_, integral_, flags_, idx_all_, cand_idx_, cand_boxes_, cand_scores_, count_,
+  DeviceBuffer integral_, flags_, idx_all_, cand_idx_, cand_boxes_, cand_scores_, count_,
       keep_, keep_count_, cub_temp_;
   size_t cub_bytes_ = 0;
   GpuNms nms_;

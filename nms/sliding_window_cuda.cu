@@ -32,32 +32,64 @@ int count_windows(int H, int W, const WindowHeadOptions& o, const MapGeometry* g
   return total;
 }
 
-__global__ void fixed_kernel(const float* prob, int n, int64_t* out) {
-  const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) out[i] = window_fixed(prob[i]);
-}
-
-// S is (H+1) x (W+1) with a zero first row and column (memset beforehand).
-__global__ void row_prefix_kernel(const int64_t* fixed, int H, int W, int64_t* S) {
-  const int y = blockIdx.x * blockDim.x + threadIdx.x;
+// The integral image S, (H+1) x (W+1) with a zero first row and column, of the probabilities
+// in fixed point. Integer sums: any order of addition gives the CPU's values exactly.
+// Rows: a warp a row, a warp-wide inclusive scan of 32 columns at a time plus the carry; it also
+// writes the zero column (and row 0, by the first row's warp).
+__global__ void row_prefix_kernel(const float* __restrict__ prob, int H, int W, int64_t* __restrict__ S) {
+  const int lane = threadIdx.x & 31;
+  const int y = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
   if (y >= H) return;
-  int64_t acc = 0;
-  for (int x = 0; x < W; ++x) {
-    acc += fixed[size_t(y) * W + x];
-    S[size_t(y + 1) * (W + 1) + x + 1] = acc;
+  int64_t* row = S + size_t(y + 1) * (W + 1);
+  if (lane == 0) row[0] = 0;
+  if (y == 0)
+    for (int x = lane; x <= W; x += 32) S[x] = 0;
+  int64_t carry = 0;
+  for (int x0 = 0; x0 < W; x0 += 32) {
+    const int x = x0 + lane;
+    int64_t v = x < W ? window_fixed(prob[size_t(y) * W + x]) : 0;
+    for (int d = 1; d < 32; d <<= 1) {
+      const int64_t u = __shfl_up_sync(0xffffffffu, v, d);
+      if (lane >= d) v += u;
+    }
+    v += carry;
+    if (x < W) row[x + 1] = v;
+    carry = __shfl_sync(0xffffffffu, v, 31);
   }
 }
 
-__global__ void col_prefix_kernel(int H, int W, int64_t* S) {
+// Columns: a thread a column, the running sum in a register, 8 rows loaded before they are added
+// (independent loads in flight rather than one load after each store).
+__global__ void col_prefix_kernel(int H, int W, int64_t* __restrict__ S) {
   const int x = blockIdx.x * blockDim.x + threadIdx.x + 1;
   if (x > W) return;
-  for (int y = 1; y <= H; ++y) S[size_t(y) * (W + 1) + x] += S[size_t(y - 1) * (W + 1) + x];
+  const size_t pitch = size_t(W) + 1;
+  int64_t acc = 0;
+  int y = 1;
+  for (; y + 8 <= H + 1; y += 8) {
+    int64_t v[8];
+#pragma unroll
+    for (int k = 0; k < 8; ++k) v[k] = S[size_t(y + k) * pitch + x];
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      acc += v[k];
+      S[size_t(y + k) * pitch + x] = acc;
+    }
+  }
+  for (; y <= H; ++y) {
+    acc += S[size_t(y) * pitch + x];
+    S[size_t(y) * pitch + x] = acc;
+  }
 }
 
 // Window idx's size (returned: its index in t) and position.
 __device__ int decode(const SizeTable& t, int idx, int* h, int* w, int* y, int* x) {
-  int s = 0;
-  while (idx >= t.begin[s + 1]) ++s;
+  int s = 0, hi = t.n - 1;  // the last size whose first window is at or before idx
+  while (s < hi) {
+    const int mid = (s + hi + 1) / 2;
+    if (t.begin[mid] <= idx) s = mid;
+    else hi = mid - 1;
+  }
   const int r = idx - t.begin[s];
   *h = t.h[s];
   *w = t.w[s];
@@ -93,7 +125,6 @@ __global__ void candidate_kernel(const int64_t* S, int H, int W, SizeTable t, fl
 void GpuWindowHead::reserve(int H, int W, const WindowHeadOptions& o) {
   const int plane = H * W, windows = std::max(1, count_windows(H, W, o, nullptr, nullptr));
   if (plane > max_plane_) {
-    fixed_.resize(size_t(plane) * sizeof(int64_t), "window head fixed point");
     integral_.resize(size_t(H + 1) * (W + 1) * sizeof(int64_t), "window head integral");
     max_plane_ = plane;
   }
@@ -124,12 +155,9 @@ std::vector<Detection> GpuWindowHead::detect(const float* prob, int H, int W, in
   SL_REQUIRE(H * W <= max_plane_ && total <= max_windows_, "window head: map ", W, "x", H,
              " exceeds the reserved size (call reserve())");
   if (total == 0) return {};
-  const int plane = H * W;
   auto* S = integral_.get<int64_t>();
-  SL_CUDA_CHECK(cudaMemsetAsync(S, 0, size_t(H + 1) * (W + 1) * sizeof(int64_t), s), "window head");
-  fixed_kernel<<<(plane + 255) / 256, 256, 0, s>>>(prob, plane, fixed_.get<int64_t>());
-  row_prefix_kernel<<<(H + 127) / 128, 128, 0, s>>>(fixed_.get<int64_t>(), H, W, S);
-  col_prefix_kernel<<<(W + 127) / 128, 128, 0, s>>>(H, W, S);
+  row_prefix_kernel<<<(H + 3) / 4, 128, 0, s>>>(prob, H, W, S);  // 4 rows (warps) a block
+  col_prefix_kernel<<<(W + 63) / 64, 64, 0, s>>>(H, W, S);
   window_kernel<<<(total + 255) / 256, 256, 0, s>>>(S, H, W, t, o.ring, o.threshold, total,
                                                     flags_.get<uint8_t>(), idx_all_.get<int>());
   SL_CUDA_CHECK(cudaGetLastError(), "window head kernels");
