@@ -1,6 +1,8 @@
 #include "engine/cuda_backend.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
 #ifdef SCENELAB_WITH_CUDA
 #include "engine/error.h"
@@ -126,6 +128,10 @@ CudaBackend::CudaBackend(const CudaOptions& o) : select_(o.device) {
   identity_ += str_cat(" | workspace=", ctx_.conv_workspace_bytes);
   ctx_.runtime_fusion = o.runtime_fusion;
   if (!o.runtime_fusion) identity_ += " | runtime-fusion=off";
+  if (const char* v = std::getenv("SCENELAB_CUDNN_LEGACY"); v && *v && std::string(v) != "0") {
+    ctx_.cudnn_graph = false;
+    identity_ += " | cudnn=legacy";  // its timed choices are cached apart
+  }
 }
 
 CudaBackend::~CudaBackend() = default;

@@ -51,6 +51,11 @@ struct CudaContext {
   Precision precision = Precision::FP32;
   size_t conv_workspace_bytes = 0;
   bool runtime_fusion = true;  // CudaOptions::runtime_fusion
+  // cuDNN's graph API for convolutions (f16/bf16 NHWC, and the split fp32 candidate of auto);
+  // false: its legacy API alone. SCENELAB_CUDNN_LEGACY=1 sets it false: a diagnostic switch
+  // (compute-sanitizer's racecheck never finishes in a graph engine's Hopper kernel,
+  // docs/RELIABILITY.md), not a speed setting.
+  bool cudnn_graph = true;
   // The convolution algorithms `auto` has run on this backend (bit 1 << ConvAlgo): their kernels
   // are loaded, so a warm-up's time is theirs, not a first use's (planning skips on it sooner).
   mutable unsigned conv_warmed = 0;

@@ -187,8 +187,8 @@ class Conv2d : public Layer {
   static constexpr int kSplitMaxK = 4096;
   bool may_split(const CudaContext& ctx, int cin) const {
 #ifdef SCENELAB_WITH_CUDNN
-    return k_ > 1 && (ctx.conv == ConvAlgo::Split ||
-                      (ctx.conv == ConvAlgo::Auto && ctx.precision == Precision::FP32 && cin * k_ * k_ <= kSplitMaxK));
+    return k_ > 1 && (ctx.conv == ConvAlgo::Split || (ctx.conv == ConvAlgo::Auto && ctx.cudnn_graph &&
+                                                      ctx.precision == Precision::FP32 && cin * k_ * k_ <= kSplitMaxK));
 #else
     (void)ctx, (void)cin;
     return false;
@@ -435,7 +435,7 @@ class Conv2d : public Layer {
                ", output ", a.out.format.str());
 #ifdef SCENELAB_WITH_CUDNN
     if (pooled) pooled_.insert(key);
-    if (!graph_failed_.count(key)) {
+    if (ctx.cudnn_graph && !graph_failed_.count(key)) {
       auto& g = graph_[key];
       const DType t = a.out.format.dtype;
       const void* wt = w16_.get(w, c, cuda::WeightLayout::KRSC, t, ctx.stream);

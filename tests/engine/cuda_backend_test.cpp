@@ -267,6 +267,38 @@ TEST(CudaBackend, WholeNetworksAgreeWithCpu) {
   }
 }
 
+// SCENELAB_CUDNN_LEGACY=1 (the sanitizers' switch): cuDNN's legacy API alone - no graph engine
+// and no split candidate runs, the backend's identity says so (its timed choices cached apart),
+// and the networks still agree with the CPU as in WholeNetworksAgreeWithCpu.
+TEST(CudaBackend, CudnnLegacySwitch) {
+  SCENELAB_REQUIRE_GPU();
+  const char* before = std::getenv("SCENELAB_CUDNN_LEGACY");
+  const std::string saved = before ? before : "";
+  setenv("SCENELAB_CUDNN_LEGACY", "1", 1);
+  for (const char* net : {"reference", "multiscale"}) {
+    Model m = make_random_model(net, 11, 7);
+    compare(m, Shape(2, 3, 97, 131), opts("auto", "fp16"), 2e-2, std::string(net) + " fp16 legacy", 0.99);
+    compare(m, Shape(1, 3, 97, 131), opts("auto"), 1e-4, std::string(net) + " fp32 legacy", 0.999);
+    for (const char* precision : {"fp16", "fp32"}) {
+      auto gpu = make_backend("cuda", 0, opts("auto", precision));
+      EXPECT_NE(gpu->identity().find("cudnn=legacy"), std::string::npos) << gpu->identity();
+      Graph g(m);
+      g.plan(1, 97, 131, *gpu);
+      g.run(random_tensor(Shape(1, 3, 97, 131), 3, 0.f, 1.f).view());
+      g.set_profiling(true);
+      g.run(random_tensor(Shape(1, 3, 97, 131), 3, 0.f, 1.f).view());
+      for (const auto& st : g.stats()) {
+        EXPECT_EQ(st.detail.find("cudnn graph"), std::string::npos) << st.name << ": " << st.detail;
+        EXPECT_EQ(st.detail.find("split"), std::string::npos) << st.name << ": " << st.detail;
+      }
+    }
+  }
+  if (before) setenv("SCENELAB_CUDNN_LEGACY", saved.c_str(), 1);
+  else unsetenv("SCENELAB_CUDNN_LEGACY");
+  auto gpu = make_backend("cuda", 0, opts("auto", "fp16"));
+  EXPECT_EQ(gpu->identity().find("cudnn=legacy"), std::string::npos);
+}
+
 // One graph planned onto a backend, that backend destroyed, then re-planned onto another with a
 // different workspace bound: the layers' per-backend choices (cuDNN plans, auto picks) must not
 // be reused across backends, and the results stay equal to the CPU path.
