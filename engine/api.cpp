@@ -19,6 +19,7 @@
 #include "engine/pipeline.h"
 #include "engine/plan_cache.h"
 #include "engine/pyramid_detector.h"
+#include "engine/score_map_head.h"
 #include "nms/sliding_window.h"
 #include "weights/model_file.h"
 #include "weights/model_locator.h"
@@ -237,8 +238,7 @@ std::vector<nms::Detection> Labeler::detect(const Image& rgb, const std::string&
   const auto it = std::find(names.begin(), names.end(), name);
   SL_REQUIRE(it != names.end(), "Labeler::detect: the model has no class '", name, "'");
   const int cls = int(it - names.begin());
-  nms::WindowHeadOptions o;
-  if (auto d = impl_->model.detect.find(name); d != impl_->model.detect.end()) nms::parse_window_spec(d->second, o);
+  const nms::WindowHeadOptions o = head_settings(impl_->model, cls);
   impl_->single->label(to_internal(rgb, "Labeler::detect"));
   int h = 0, w = 0;
   Geometry g;

@@ -11,6 +11,13 @@
 
 namespace scenelab {
 
+nms::WindowHeadOptions head_settings(const Model& m, int cls) {
+  SL_REQUIRE(cls >= 0 && size_t(cls) < m.class_names.size(), "head_settings: no class ", cls);
+  nms::WindowHeadOptions o;
+  if (auto it = m.detect.find(m.class_names[size_t(cls)]); it != m.detect.end()) nms::parse_window_spec(it->second, o);
+  return o;
+}
+
 #ifdef SCENELAB_WITH_CUDA
 struct ScoreMapHead::Device {
   DeviceBuffer prob;

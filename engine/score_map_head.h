@@ -9,10 +9,15 @@
 
 #include "engine/backend.h"
 #include "engine/layer.h"
+#include "engine/model.h"
 #include "engine/tensor.h"
 #include "nms/sliding_window.h"
 
 namespace scenelab {
+
+// Class `cls`'s head settings: the head's defaults, then the model file's for that class
+// (Model::detect, checked when the file was read; weights/FORMAT.md).
+nms::WindowHeadOptions head_settings(const Model& m, int cls);
 
 class ScoreMapHead {
  public:

@@ -36,7 +36,8 @@ struct WindowHeadOptions {
   // a setting naming one of them (parse_window_spec) keeps the other.
   std::vector<int> heights = default_heights();
   std::vector<float> aspects = default_aspects();
-  // Window sizes (height, width) in map pixels. Equal scores keep the earlier candidate.
+  // Window sizes (height, width) in map pixels. Equal scores keep the earlier candidate. Set
+  // directly (a custom set), heights and aspects no longer describe it.
   std::vector<std::pair<int, int>> sizes = sizes_from(heights, aspects);
   int stride = 1;            // in map pixels, when stride_frac is 0
   float stride_frac = 0.15f;  // stride of a size: max(1, round(stride_frac * min(h, w)))

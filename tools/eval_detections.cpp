@@ -20,6 +20,7 @@
 #include "engine/detection_eval.h"
 #include "engine/labeler.h"
 #include "engine/pipeline.h"
+#include "engine/score_map_head.h"
 #include "nms/sliding_window.h"
 #include "tools/cli.h"
 #include "weights/model_file.h"
@@ -117,11 +118,10 @@ int main(int argc, char** argv) {
       classes.push_back(found);
     }
     // Head settings per class: the model's (meta/detect), then --spec, then the --sweep grid.
-    std::vector<nms::WindowHeadOptions> base(classes.size());
-    base_names.assign(classes.size(), "default");  // the head's defaults
-    for (size_t k = 0; k < classes.size(); ++k) {
-      auto it = model.detect.find(model.class_names[size_t(classes[k])]);
-      if (it != model.detect.end()) nms::parse_window_spec(it->second, base[k]), base_names[k] = "model's";
+    std::vector<nms::WindowHeadOptions> base;
+    for (int c : classes) {
+      base.push_back(head_settings(model, c));
+      base_names.push_back(model.detect.count(model.class_names[size_t(c)]) ? "model's" : "default");
     }
     for (const auto& item : split(cli.get("spec"), ';')) {
       const size_t colon = item.find(':');

@@ -23,6 +23,7 @@
 #include "engine/pipeline.h"
 #include "engine/pyramid_detector.h"
 #include "engine/video.h"
+#include "engine/score_map_head.h"
 #include "nms/sliding_window.h"
 #include "tools/cli.h"
 #include "tools/inputs.h"
@@ -444,9 +445,7 @@ int main(int argc, char** argv) {
     if (cli.has("detect") && !use_hog) detect_classes = parse_classes(cli.get("detect"), model.class_names);
     // Each class's head: the defaults, the model's settings for it, then --det-threshold.
     for (int c : detect_classes) {
-      nms::WindowHeadOptions o;
-      auto it = model.detect.find(model.class_names[size_t(c)]);
-      if (it != model.detect.end()) nms::parse_window_spec(it->second, o);
+      nms::WindowHeadOptions o = head_settings(model, c);
       if (cli.has("det-threshold")) {
         char* end = nullptr;
         const std::string v = cli.get("det-threshold");

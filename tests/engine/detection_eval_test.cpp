@@ -7,6 +7,7 @@
 
 #include "engine/detection_eval.h"
 #include "engine/error.h"
+#include "engine/score_map_head.h"
 #include "weights/default_model.h"
 #include "weights/model_file.h"
 
@@ -76,6 +77,12 @@ TEST(DetectionEval, ModelFileCarriesPerClassSettings) {
   const Model back = read_model(path);
   ASSERT_EQ(back.detect.size(), 1u);
   EXPECT_EQ(back.detect.at(m.class_names[1]), "threshold=0.45 aspects=0.4,0.7");
+  // What label_image, the library and eval_detections slide: the defaults, then the file's.
+  const nms::WindowHeadOptions set = head_settings(back, 1), plain = head_settings(back, 0);
+  EXPECT_FLOAT_EQ(set.threshold, 0.45f);
+  EXPECT_EQ(set.sizes, nms::WindowHeadOptions::sizes_from(nms::WindowHeadOptions::default_heights(), {0.4f, 0.7f}));
+  EXPECT_FLOAT_EQ(plain.threshold, nms::WindowHeadOptions{}.threshold);
+  EXPECT_EQ(plain.sizes, nms::WindowHeadOptions::default_sizes());
   m.detect.clear();
   m.detect["NoSuchClass"] = "threshold=0.5";
   write_model(path, m);
