@@ -65,7 +65,8 @@ sanitize_one() {  # TOOL FILTER
   local logname="$tool-$(echo "$filter" | tr -c 'A-Za-z0-9\n' '_' | cut -c1-120)"
   # SANITIZE_CUDNN_LEGACY=1: cuDNN's legacy API alone under the tools (racecheck never finishes
   # in its graph engines' Hopper kernels; docs/RELIABILITY.md)
-  SCENELAB_CUDNN_LEGACY=${SANITIZE_CUDNN_LEGACY:-} SCENELAB_TEST_QUICK=1 timeout -k 5 "${SANITIZE_TIMEOUT:-0}" compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 9 \
+  # TMPDIR: ctest's (tests/CMakeLists.txt), where the ctest run above left the tests' plan caches
+  TMPDIR=$PWD/build-gpu/tests/tmp SCENELAB_CUDNN_LEGACY=${SANITIZE_CUDNN_LEGACY:-} SCENELAB_TEST_QUICK=1 timeout -k 5 "${SANITIZE_TIMEOUT:-0}" compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 9 \
     build-gpu/tests/scenelab_gpu_tests --gtest_filter="$filter" >"$OUT/sanitizer-$logname.log" 2>&1
   log "compute-sanitizer $tool ${extra[*]} ($filter) rc=$? $(grep -E 'ERROR SUMMARY|PASSED|FAILED' "$OUT/sanitizer-$logname.log" | tr '\n' ' ')"
 }

@@ -15,6 +15,7 @@
 
 #include "engine/error.h"
 #include "engine/graph.h"
+#include "scratch_path.h"
 #include "weights/model_file.h"
 
 // read_model reads each file first in a forked child (weights/isolated.h). That child must not
@@ -35,25 +36,12 @@ static void plain_child() {
 }
 
 // Each input is written to a file of this process (HDF5 opens files by path, and not a memfd's:
-// "can't retrieve real path"). It goes when the process exits normally; files of processes that
-// died (a crash, libFuzzer's timeout) are removed by the next one to start, so that campaigns do
-// not pile them up in /tmp (hundreds were found there).
-std::string input_path(long pid) { return "/tmp/scenelab_fuzz_model_" + std::to_string(pid) + ".h5"; }
-
-void remove_files_of_dead_processes() {
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator("/tmp", ec)) {
-    const std::string name = e.path().filename().string(), prefix = "scenelab_fuzz_model_";
-    if (name.rfind(prefix, 0) != 0 || name.size() < prefix.size() + 4) continue;
-    const long pid = std::atol(name.c_str() + prefix.size());
-    if (pid > 0 && name == input_path(pid).substr(5) && ::kill(pid_t(pid), 0) != 0 && errno == ESRCH)
-      std::filesystem::remove(e.path(), ec);
-  }
-}
+// "can't retrieve real path"): tests/fuzz/scratch_path.h.
+std::string input_path(long pid) { return scenelab::fuzz::scratch_path("scenelab_fuzz_model_", pid, ".h5"); }
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   ::pthread_atfork(nullptr, nullptr, plain_child);
-  remove_files_of_dead_processes();
+  scenelab::fuzz::remove_scratch_of_dead_processes("scenelab_fuzz_model_", ".h5");
   std::atexit([] { ::unlink(input_path(::getpid()).c_str()); });
   return 0;
 }
