@@ -399,6 +399,10 @@ def main():
         if last:
             break
     batches.stop()
+    if epoch < a.epochs:
+        print(f"train.py: warning: stopped by --minutes {a.minutes:g} after epoch {epoch} of {a.epochs}; "
+              "the one-cycle learning rate had not finished its decay (raise --minutes or lower --epochs)",
+              file=sys.stderr, flush=True)
     net.load_state_dict(best_state)
     m = metrics(evaluate(net, xva, yva, dev))
     summary = {"network": a.network, "best_epoch": best_epoch, "epochs_run": epoch, "seed": a.seed,

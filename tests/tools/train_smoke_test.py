@@ -2,7 +2,7 @@
 """tools/train.py on a tiny synthetic CamVid-like set (two sequences), on the CPU with Debian's
 PyTorch: the augmentation's output (shapes, labels in range, void where the scaled image does not
 cover the crop, repeatable from its seed) and two short runs: --holdout SEQ (cross-sequence
-selection) and --final, each exporting a model file. Exit 77 (skipped) without torch or OpenCV.
+selection) and --final, each exporting a model file, and a run stopped by --minutes. Exit 77 (skipped) without torch or OpenCV.
     train_smoke_test.py SOURCE_DIR
 """
 import os
@@ -132,6 +132,13 @@ def main():
         s = run(root, os.path.join(tmp, "final.h5"), "--final", "--aug", "basic")
         assert '"best_epoch": 2' in s and "--final" in s, s
         check_set_detect(os.path.join(tmp, "final.h5"))
+        # a run cut short by --minutes says so (its one-cycle rate had not decayed) and keeps its last epoch
+        r = subprocess.run([sys.executable, os.path.join(src, "tools", "train.py"), "--data", root, "--network",
+                            "reference", "--out", os.path.join(tmp, "short.h5"), "--epochs", "3", "--batch", "2",
+                            "--crop", "64x80", "--final", "--minutes", "0"], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr[-2000:]
+        assert "stopped by --minutes 0 after epoch 1 of 3" in r.stderr, r.stderr[-2000:]
+        assert '"epochs_run": 1' in r.stdout and os.path.getsize(os.path.join(tmp, "short.h5")) > 0, r.stdout[-2000:]
         r = subprocess.run([sys.executable, os.path.join(src, "tools", "train.py"), "--data", root,
                             "--out", os.path.join(tmp, "x.h5"), "--holdout", "ZZZ9"],
                            capture_output=True, text=True, timeout=300)
