@@ -115,15 +115,18 @@ def evaluate(net, x, y, dev, batch=8):
     return conf
 
 
-def augment(x, y, crop_h, crop_w, gen, dev, full=True):
+def augment(x, y, crop_h, crop_w, gen, dev, full=True, exposure=None):
     """A batch for training: x uint8 N,3,H,W, y N,H,W -> float N,3,crop_h,crop_w in [0, 1] and
     labels N,crop_h,crop_w, on x's device (the training loop runs it on the CPU in a thread while
     the GPU trains). basic: scale so the crop fits up to 1.35x, flip, crop. full: scale 0.5-2.0
     (void around an image smaller than the crop), flip, rotation, photometric jitter, blur or
     noise, then JPEG re-compression (see the module's text). Scale, rotation, flip and crop are
     one resampling per image (one grid_sample for the batch), so the work is the crop's size
-    whatever the scale. Draws come from gen only, in a fixed order. (dev: unused, kept for
-    callers.)"""
+    whatever the scale. Draws come from gen only, in a fixed order. exposure (lo, hi), full only:
+    each image's intensities also multiplied by a factor drawn log-uniformly from [lo, hi] before
+    the clamp (darker scenes such as CamVid's dusk sequence 0001TP, whose mean luma is 58 against
+    99-138 for the others); None draws nothing, so the default batches are unchanged. (dev: unused,
+    kept for callers.)"""
     n, _, h, w = x.shape
 
     def u(lo, hi):
@@ -177,6 +180,8 @@ def augment(x, y, crop_h, crop_w, gen, dev, full=True):
         m = xi.mean((1, 2, 3), keepdim=True)
         gain = torch.tensor([u(0.9, 1.1) for _ in range(3)]).view(1, 3, 1, 1).to(xi.device)
         xi = ((xi - m) * u(0.7, 1.3) + m + u(-0.12, 0.12)) * gain
+        if exposure is not None:
+            xi = xi * math.exp(u(math.log(exposure[0]), math.log(exposure[1])))
         r = u(0, 1)
         if r < 0.15:  # mild blur: a 3x3 binomial filter
             k = torch.tensor([1.0, 2.0, 1.0], device=xi.device)
@@ -210,7 +215,8 @@ class BatchMaker:
                     perm = torch.randperm(x.shape[0], generator=gen)
                     for b in range(steps_per_epoch):
                         idx = perm[b * a.batch:(b + 1) * a.batch]
-                        xb, yb = augment(x[idx], y[idx], crop_h, crop_w, gen, "cpu", full=a.aug == "full")
+                        xb, yb = augment(x[idx], y[idx], crop_h, crop_w, gen, "cpu", full=a.aug == "full",
+                                         exposure=a.exposure)
                         if dev.type == "cuda":
                             xb, yb = xb.pin_memory(), yb.pin_memory()
                         while not self.halt.is_set():
@@ -274,6 +280,9 @@ def main():
     ap.add_argument("--limit", type=int, default=None, help="images per split (smoke tests)")
     ap.add_argument("--log", default=None, help="JSON lines log file")
     ap.add_argument("--aug", default="full", choices=["full", "basic"])
+    ap.add_argument("--exposure", default=None, metavar="LO,HI",
+                    help="with --aug full: also scale each image's intensities by a factor in [LO, HI] "
+                         "(log-uniform), e.g. 0.3,1.2 (not in the shipped recipe; weights/MODELS.md)")
     ap.add_argument("--holdout", default=None,
                     help="pool train and val, select on this sequence (e.g. 0001TP), train on the rest")
     ap.add_argument("--final", action="store_true",
@@ -290,6 +299,14 @@ def main():
         st.detect_text(detect, CLASSES)
     except ValueError as e:
         ap.error(f"--detect: {e}")
+    if a.exposure is not None:
+        try:
+            lo, hi = (float(v) for v in a.exposure.split(","))
+        except ValueError:
+            ap.error(f"--exposure {a.exposure}: expected LO,HI, e.g. 0.3,1.2")
+        if not (0 < lo <= hi < 100) or a.aug != "full":
+            ap.error(f"--exposure {a.exposure}: needs 0 < LO <= HI and --aug full")
+        a.exposure = (lo, hi)
     if a.holdout and a.final:
         raise SystemExit("train: --holdout and --final exclude each other")
     torch.manual_seed(a.seed)

@@ -40,6 +40,12 @@ def check_augment():
     xb, yb = train.augment(x, y, 64, 80, torch.Generator().manual_seed(0), "cpu", full=False)
     assert xb.shape == (4, 3, 64, 80) and not (yb == train.VOID).any()
     assert train.sequence_of("0016E5_07959") == "0016E5"
+    # --exposure darkens (a fixed factor of 0.3 here) and stays repeatable; without it, nothing changes
+    xb, yb = train.augment(x, y, 64, 80, torch.Generator().manual_seed(5), "cpu", full=True)
+    xd, yd = train.augment(x, y, 64, 80, torch.Generator().manual_seed(5), "cpu", full=True, exposure=(0.3, 0.3))
+    assert torch.equal(yb, yd) and xd.mean() < 0.5 * xb.mean(), (xd.mean(), xb.mean())
+    xe, _ = train.augment(x, y, 64, 80, torch.Generator().manual_seed(5), "cpu", full=True, exposure=(0.3, 0.3))
+    assert torch.equal(xd, xe), "exposure augmentation not repeatable from its seed"
 
 
 def make_set(root):
