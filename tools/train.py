@@ -23,6 +23,8 @@ Selection: by default train on `train`, select on `val`. `--holdout SEQ` pools t
 holds out one sequence (file names start with it: 0001TP, 0006R0, 0016E5) for selection - the
 cross-sequence figure; `--final` trains on train + val for --epochs and exports the last epoch;
 `--last` trains on `train` and exports the last epoch (val takes no part: its figures are honest).
+`--init MODEL.h5` starts from a trained model of the same network instead of He initialisation,
+keeping its standardisation statistics (fine-tuning; give a lower --lr).
 """
 import argparse
 import glob
@@ -260,6 +262,24 @@ def jpeg_recompress(xi, quality):
     return torch.from_numpy(back).to(xi.device).permute(2, 0, 1)[None].float() / 255
 
 
+def init_weights(net, path, classes):
+    """Copies a model file's parameters into net (tools/train.py --init), after checking that the
+    file holds the same network (graph text) for the same classes; errors name the file."""
+    try:
+        src, names, _, _ = st.load_model(path)
+    except (OSError, KeyError, ValueError) as e:
+        raise SystemExit(f"train: --init {path}: cannot read the model: {e}")
+    if src.text.strip() != net.text.strip():
+        raise SystemExit(f"train: --init {path}: its graph is not this --network's "
+                         "(the layers or their sizes differ)")
+    if list(names) != list(classes):
+        raise SystemExit(f"train: --init {path}: its classes {names} are not CamVid's {classes}")
+    with torch.no_grad():
+        mine = dict(net.param_items())
+        for key, t in src.param_items():
+            mine[key].copy_(t.to(mine[key].device))
+
+
 def sequence_of(name):
     """CamVid file names start with their sequence: 0016E5_07959 -> 0016E5."""
     return name.split("_")[0]
@@ -283,6 +303,9 @@ def main():
     ap.add_argument("--exposure", default=None, metavar="LO,HI",
                     help="with --aug full: also scale each image's intensities by a factor in [LO, HI] "
                          "(log-uniform), e.g. 0.3,1.2 (not in the shipped recipe; weights/MODELS.md)")
+    ap.add_argument("--init", default=None, metavar="MODEL.h5",
+                    help="start from this model file's weights and standardisation statistics (fine-tuning; "
+                         "its graph must be --network's), not from He initialisation; use a lower --lr")
     ap.add_argument("--holdout", default=None,
                     help="pool train and val, select on this sequence (e.g. 0001TP), train on the rest")
     ap.add_argument("--final", action="store_true",
@@ -340,30 +363,37 @@ def main():
           flush=True)
 
     net = st.TorchNet(st.network_text(a.network, 11)).to(dev)
-    # He init for convs, zero biases.
+    if a.init:
+        init_weights(net, a.init, CLASSES)
+    # He init for convs, zero biases (the generator is drawn from either way: the batches that
+    # follow do not depend on --init).
     gen = torch.Generator().manual_seed(a.seed)
     with torch.no_grad():
         for key, p in net.param_items():
             if key.endswith("/weight"):
-                fan_in = p[0].numel()
-                p.copy_(torch.randn(p.shape, generator=gen) * math.sqrt(2.0 / fan_in))
-            elif key.endswith("/bias"):
+                w = torch.randn(p.shape, generator=gen) * math.sqrt(2.0 / p[0].numel())
+                if not a.init:
+                    p.copy_(w)
+            elif key.endswith("/bias") and not a.init:
                 p.zero_()
-    # Standardisation statistics of the contrast-normalised YUV training images.
+    # Standardisation statistics of the contrast-normalised YUV training images (--init keeps the
+    # model's: its weights were trained on them).
     with torch.no_grad():
-        acc = torch.zeros(3, dtype=torch.float64, device=dev)
-        acc2 = torch.zeros(3, dtype=torch.float64, device=dev)
-        cnt = 0
-        for i in range(0, xtr.shape[0], 16):
-            z = st.contrast_norm(st.rgb_to_yuv(xtr[i:i + 16].to(dev).float() / 255))
-            acc += z.double().sum((0, 2, 3))
-            acc2 += (z.double() ** 2).sum((0, 2, 3))
-            cnt += z.shape[0] * z.shape[2] * z.shape[3]
-        mean = acc / cnt
-        std = (acc2 / cnt - mean ** 2).sqrt()
-        net.p("pre", "mean").copy_(mean.float())
-        net.p("pre", "std").copy_(std.float())
-    print(f"standardisation mean {mean.tolist()} std {std.tolist()}", flush=True)
+        if not a.init:
+            acc = torch.zeros(3, dtype=torch.float64, device=dev)
+            acc2 = torch.zeros(3, dtype=torch.float64, device=dev)
+            cnt = 0
+            for i in range(0, xtr.shape[0], 16):
+                z = st.contrast_norm(st.rgb_to_yuv(xtr[i:i + 16].to(dev).float() / 255))
+                acc += z.double().sum((0, 2, 3))
+                acc2 += (z.double() ** 2).sum((0, 2, 3))
+                cnt += z.shape[0] * z.shape[2] * z.shape[3]
+            mean = acc / cnt
+            std = (acc2 / cnt - mean ** 2).sqrt()
+            net.p("pre", "mean").copy_(mean.float())
+            net.p("pre", "std").copy_(std.float())
+    print(f"standardisation mean {net.p('pre', 'mean').tolist()} std {net.p('pre', 'std').tolist()}"
+          + (f" (from {a.init})" if a.init else ""), flush=True)
     # Median-frequency class weights.
     counts = torch.bincount(ytr[ytr != VOID].flatten(), minlength=11).double()
     freq = counts / counts.sum()

@@ -2,7 +2,8 @@
 """tools/train.py on a tiny synthetic CamVid-like set (two sequences), on the CPU with Debian's
 PyTorch: the augmentation's output (shapes, labels in range, void where the scaled image does not
 cover the crop, repeatable from its seed) and two short runs: --holdout SEQ (cross-sequence
-selection) and --final, each exporting a model file, and a run stopped by --minutes. Exit 77 (skipped) without torch or OpenCV.
+selection) and --final, each exporting a model file, a fine-tuning run (--init) and a run stopped by
+--minutes. Exit 77 (skipped) without torch or OpenCV.
     train_smoke_test.py SOURCE_DIR
 """
 import os
@@ -138,6 +139,18 @@ def main():
         s = run(root, os.path.join(tmp, "final.h5"), "--final", "--aug", "basic")
         assert '"best_epoch": 2' in s and "--final" in s, s
         check_set_detect(os.path.join(tmp, "final.h5"))
+        # --init: fine-tuning starts from the file's weights and statistics; a file of another network is refused
+        s = run(root, os.path.join(tmp, "tuned.h5"), "--final", "--init", os.path.join(tmp, "final.h5"), "--lr", "1e-4")
+        import h5py
+        with h5py.File(os.path.join(tmp, "final.h5"), "r") as f0, h5py.File(os.path.join(tmp, "tuned.h5"), "r") as f1:
+            assert np.array_equal(f0["params/pre/mean"][()], f1["params/pre/mean"][()]), "statistics not kept"
+            w0, w1 = f0["params/conv1/weight"][()], f1["params/conv1/weight"][()]
+            # trained on, not reinitialised: close to the start, not equal to it
+            assert not np.array_equal(w0, w1) and np.abs(w1 - w0).max() < 0.1 * np.abs(w0).max(), np.abs(w1 - w0).max()
+        r = subprocess.run([sys.executable, os.path.join(src, "tools", "train.py"), "--data", root, "--network",
+                            "multiscale", "--out", os.path.join(tmp, "y.h5"), "--init", os.path.join(tmp, "final.h5")],
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode != 0 and "its graph is not this --network's" in r.stderr + r.stdout, r.stderr[-2000:]
         # a run cut short by --minutes says so (its one-cycle rate had not decayed) and keeps its last epoch
         r = subprocess.run([sys.executable, os.path.join(src, "tools", "train.py"), "--data", root, "--network",
                             "reference", "--out", os.path.join(tmp, "short.h5"), "--epochs", "3", "--batch", "2",
