@@ -365,17 +365,14 @@ def main():
     net = st.TorchNet(st.network_text(a.network, 11)).to(dev)
     if a.init:
         init_weights(net, a.init, CLASSES)
-    # He init for convs, zero biases (the generator is drawn from either way: the batches that
-    # follow do not depend on --init).
-    gen = torch.Generator().manual_seed(a.seed)
-    with torch.no_grad():
-        for key, p in net.param_items():
-            if key.endswith("/weight"):
-                w = torch.randn(p.shape, generator=gen) * math.sqrt(2.0 / p[0].numel())
-                if not a.init:
-                    p.copy_(w)
-            elif key.endswith("/bias") and not a.init:
-                p.zero_()
+    else:  # He init for convs, zero biases (the batches draw from a generator of their own)
+        gen = torch.Generator().manual_seed(a.seed)
+        with torch.no_grad():
+            for key, p in net.param_items():
+                if key.endswith("/weight"):
+                    p.copy_(torch.randn(p.shape, generator=gen) * math.sqrt(2.0 / p[0].numel()))
+                elif key.endswith("/bias"):
+                    p.zero_()
     # Standardisation statistics of the contrast-normalised YUV training images (--init keeps the
     # model's: its weights were trained on them).
     with torch.no_grad():
