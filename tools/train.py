@@ -363,20 +363,18 @@ def main():
           flush=True)
 
     net = st.TorchNet(st.network_text(a.network, 11)).to(dev)
-    if a.init:
+    if a.init:  # the file's weights and standardisation statistics (its weights were trained on them)
         init_weights(net, a.init, CLASSES)
-    else:  # He init for convs, zero biases (the batches draw from a generator of their own)
-        gen = torch.Generator().manual_seed(a.seed)
+    else:
         with torch.no_grad():
+            # He init for convs, zero biases (the batches draw from a generator of their own).
+            gen = torch.Generator().manual_seed(a.seed)
             for key, p in net.param_items():
                 if key.endswith("/weight"):
                     p.copy_(torch.randn(p.shape, generator=gen) * math.sqrt(2.0 / p[0].numel()))
                 elif key.endswith("/bias"):
                     p.zero_()
-    # Standardisation statistics of the contrast-normalised YUV training images (--init keeps the
-    # model's: its weights were trained on them).
-    with torch.no_grad():
-        if not a.init:
+            # Standardisation statistics of the contrast-normalised YUV training images.
             acc = torch.zeros(3, dtype=torch.float64, device=dev)
             acc2 = torch.zeros(3, dtype=torch.float64, device=dev)
             cnt = 0
@@ -386,9 +384,8 @@ def main():
                 acc2 += (z.double() ** 2).sum((0, 2, 3))
                 cnt += z.shape[0] * z.shape[2] * z.shape[3]
             mean = acc / cnt
-            std = (acc2 / cnt - mean ** 2).sqrt()
             net.p("pre", "mean").copy_(mean.float())
-            net.p("pre", "std").copy_(std.float())
+            net.p("pre", "std").copy_((acc2 / cnt - mean ** 2).sqrt().float())
     print(f"standardisation mean {net.p('pre', 'mean').tolist()} std {net.p('pre', 'std').tolist()}"
           + (f" (from {a.init})" if a.init else ""), flush=True)
     # Median-frequency class weights.
