@@ -47,6 +47,13 @@ def check_augment():
     assert torch.equal(yb, yd) and xd.mean() < 0.5 * xb.mean(), (xd.mean(), xb.mean())
     xe, _ = train.augment(x, y, 64, 80, torch.Generator().manual_seed(5), "cpu", full=True, exposure=(0.3, 0.3))
     assert torch.equal(xd, xe), "exposure augmentation not repeatable from its seed"
+    # --gamma above 1 darkens the mid-tones and leaves white white; repeatable too
+    x[0, :, :8] = 255
+    xb, _ = train.augment(x, y, 64, 80, torch.Generator().manual_seed(6), "cpu", full=True)
+    xg, _ = train.augment(x, y, 64, 80, torch.Generator().manual_seed(6), "cpu", full=True, gamma=(2.0, 2.0))
+    xh, _ = train.augment(x, y, 64, 80, torch.Generator().manual_seed(6), "cpu", full=True, gamma=(2.0, 2.0))
+    assert torch.equal(xg, xh), "gamma augmentation not repeatable from its seed"
+    assert xg.median() < 0.8 * xb.median() and xg.max() > 0.8 * xb.max(), (xg.median(), xb.median(), xg.max(), xb.max())
 
 
 def make_set(root):
@@ -134,10 +141,16 @@ def main():
         root = os.path.join(tmp, "camvid")
         make_set(root)
         s = run(root, os.path.join(tmp, "holdout.h5"), "--holdout", "BBB2")
-        assert '"selection": "sequence BBB2"' in s, s
+        assert '"selection": "sequence BBB2"' in s and '"exposure": [0.3, 1.2], "gamma": null' in s, s
         check_crossval(root, os.path.join(tmp, "cv"))
         s = run(root, os.path.join(tmp, "final.h5"), "--final", "--aug", "basic")
-        assert '"best_epoch": 2' in s and "--final" in s, s
+        assert '"best_epoch": 2' in s and "--final" in s and '"exposure": null' in s, s
+        s = run(root, os.path.join(tmp, "plain.h5"), "--last", "--exposure", "none", "--gamma", "1,2", "--epochs", "1")
+        assert '"exposure": null, "gamma": [1.0, 2.0]' in s, s
+        r = subprocess.run([sys.executable, os.path.join(src, "tools", "train.py"), "--data", root, "--out",
+                            os.path.join(tmp, "z.h5"), "--aug", "basic", "--exposure", "0.3,1.2"],
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode != 0 and "needs 0 < LO <= HI < 100 and --aug full" in r.stderr, r.stderr[-2000:]
         check_set_detect(os.path.join(tmp, "final.h5"))
         # --init: fine-tuning starts from the file's weights and statistics; a file of another network is refused
         s = run(root, os.path.join(tmp, "tuned.h5"), "--final", "--init", os.path.join(tmp, "final.h5"), "--lr", "1e-4")
