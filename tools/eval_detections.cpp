@@ -6,7 +6,8 @@
 // connected components of the model's own label map, scored by area. Prints AP50, AP at IoU
 // 0.5:0.95 (COCO, 101 points), AP75, the 11-point AP50 of PASCAL VOC 2007, recall, boxes per
 // image and per object, per class; --sweep evaluates a grid of head settings on the same
-// forward passes (to choose defaults on held-out sequences: --prefix).
+// forward passes (to choose defaults on held-out sequences: --prefix); an axis whose values are
+// lists (heights, aspects) separates them by '|': --sweep 'aspects=0.4,1,2|0.7,1.4;nms=0.1,0.2'.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -34,7 +35,7 @@ namespace {
 const char* kUsage =
     "usage: eval_detections --data DIR [--model FILE.h5] [--classes Car,Pedestrian]\n"
     "         [--method head|components] [--min-area 300] [--void 11] [--prefix P1,P2]\n"
-    "         [--spec 'CLASS: key=value ...; CLASS: ...'] [--sweep 'key=v1,v2;key=v1,v2']\n"
+    "         [--spec 'CLASS: key=value ...; CLASS: ...'] [--sweep 'key=v1,v2;key=L1|L2']\n"
     "         [--device D] [--precision P] [--threads N] [--io-threads N] [--limit N] [--json F|-]\n";
 
 std::vector<std::string> split(const std::string& s, char sep) {
@@ -141,8 +142,11 @@ int main(int argc, char** argv) {
       const size_t eq = axis.find('=');
       SL_REQUIRE(eq != std::string::npos, "--sweep: 'key=v1,v2;...', got '", axis, "'");
       std::vector<std::string> next;
+      // Values apart by ',', or by '|' where a value is itself a list (heights, aspects).
+      const std::string values = axis.substr(eq + 1);
+      const char sep = values.find('|') != std::string::npos ? '|' : ',';
       for (const auto& g : grid)
-        for (const auto& v : split(axis.substr(eq + 1), ','))
+        for (const auto& v : split(values, sep))
           next.push_back(g + (g.empty() ? "" : " ") + axis.substr(0, eq) + "=" + v);
       grid = next;
     }
