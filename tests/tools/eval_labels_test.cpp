@@ -1,6 +1,5 @@
 // ConfusionMatrix metrics on a hand-made example, and eval_labels end to end on a generated
-// labelled folder with one image whose label has another size (fails by name, the rest count);
-// eval_detections' --sweep over list-valued keys.
+// labelled folder with one image whose label has another size (fails by name, the rest count).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -66,36 +65,4 @@ TEST(EvalLabels, SizeMismatchFailsByNameOthersCount) {
   EXPECT_NE(js.str().find("\"images\": 1"), std::string::npos) << js.str();
   EXPECT_NE(js.str().find("\"failed\": 1"), std::string::npos) << js.str();
   EXPECT_NE(js.str().find("m\\\"q.h5"), std::string::npos) << js.str();
-}
-
-TEST(EvalDetections, SweepOverListValuedKeys) {
-  // Values apart by '|' when they are lists: 2 aspect sets x 2 thresholds = 4 settings, each
-  // reported under its name; a list with a bad value is refused by name.
-  fs::path dir = fs::path(::testing::TempDir()) / "scenelab_eval_det";
-  fs::remove_all(dir);
-  fs::create_directories(dir / "data/images");
-  fs::create_directories(dir / "data/labels");
-  Image8 im{96, 72, 3, std::vector<uint8_t>(96 * 72 * 3, 90)};
-  Image8 lab{96, 72, 1, std::vector<uint8_t>(96 * 72, 3)};  // road, a car box on it
-  for (int y = 30; y < 50; ++y)
-    for (int x = 20; x < 60; ++x) lab.pixels[size_t(y) * 96 + x] = 8;
-  save_png((dir / "data/images/a.png").string(), im);
-  save_png((dir / "data/labels/a.png").string(), lab);
-  const std::string base = std::string(EVAL_DETECTIONS_BIN) + " --data " + (dir / "data").string() +
-                           " --model " + SCENELAB_SOURCE_DIR + "/weights/camvid-multiscale.h5 --classes Car" +
-                           " --min-area 10 --threads 1";
-  int rc = std::system((base + " --sweep 'aspects=0.4,1|0.7,1.4,2;threshold=0.3,0.4' --json " +
-                        (dir / "r.json").string() + " > " + (dir / "out.txt").string() + " 2>&1").c_str());
-  std::stringstream js, out;
-  js << std::ifstream(dir / "r.json").rdbuf();
-  out << std::ifstream(dir / "out.txt").rdbuf();
-  ASSERT_EQ(WEXITSTATUS(rc), 0) << out.str();
-  for (const char* name : {"aspects=0.4,1 threshold=0.3", "aspects=0.4,1 threshold=0.4",
-                           "aspects=0.7,1.4,2 threshold=0.3", "aspects=0.7,1.4,2 threshold=0.4"})
-    EXPECT_NE(js.str().find(std::string("\"setting\": \"") + name + "\""), std::string::npos) << name << js.str();
-  rc = std::system((base + " --sweep 'aspects=0.4,1|0.7,0' > " + (dir / "bad.txt").string() + " 2>&1").c_str());
-  std::stringstream bad;
-  bad << std::ifstream(dir / "bad.txt").rdbuf();
-  EXPECT_NE(WEXITSTATUS(rc), 0);
-  EXPECT_NE(bad.str().find("aspects must be > 0"), std::string::npos) << bad.str();
 }
