@@ -28,6 +28,7 @@ cross-sequence figure; `--final` trains on train + val for --epochs and exports 
 keeping its standardisation statistics (fine-tuning; give a lower --lr).
 """
 import argparse
+import copy
 import glob
 import json
 import math
@@ -209,6 +210,32 @@ def augment(x, y, crop_h, crop_w, gen, dev, full=True, exposure=None, gamma=None
     return torch.cat(out), yb
 
 
+def class_mix(xb, yb, p, gen):
+    """ClassMix (Olsson et al., WACV 2021) on an augmented batch: with probability p, image i gets
+    the pixels of half the classes present in the next image of the batch (i+1 mod N, as it was
+    before mixing), image and labels alike, pasted onto it. Objects then appear on backgrounds
+    they were never filmed on, so the net cannot lean on a sequence's scenery to label them. Draws
+    from gen alone, in a fixed order; p None or 0 draws nothing (the batch is returned as it is)."""
+    if not p:
+        return xb, yb
+    n = xb.shape[0]
+    xs, ys = xb.clone(), yb.clone()
+    for i in range(n):
+        if n < 2 or torch.rand(1, generator=gen).item() >= p:
+            continue
+        j = (i + 1) % n
+        present = torch.unique(yb[j])
+        present = present[present != VOID]
+        if present.numel() == 0:
+            continue
+        order = torch.randperm(present.numel(), generator=gen)
+        chosen = present[order[:(present.numel() + 1) // 2]]
+        m = torch.isin(yb[j], chosen)
+        xs[i][:, m] = xb[j][:, m]
+        ys[i][m] = yb[j][m]
+    return xs, ys
+
+
 class BatchMaker:
     """The training batches, made on the CPU by a thread ahead of the GPU (a queue of a few): each
     epoch's permutation, then augment() on each batch, in order, all draws from gen alone, so the
@@ -229,6 +256,7 @@ class BatchMaker:
                         idx = perm[b * a.batch:(b + 1) * a.batch]
                         xb, yb = augment(x[idx], y[idx], crop_h, crop_w, gen, "cpu", full=a.aug == "full",
                                          exposure=a.exposure, gamma=a.gamma)
+                        xb, yb = class_mix(xb, yb, a.mix, gen)
                         if dev.type == "cuda":
                             xb, yb = xb.pin_memory(), yb.pin_memory()
                         while not self.halt.is_set():
@@ -317,6 +345,12 @@ def main():
     ap.add_argument("--gamma", default=None, metavar="LO,HI",
                     help="with --aug full: also raise each image's intensities to a power in [LO, HI] "
                          "(log-uniform) before --exposure, e.g. 1,2 (weights/MODELS.md)")
+    ap.add_argument("--mix", type=float, default=None, metavar="P",
+                    help="ClassMix: with probability P an image also gets half the classes of the next "
+                         "image of its batch pasted onto it, pixels and labels (weights/MODELS.md)")
+    ap.add_argument("--ema", type=float, default=None, metavar="DECAY",
+                    help="keep an exponential moving average of the weights (e.g. 0.999); it is what is "
+                         "evaluated, selected and exported (the raw weights' figures are logged beside it)")
     ap.add_argument("--init", default=None, metavar="MODEL.h5",
                     help="start from this model file's weights and standardisation statistics (fine-tuning; "
                          "its graph must be --network's), not from He initialisation; use a lower --lr")
@@ -350,6 +384,10 @@ def main():
         if not (0 < lo <= hi < 100) or a.aug != "full":
             ap.error(f"--{name} {text}: needs 0 < LO <= HI < 100 and --aug full")
         setattr(a, name, (lo, hi))
+    if a.mix is not None and not 0 <= a.mix <= 1:
+        ap.error(f"--mix {a.mix:g}: a probability, 0-1")
+    if a.ema is not None and not 0 < a.ema < 1:
+        ap.error(f"--ema {a.ema:g}: a decay between 0 and 1 (exclusive), e.g. 0.999")
     if a.holdout and a.final:
         raise SystemExit("train: --holdout and --final exclude each other")
     torch.manual_seed(a.seed)
@@ -417,6 +455,17 @@ def main():
     print("class weights", [round(v, 3) for v in weights.tolist()], flush=True)
 
     trainable = [p for p in net.parameters() if p.requires_grad]
+    # --ema: a second net holding the moving average of every floating-point tensor of the first
+    # (state_dict's tensors share the nets' storage), updated after each step by two fused calls;
+    # the decay ramps up from 0.1 over the first steps, as is usual, so early weights fade fast.
+    ema_net = None
+    if a.ema:
+        ema_net = copy.deepcopy(net)
+        for p in ema_net.parameters():
+            p.requires_grad_(False)
+        ema_src = [t for t in net.state_dict().values() if t.is_floating_point()]
+        ema_dst = [t for t in ema_net.state_dict().values() if t.is_floating_point()]
+    model = ema_net if ema_net is not None else net  # what is evaluated, selected and exported
     opt = torch.optim.AdamW(trainable, lr=a.lr, weight_decay=1e-4)
     steps_per_epoch = math.ceil(xtr.shape[0] / a.batch)
     total_steps = a.epochs * steps_per_epoch
@@ -443,17 +492,24 @@ def main():
             opt.step()
             if step < total_steps - 1:
                 sched.step()
+            if ema_net is not None:
+                d = min(a.ema, (1 + step) / (10 + step))
+                torch._foreach_mul_(ema_dst, d)
+                torch._foreach_add_(ema_dst, ema_src, alpha=1 - d)
             step += 1
             loss_sum += loss.detach()  # read once an epoch: no host sync per step
         elapsed = time.time() - t_train
         last = elapsed > budget_s or epoch == a.epochs
         rec = {"epoch": epoch, "loss": loss_sum.item() / steps_per_epoch, "time_s": round(elapsed, 1)}
         if epoch % a.eval_every == 0 or last:
-            m = metrics(evaluate(net, xva, yva, dev))
+            m = metrics(evaluate(model, xva, yva, dev))
             rec.update({k: round(v, 4) for k, v in m.items() if k != "iou"})
+            if ema_net is not None:
+                raw = metrics(evaluate(net, xva, yva, dev))
+                rec.update({"raw_" + k: round(v, 4) for k, v in raw.items() if k != "iou"})
             if a.final or a.last or m["mean_iou"] > best:  # --final and --last keep the last epoch
                 best, best_epoch = m["mean_iou"], epoch
-                best_state = {k: v.detach().clone() for k, v in net.state_dict().items()}
+                best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
         print(json.dumps(rec), flush=True)
         if log:
             log.write(json.dumps(rec) + "\n")
@@ -464,19 +520,23 @@ def main():
         print(f"train.py: warning: stopped by --minutes {a.minutes:g} after epoch {epoch} of {a.epochs}; "
               "the one-cycle learning rate had not finished its decay (raise --minutes or lower --epochs)",
               file=sys.stderr, flush=True)
-    net.load_state_dict(best_state)
-    m = metrics(evaluate(net, xva, yva, dev))
+    raw = metrics(evaluate(net, xva, yva, dev)) if ema_net is not None else None  # the last epoch's
+    model.load_state_dict(best_state)
+    m = metrics(evaluate(model, xva, yva, dev))
     summary = {"network": a.network, "best_epoch": best_epoch, "epochs_run": epoch, "seed": a.seed,
                "selection": selection, "aug": a.aug, "exposure": a.exposure, "gamma": a.gamma,
+               "mix": a.mix, "ema": a.ema,
                "train_minutes": round((time.time() - t_train) / 60, 2),
                "total_minutes": round((time.time() - t_start) / 60, 2), "device": str(
                    torch.cuda.get_device_name() if dev.type == "cuda" else "cpu"),
                "val": {k: (round(v, 4) if not isinstance(v, list) else [round(x, 4) for x in v])
                        for k, v in m.items()}}
+    if raw is not None:
+        summary["val_raw_last"] = {k: round(v, 4) for k, v in raw.items() if k != "iou"}
     print("SUMMARY " + json.dumps(summary), flush=True)
     if log:
         log.write("SUMMARY " + json.dumps(summary) + "\n")
-    st.save_model(a.out, net.cpu(), CLASSES, PALETTE,
+    st.save_model(a.out, model.cpu(), CLASSES, PALETTE,
                   f"camvid-{a.network} (tools/train.py seed {a.seed}, epoch {best_epoch})", detect)
     print(f"exported {a.out}", flush=True)
 

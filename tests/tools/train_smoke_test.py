@@ -56,6 +56,32 @@ def check_augment():
     assert xg.median() < 0.8 * xb.median() and xg.max() > 0.8 * xb.max(), (xg.median(), xb.median(), xg.max(), xb.max())
 
 
+def check_class_mix():
+    """--mix: every pixel of a mixed image is its own or the next image's, image and label together;
+    the pasted labels are half the classes of the next image (rounded up), void never pasted;
+    repeatable from the seed; p 0 leaves the batch as it is."""
+    gen = torch.Generator().manual_seed(7)
+    n, h, w = 3, 20, 24
+    y = torch.randint(0, 6, (n, h, w), generator=gen)
+    y[:, :2] = train.VOID
+    x = (y[:, None].float() / 20 + torch.arange(n).view(n, 1, 1, 1) * 0.3).expand(n, 3, h, w).contiguous()
+    xm, ym = train.class_mix(x, y, 1.0, torch.Generator().manual_seed(1))
+    xr, yr = train.class_mix(x, y, 1.0, torch.Generator().manual_seed(1))
+    assert torch.equal(xm, xr) and torch.equal(ym, yr), "ClassMix not repeatable from its seed"
+    x0, y0 = train.class_mix(x, y, 0.0, torch.Generator().manual_seed(1))
+    assert torch.equal(x0, x) and torch.equal(y0, y)
+    for i in range(n):
+        j = (i + 1) % n
+        pasted = ~(xm[i] == x[i]).all(0)
+        assert torch.equal(xm[i][:, pasted], x[j][:, pasted]) and torch.equal(ym[i][pasted], y[j][pasted])
+        assert torch.equal(ym[i][~pasted], y[i][~pasted])
+        classes = set(torch.unique(y[j][pasted]).tolist())
+        assert train.VOID not in classes and len(classes) == 3, classes  # 6 classes present -> 3
+        # a class of the next image is pasted whole, wherever it lies
+        for c in classes:
+            assert pasted[y[j] == c].all(), c
+
+
 def make_set(root):
     rng = np.random.default_rng(0)
     for split, seqs in (("train", ["AAA1", "BBB2"]), ("val", ["CCC3"])):
@@ -139,6 +165,7 @@ def check_set_detect(model):
 
 def main():
     check_augment()
+    check_class_mix()
     with tempfile.TemporaryDirectory() as tmp:
         root = os.path.join(tmp, "camvid")
         make_set(root)
@@ -149,6 +176,13 @@ def main():
         assert '"best_epoch": 2' in s and "--final" in s and '"exposure": null' in s, s
         s = run(root, os.path.join(tmp, "plain.h5"), "--last", "--exposure", "none", "--gamma", "1,2", "--epochs", "1")
         assert '"exposure": null, "gamma": [1.0, 2.0]' in s, s
+        # --ema exports the moving average and logs the raw weights' figures beside it; --mix is recorded
+        s = run(root, os.path.join(tmp, "ema.h5"), "--last", "--mix", "0.5", "--ema", "0.9")
+        assert '"mix": 0.5, "ema": 0.9' in s and '"val_raw_last": {' in s, s
+        for bad, why in (("--mix=1.5", "a probability"), ("--ema=1", "a decay between 0 and 1")):
+            r = subprocess.run([sys.executable, os.path.join(src, "tools", "train.py"), "--data", root, "--out",
+                                os.path.join(tmp, "z.h5"), bad], capture_output=True, text=True, timeout=300)
+            assert r.returncode != 0 and why in r.stderr, (bad, r.stderr[-2000:])
         r = subprocess.run([sys.executable, os.path.join(src, "tools", "train.py"), "--data", root, "--out",
                             os.path.join(tmp, "z.h5"), "--aug", "basic", "--exposure", "0.3,1.2"],
                            capture_output=True, text=True, timeout=300)
