@@ -323,6 +323,14 @@ def parse_detect(text):
     return out
 
 
+def get_detect(path):
+    """The detection head settings of the model file at `path` (its `detect` attribute, one
+    `CLASS: key=value ...` a line), '' where it has none."""
+    with h5py.File(path, "r") as f:
+        text = f.attrs.get("detect", "")
+    return text.decode() if isinstance(text, bytes) else str(text)
+
+
 def set_detect(path, detect):
     """Replaces the detection head settings of the model file at `path` in place (the weights
     untouched); an empty `detect` removes them. Returns the attribute's new text."""

@@ -35,7 +35,7 @@ def load(paths):
             for r in rows:
                 boxes = r["detections"] / r["objects"] if r["objects"] else float("inf")
                 table[(r["class"], r["setting"])] = (float(r["ap50"]), boxes)
-        except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError) as e:
+        except (OSError, ValueError, KeyError, TypeError) as e:
             raise SystemExit(f"select_detect: {p}: not an eval_detections --json result ({e!r})")
         if not table:
             raise SystemExit(f"select_detect: {p}: no results")
@@ -105,14 +105,10 @@ def main():
         sys.exit(1)
     if a.write:
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-        import h5py
         import scenelab_torch as st
         for path in a.write:
             try:
-                with h5py.File(path, "r") as f:
-                    text = f.attrs.get("detect", "")
-                text = text.decode() if isinstance(text, bytes) else text
-                detect = st.parse_detect(text or "")
+                detect = st.parse_detect(st.get_detect(path))
                 for cls, setting in picks.items():
                     detect[cls] = merge(detect.get(cls, ""), setting)
                 new = st.set_detect(path, detect)

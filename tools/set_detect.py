@@ -14,8 +14,6 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import h5py  # noqa: E402
-
 import scenelab_torch as st  # noqa: E402
 
 
@@ -29,11 +27,9 @@ def main():
     try:
         if a.set is not None or a.clear:
             st.set_detect(a.model, {} if a.clear else st.parse_detect(a.set))
-        with h5py.File(a.model, "r") as f:
-            text = f.attrs.get("detect", "")
+        text = st.get_detect(a.model)
     except (OSError, KeyError, ValueError) as e:
         sys.exit(f"set_detect: {a.model}: {e}")
-    text = text.decode() if isinstance(text, bytes) else text
     print(text.rstrip("\n") if text else f"{a.model}: no detection settings (the head's defaults)")
 
 
