@@ -2,7 +2,7 @@
 """Cross-sequence selection for tools/train.py: train on two CamVid sequences, score on the third.
 
   python3 tools/crossval.py --data ../shared/data/camvid --networks multiscale,reference \
-         --augs full,basic --epochs 240 --work cv [--final] [--jobs 6] [-- EXTRA train.py ARGS]
+         --augs full,basic --epochs 480 --work cv [--final] [--jobs 6] [-- EXTRA train.py ARGS]
 
 For every network x augmentation x sequence (0001TP, 0006R0, 0016E5: the prefixes of the file
 names in train + val) it runs `train.py --holdout SEQ` - the sequence held out is never trained on
@@ -43,8 +43,8 @@ def main():
     ap.add_argument("--data", required=True)
     ap.add_argument("--networks", default="multiscale")
     ap.add_argument("--augs", default="full")
-    ap.add_argument("--epochs", type=int, default=240)
-    ap.add_argument("--minutes", type=float, default=60.0, help="train.py's time limit per run")
+    ap.add_argument("--epochs", type=int, default=480)
+    ap.add_argument("--minutes", type=float, default=120.0, help="train.py's time limit per run")
     ap.add_argument("--work", required=True, help="folder for models, logs and crossval.json")
     ap.add_argument("--final", action="store_true", help="also train each network on train + val")
     ap.add_argument("--jobs", type=int, default=0, help="processes at once (default: all)")
