@@ -13,13 +13,13 @@ settings with at most --max-boxes boxes per ground-truth object on every set and
 
 Each file is one set's `eval_detections --json` output (the held-out model on the sequence it never
 saw). A setting counts only where every file has it. The table shows the best settings by mean
-AP50, each set's AP50 and boxes per object, and whether it keeps the limit; the pick is the first
-that does (ties: fewer boxes per object at worst). With three sets or more it also checks the rule
-itself, leaving each set out in turn: the rule applied to the other sets, its pick scored on the
-set left out - does the limit hold on a set the choice never saw? `--write` merges each pick into the models'
-`detect` attribute (the swept keys replace those of the class's setting there, the other keys stay;
-`tools/set_detect.py` shows the result), the weights untouched. Exit status 1 when a class has no
-setting within the limit (nothing is written then).
+AP50, each set's AP50 and boxes per object, and whether it keeps the limits; the pick is the
+first that does (ties: fewer boxes per object at worst). With three sets or more it also checks
+the rule itself, leaving each set out in turn: the rule applied to the other sets, its pick scored
+on the set left out - does --max-boxes hold on a set the choice never saw? `--write` merges each
+pick into the models' `detect` attribute (the swept keys replace those of the class's setting
+there, the other keys stay; `tools/set_detect.py` shows the result), the weights untouched. Exit
+status 1 when a class has no setting within the limits (nothing is written then).
 """
 import argparse
 import json

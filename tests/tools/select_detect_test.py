@@ -2,8 +2,9 @@
 """tools/select_detect.py on hand-made eval_detections results: the rule (best mean AP50 among the
 settings within the boxes-per-object limits, on every set and on average), settings missing from a
 set left out, the leave-one-set-out check of the rule, the exit status when nothing is within the
-limits, the refusal of a file that is no result, and --write merging the pick into a model file's detect attribute (weights untouched). Exit 77
-(skipped) without h5py or torch (Debian's python3-h5py, python3-torch).
+limits, the refusal of a file that is no result, and --write merging the pick into a model file's
+detect attribute (weights untouched). Exit 77 (skipped) without h5py or torch (Debian's
+python3-h5py, python3-torch).
     select_detect_test.py SOURCE_DIR
 """
 import json
