@@ -146,6 +146,11 @@ def check_set_detect(model):
     shipped = train.st.detect_text(train.st.parse_detect(train.CAMVID_DETECT), train.CLASSES)
     assert shipped.startswith("Car: ") and "\nPedestrian: " in shipped, shipped  # one line a class
     assert attr() == shipped, attr()
+    for name in ("camvid-multiscale.h5", "camvid-reference.h5"):  # the shipped files carry the same
+        with h5py.File(os.path.join(src, "weights", name), "r") as f:
+            v = f.attrs.get("detect", None)
+        v = v.decode() if isinstance(v, bytes) else v
+        assert v == shipped, f"weights/{name}: detect attribute {v!r}, train.py's --detect gives {shipped!r}"
     r = tool()
     assert r.returncode == 0 and r.stdout.strip() == shipped.strip(), r.stdout + r.stderr
     with open(model, "rb") as f:
