@@ -127,9 +127,9 @@ def main():
                 if pick is None:
                     print(f"| {names[i]} | none within the limits | | | |")
                     continue
-                held += figs[1] <= a.max_boxes
-                print(f"| {names[i]} | {pick} | {figs[0]:.3f} | {figs[1]:.2f} | "
-                      f"{'yes' if figs[1] <= a.max_boxes else 'no'} |")
+                kept = figs[1] <= a.max_boxes
+                held += kept
+                print(f"| {names[i]} | {pick} | {figs[0]:.3f} | {figs[1]:.2f} | {'yes' if kept else 'no'} |")
             print(f"{cls}: the limit of {a.max_boxes:g} held on {held} of {len(names)} sets left out")
         print()
     if failed:

@@ -134,8 +134,8 @@ def check_set_detect(model):
     clears them in place, and refuses an unknown class or key leaving the file as it was."""
     import h5py
 
-    def attr():
-        with h5py.File(model, "r") as f:
+    def attr(path=model):
+        with h5py.File(path, "r") as f:
             v = f.attrs.get("detect", None)
         return v.decode() if isinstance(v, bytes) else v
 
@@ -147,9 +147,7 @@ def check_set_detect(model):
     assert shipped.startswith("Car: ") and "\nPedestrian: " in shipped, shipped  # one line a class
     assert attr() == shipped, attr()
     for name in ("camvid-multiscale.h5", "camvid-reference.h5"):  # the shipped files carry the same
-        with h5py.File(os.path.join(src, "weights", name), "r") as f:
-            v = f.attrs.get("detect", None)
-        v = v.decode() if isinstance(v, bytes) else v
+        v = attr(os.path.join(src, "weights", name))
         assert v == shipped, f"weights/{name}: detect attribute {v!r}, train.py's --detect gives {shipped!r}"
     r = tool()
     assert r.returncode == 0 and r.stdout.strip() == shipped.strip(), r.stdout + r.stderr
