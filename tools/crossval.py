@@ -2,7 +2,8 @@
 """Cross-sequence selection for tools/train.py: train on two CamVid sequences, score on the third.
 
   python3 tools/crossval.py --data ../shared/data/camvid --networks multiscale,reference \
-         --augs full,basic --epochs 480 --work cv [--final] [--jobs 6] [-- EXTRA train.py ARGS]
+         --augs full,basic --epochs 480 --work cv [--final] [--trainonly NETS] [--jobs 6] \
+         [--gpus 0,1] [-- EXTRA train.py ARGS]
 
 For every network x augmentation x sequence (0001TP, 0006R0, 0016E5: the prefixes of the file
 names in train + val) it runs `train.py --holdout SEQ` - the sequence held out is never trained on
@@ -11,6 +12,11 @@ and writes (WORK/crossval.json) each held-out sequence's global accuracy, class-
 and mean IoU, their mean over the sequences and the best epochs. `--final` also trains, in the same
 batch of processes, each network on train + val for --epochs with the first augmentation listed
 (`train.py --final`, the last epoch exported to WORK/camvid-NET.h5): the candidates to ship.
+`--trainonly NETS` also trains those networks on train alone (`train.py --last`, the last epoch,
+WORK/NET-AUG-trainonly.h5) and scores val, frames of a training sequence: the table then shows the
+gap between that val figure and the cross-sequence mean (issue 15 asks for it within 3 points).
+`--gpus 0,1` spreads the processes over those GPUs (CUDA_VISIBLE_DEVICES): the longest runs start
+first, each on the GPU whose running processes train on the fewest images an epoch.
 Logs: WORK/*.log (train.py's JSON lines) and WORK/*.out (its stdout).
 """
 import argparse
@@ -30,6 +36,13 @@ def sequences(data):
     return sorted({n.split("_")[0] for n in names})
 
 
+def images_of(data, splits, but=None):
+    """Training images of a run: the splits' images, less those of the sequence held out."""
+    names = [os.path.basename(p) for split in splits
+             for p in glob.glob(os.path.join(data, split, "images", "*.jpg"))]
+    return sum(1 for n in names if but is None or n.split("_")[0] != but)
+
+
 def summary_of(out_path):
     with open(out_path) as f:
         for line in f:
@@ -47,7 +60,10 @@ def main():
     ap.add_argument("--minutes", type=float, default=120.0, help="train.py's time limit per run")
     ap.add_argument("--work", required=True, help="folder for models, logs and crossval.json")
     ap.add_argument("--final", action="store_true", help="also train each network on train + val")
+    ap.add_argument("--trainonly", default="", metavar="NETS",
+                    help="also train these networks on train alone and score val (the gap to cross-sequence)")
     ap.add_argument("--jobs", type=int, default=0, help="processes at once (default: all)")
+    ap.add_argument("--gpus", default="", metavar="IDS", help="spread the processes over these GPUs, e.g. 0,1")
     ap.add_argument("extra", nargs="*", help="after --: more train.py arguments")
     a = ap.parse_args()
     seqs = sequences(a.data)
@@ -55,21 +71,40 @@ def main():
         raise SystemExit(f"crossval: {a.data}: need images of at least two sequences, found {seqs}")
     os.makedirs(a.work, exist_ok=True)
     nets, augs = a.networks.split(","), a.augs.split(",")
-    runs = [(f"{n}-{g}-{s}", ["--network", n, "--aug", g, "--holdout", s])
-            for n in nets for g in augs for s in seqs]
+    only = [n for n in a.trainonly.split(",") if n]
+    if any(n not in ("reference", "multiscale") for n in only):
+        raise SystemExit(f"crossval: --trainonly {a.trainonly}: networks are reference and multiscale")
+    try:
+        gpus = [int(g) for g in a.gpus.split(",") if g != ""]
+    except ValueError:
+        raise SystemExit(f"crossval: --gpus {a.gpus}: expected GPU numbers such as 0,1")
+    # (name, train.py arguments, training images an epoch)
+    runs = [(f"{n}-{g}-{s}", ["--network", n, "--aug", g, "--holdout", s],
+             images_of(a.data, ("train", "val"), but=s)) for n in nets for g in augs for s in seqs]
     if a.final:
-        runs += [(f"camvid-{n}", ["--network", n, "--aug", augs[0], "--final"]) for n in nets]
-    todo, live, t0 = list(runs), [], time.time()
+        runs += [(f"camvid-{n}", ["--network", n, "--aug", augs[0], "--final"],
+                  images_of(a.data, ("train", "val"))) for n in nets]
+    runs += [(f"{n}-{augs[0]}-trainonly", ["--network", n, "--aug", augs[0], "--last"],
+              images_of(a.data, ("train",))) for n in only]
+    # with several GPUs the longest runs go first, each to the least loaded GPU
+    todo = sorted(runs, key=lambda r: -r[2]) if gpus else list(runs)
+    live, t0 = [], time.time()
     jobs = a.jobs or len(runs)
     while todo or live:
         while todo and len(live) < jobs:
-            name, args = todo.pop(0)
+            name, args, images = todo.pop(0)
             cmd = [sys.executable, os.path.join(HERE, "train.py"), "--data", a.data,
                    "--epochs", str(a.epochs), "--minutes", str(a.minutes),
                    "--out", os.path.join(a.work, name + ".h5"),
                    "--log", os.path.join(a.work, name + ".log")] + args + a.extra
+            env, gpu = None, None
+            if gpus:
+                gpu = min(gpus, key=lambda g: (sum(x[4] for x in live if x[3] == g), gpus.index(g)))
+                env = dict(os.environ, CUDA_VISIBLE_DEVICES=str(gpu))
+                print(f"{name}: GPU {gpu}, {images} images an epoch", flush=True)
             out = open(os.path.join(a.work, name + ".out"), "w")
-            live.append((name, subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT), out))
+            live.append((name, subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env), out,
+                         gpu, images))
         time.sleep(2)
         for item in [x for x in live if x[1].poll() is not None]:
             live.remove(item)
@@ -77,7 +112,7 @@ def main():
             print(f"{item[0]}: exit {item[1].returncode} after {time.time() - t0:.0f} s", flush=True)
     table = {}
     failed = False
-    for name, _ in runs:
+    for name, _, _ in runs:
         s = summary_of(os.path.join(a.work, name + ".out"))
         if s is None:
             print(f"crossval: {name} gave no summary (see {a.work}/{name}.out)", file=sys.stderr)
@@ -100,8 +135,17 @@ def main():
                 m = means[f"{n}-{g}"]
                 print(f"{'mean ' + n + '-' + g:34s} {100 * m['global_acc']:7.2f} "
                       f"{100 * m['class_acc']:7.2f} {100 * m['mean_iou']:7.2f}")
+    gaps = {}
+    for n in only:
+        key = f"{n}-{augs[0]}"
+        if key in means and key + "-trainonly" in table:
+            v = table[key + "-trainonly"]
+            gaps[key] = {k: v[k] - means[key][k] for k in ("global_acc", "class_acc", "mean_iou")}
+            print(f"{'val (train only) - mean ' + key:34s} {100 * gaps[key]['global_acc']:7.2f} "
+                  f"{100 * gaps[key]['class_acc']:7.2f} {100 * gaps[key]['mean_iou']:7.2f}")
     with open(os.path.join(a.work, "crossval.json"), "w") as f:
-        json.dump({"sequences": seqs, "epochs": a.epochs, "runs": table, "means": means}, f, indent=1)
+        json.dump({"sequences": seqs, "epochs": a.epochs, "runs": table, "means": means, "gaps": gaps},
+                  f, indent=1)
     sys.exit(1 if failed else 0)
 
 

@@ -111,20 +111,29 @@ def run(root, out, *extra):
 
 
 def check_crossval(root, work):
-    """tools/crossval.py: one run per held-out sequence plus the final, a table of the three."""
+    """tools/crossval.py: one run per held-out sequence plus the final and the train-only run, a
+    table of the three, the gap between val and their mean; spread over two GPUs by image count."""
     cmd = [sys.executable, os.path.join(src, "tools", "crossval.py"), "--data", root, "--networks",
-           "reference", "--epochs", "1", "--work", work, "--final", "--jobs", "2", "--",
-           "--batch", "2", "--crop", "64x80", "--eval-every", "1"]
+           "reference", "--epochs", "1", "--work", work, "--final", "--trainonly", "reference",
+           "--jobs", "3", "--gpus", "0,1", "--", "--batch", "2", "--crop", "64x80", "--eval-every", "1"]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     import json
     cv = json.load(open(os.path.join(work, "crossval.json")))
     assert cv["sequences"] == ["AAA1", "BBB2", "CCC3"], cv
     assert sorted(cv["runs"]) == ["camvid-reference", "reference-full-AAA1", "reference-full-BBB2",
-                                  "reference-full-CCC3"], cv["runs"]
+                                  "reference-full-CCC3", "reference-full-trainonly"], cv["runs"]
     mean = cv["means"]["reference-full"]["global_acc"]
     runs = [cv["runs"]["reference-full-" + s]["global_acc"] for s in cv["sequences"]]
     assert abs(mean - sum(runs) / 3) < 1e-9, (mean, runs)
+    gap = cv["gaps"]["reference-full"]["global_acc"]
+    assert abs(gap - (cv["runs"]["reference-full-trainonly"]["global_acc"] - mean)) < 1e-9, cv["gaps"]
+    assert "val (train only) - mean reference-full" in r.stdout, r.stdout
+    # longest first, each to the GPU with fewer images running: train + val 9 images, 3 a sequence
+    # (make_set), so the final starts on GPU 0, then two held-out runs (6 each) on GPU 1 (6 < 9, 6 < 9)
+    placed = [l for l in r.stdout.splitlines() if ": GPU " in l]
+    assert placed[:3] == ["camvid-reference: GPU 0, 9 images an epoch", "reference-full-AAA1: GPU 1, 6 images an epoch",
+                          "reference-full-BBB2: GPU 1, 6 images an epoch"], placed
     assert os.path.getsize(os.path.join(work, "camvid-reference.h5")) > 0
     assert "mean reference-full" in r.stdout, r.stdout
 
