@@ -30,7 +30,7 @@ OverlayRows::OverlayRows(const Backend& backend, const std::vector<std::array<ui
   const ColourTable lut = colour_table(palette);
   dev_ = std::make_unique<Device>();
   dev_->lut.resize(lut.size(), "overlay colours");
-  SL_CUDA_CHECK(cudaMemcpy(dev_->lut.get(), lut.data(), lut.size(), cudaMemcpyHostToDevice), "overlay colours");
+  upload_now(dev_->lut.get(), lut.data(), lut.size(), "overlay colours");
 #endif
 }
 

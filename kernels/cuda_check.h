@@ -157,6 +157,17 @@ struct PinnedAlloc {
 using DeviceBuffer = CudaMemory<DeviceAlloc>;  // device memory (cudaMalloc)
 using PinnedBuffer = CudaMemory<PinnedAlloc>;  // page-locked host memory: asynchronous copies' host side
 
+// A host-to-device copy that has landed when this returns (setup only, never the hot path).
+// cudaMemcpy from pageable memory returns once the bytes are staged, before the DMA reaches the
+// device, and it runs on the legacy default stream, which our non-blocking streams do not wait
+// for: a kernel on one of them may read the buffer before the copy ends. Seen: the window head's
+// GPU test lost detections while other processes kept the GPU busy (2026-11-26).
+inline void upload_now(void* dst, const void* src, size_t bytes, const char* what) {
+  if (bytes == 0) return;
+  SL_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), what);
+  SL_CUDA_CHECK(cudaStreamSynchronize(0), what);
+}
+
 class CudaStream {
  public:
   CudaStream() { SL_CUDA_CHECK(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking), "CudaStream"); }

@@ -206,16 +206,10 @@ void GpuWindowCandidates::plan(const std::vector<ScoreMap>& maps, int capacity, 
   keep_count_.resize(sizeof(int), "window candidates: kept count");
   result_.resize(result_bytes(capacity), "window candidates: result");
   host_.resize(result_bytes(capacity), "window candidates: host result");
-  if (!lv.empty())
-    SL_CUDA_CHECK(cudaMemcpy(levels_.get(), lv.data(), lv.size() * sizeof(Level), cudaMemcpyHostToDevice),
-                  "window candidates: levels");
-  if (!chunk_level.empty())
-    SL_CUDA_CHECK(cudaMemcpy(chunk_level_.get(), chunk_level.data(), chunk_level.size() * sizeof(int),
-                             cudaMemcpyHostToDevice),
-                  "window candidates: chunk table");
-  if (!tables.empty())
-    SL_CUDA_CHECK(cudaMemcpy(tables_.get(), tables.data(), tables.size() * sizeof(int), cudaMemcpyHostToDevice),
-                  "window candidates: corner tables");
+  upload_now(levels_.get(), lv.data(), lv.size() * sizeof(Level), "window candidates: levels");
+  upload_now(chunk_level_.get(), chunk_level.data(), chunk_level.size() * sizeof(int),
+             "window candidates: chunk table");
+  upload_now(tables_.get(), tables.data(), tables.size() * sizeof(int), "window candidates: corner tables");
   nms_.reserve(capacity);
   oro_ = oro;
   if (oro) {

@@ -80,7 +80,7 @@ void head_bench(int runs, cudaStream_t s, const std::string& spec) {
   parse_window_spec(spec, o);
   const MapGeometry g{4, 4, 1.5, 1.5};
   DeviceBuffer d(p.size() * sizeof(float));
-  SL_CUDA_CHECK(cudaMemcpy(d.get(), p.data(), p.size() * sizeof(float), cudaMemcpyHostToDevice), "upload");
+  upload_now(d.get(), p.data(), p.size() * sizeof(float), "upload");
   GpuWindowHead head;
   head.reserve(H, W, o);
   CudaEvent e0, e1;
@@ -161,8 +161,8 @@ int main(int argc, char** argv) {
       }
       DeviceBuffer db(size_t(n) * sizeof(float4)), ds(size_t(n) * sizeof(float)),
           keep(size_t(n) * sizeof(int)), count(sizeof(int)), flags(static_cast<size_t>(n));
-      SL_CUDA_CHECK(cudaMemcpy(db.get(), b.data(), b.size() * sizeof(float4), cudaMemcpyHostToDevice), "upload");
-      SL_CUDA_CHECK(cudaMemcpy(ds.get(), sc.data(), sc.size() * sizeof(float), cudaMemcpyHostToDevice), "upload");
+      upload_now(db.get(), b.data(), b.size() * sizeof(float4), "upload");
+      upload_now(ds.get(), sc.data(), sc.size() * sizeof(float), "upload");
       DeviceBoxes in{db.get<float4>(), ds.get<float>(), nullptr, n};
       GpuNms nms(n);
       auto time_gpu = [&](auto&& f) {

@@ -98,8 +98,8 @@ TEST(OverlayRowsGpu, EqualTheHostOverlayFiltered) {
       std::mt19937 rng(7);
       for (auto& l : lab) l = rng() % 9 == 0 ? 255 : uint8_t(rng() % 7);  // some past the palette
       DeviceBuffer dpx(px.size()), dlab(lab.size());
-      ASSERT_EQ(cudaMemcpy(dpx.get(), px.data(), px.size(), cudaMemcpyHostToDevice), cudaSuccess);
-      ASSERT_EQ(cudaMemcpy(dlab.get(), lab.data(), lab.size(), cudaMemcpyHostToDevice), cudaSuccess);
+      ASSERT_NO_THROW(upload_now(dpx.get(), px.data(), px.size(), "pixels"));  // read on the backend's stream
+      ASSERT_NO_THROW(upload_now(dlab.get(), lab.data(), lab.size(), "labels"));
       const size_t fb = OverlayRows::frame_bytes(h, w);
       BackendMemory host = backend->allocate_host(size_t(n) * fb);
       std::memset(host.get(), 0xAB, size_t(n) * fb);  // poison

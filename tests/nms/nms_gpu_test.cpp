@@ -157,8 +157,8 @@ TEST(NmsGpu, InstancesOfDifferentCapacitiesRunInAnyOrder) {
     for (const auto& x : d) bx.push_back(make_float4(x.box.x1, x.box.y1, x.box.x2, x.box.y2)), scores.push_back(x.score);
     b.resize(bx.size() * sizeof(float4));
     sc.resize(scores.size() * sizeof(float));
-    EXPECT_EQ(cudaMemcpy(b.get(), bx.data(), bx.size() * sizeof(float4), cudaMemcpyHostToDevice), cudaSuccess);
-    EXPECT_EQ(cudaMemcpy(sc.get(), scores.data(), scores.size() * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+    EXPECT_NO_THROW(upload_now(b.get(), bx.data(), bx.size() * sizeof(float4), "boxes"));
+    EXPECT_NO_THROW(upload_now(sc.get(), scores.data(), scores.size() * sizeof(float), "scores"));
     return DeviceBoxes{b.get<float4>(), sc.get<float>(), nullptr, int(d.size())};
   };
   DeviceBuffer bb, bs, sb, ss, keep(20000 * sizeof(int)), count(sizeof(int));

@@ -33,7 +33,7 @@ TEST(SlidingWindowGpu, SameDetectionsAsCpu) {
       MapGeometry g{4, 4, 1.5, 1.5};
       auto want = detect_windows_cpu(p.data(), H, W, 2, o, g, W * 4, H * 4);
       scenelab::DeviceBuffer d(p.size() * sizeof(float));
-      ASSERT_EQ(cudaMemcpy(d.get(), p.data(), p.size() * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+      ASSERT_NO_THROW(scenelab::upload_now(d.get(), p.data(), p.size() * sizeof(float), "scores"));
       scenelab::CudaStream s;
       GpuWindowHead head;
       head.reserve(H, W, o);
