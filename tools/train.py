@@ -4,10 +4,10 @@
   python3 tools/train.py --data ../shared/data/camvid --network multiscale --out weights/camvid-multiscale.h5
          [--epochs 480] [--minutes 120] [--batch 8] [--crop 288x384] [--seed 0]
 
-The defaults are the shipped multiscale model's recipe (weights/MODELS.md) except the split: it
-was trained with --final (the reference model with --epochs 240). 480 epochs took 24 minutes on an
-H100 shared with a second training run for two thirds of it (3 s an epoch shared, 2 s alone);
---minutes is a safety stop (the
+The defaults are the shipped models' recipe (weights/MODELS.md) except the split: they were
+trained with --final. The multiscale net's 480 epochs took 24 minutes on an H100 shared with a
+second training run for two thirds of it (3 s an epoch shared, 2 s alone); --minutes is a safety
+stop (the
 one-cycle schedule is laid out for --epochs, so a run cut short ends before its rate has decayed).
 
 The network is tools/scenelab_torch.py's TorchNet on the engine's own graph text, so training runs
