@@ -16,7 +16,10 @@ batch of processes, each network on train + val for --epochs with the first augm
 WORK/NET-AUG-trainonly.h5) and scores val, frames of a training sequence: the table then shows the
 gap between that val figure and the cross-sequence mean (issue 15 asks for it within 3 points).
 `--gpus 0,1` spreads the processes over those GPUs (CUDA_VISIBLE_DEVICES): the longest runs start
-first, each on the GPU whose running processes train on the fewest images an epoch.
+first, each on the GPU whose running processes train on the fewest images an epoch. Each run gets
+`--threads` CPU threads for its augmentation, by default the machine's cores divided by the
+processes running at once (the batches are made on the CPU; a thread per core in every process
+oversubscribes the machine, weights/MODELS.md).
 Logs: WORK/*.log (train.py's JSON lines) and WORK/*.out (its stdout).
 """
 import argparse
@@ -64,6 +67,8 @@ def main():
                     help="also train these networks on train alone and score val (the gap to cross-sequence)")
     ap.add_argument("--jobs", type=int, default=0, help="processes at once (default: all)")
     ap.add_argument("--gpus", default="", metavar="IDS", help="spread the processes over these GPUs, e.g. 0,1")
+    ap.add_argument("--threads", type=int, default=0, metavar="N",
+                    help="CPU threads of each run (default: the machine's cores shared by the processes at once)")
     ap.add_argument("extra", nargs="*", help="after --: more train.py arguments")
     a = ap.parse_args()
     seqs = sequences(a.data)
@@ -90,6 +95,12 @@ def main():
     todo = sorted(runs, key=lambda r: -r[2]) if gpus else list(runs)
     live, t0 = [], time.time()
     jobs = a.jobs or len(runs)
+    # each run's augmentation threads: the cores shared out (torch's default, a thread per core in
+    # every process, oversubscribes the machine; train.py --threads)
+    threads = a.threads or max(1, (os.cpu_count() or 1) // min(jobs, len(runs)))
+    if not any(e == "--threads" or e.startswith("--threads=") for e in a.extra):
+        a.extra = a.extra + ["--threads", str(threads)]
+        print(f"crossval: {len(runs)} runs, {min(jobs, len(runs))} at once, {threads} CPU threads each", flush=True)
     while todo or live:
         while todo and len(live) < jobs:
             name, args, images = todo.pop(0)

@@ -364,6 +364,9 @@ def main():
     ap.add_argument("--last", action="store_true",
                     help="export the last epoch instead of the best on the selection set (val then "
                          "takes no part: e.g. a model whose val figures are honest)")
+    ap.add_argument("--threads", type=int, default=None, metavar="N",
+                    help="CPU threads for the batches' augmentation (torch and OpenCV; default: "
+                         "torch's own choice, one per core - give fewer when several runs share a machine)")
     ap.add_argument("--detect", default=CAMVID_DETECT,
                     help="detection head settings written into the model, 'CLASS: key=value ...; ...' "
                          "('' for none; default: those chosen for CamVid, weights/MODELS.md)")
@@ -393,6 +396,15 @@ def main():
         ap.error(f"--ema {a.ema:g}: a decay between 0 and 1 (exclusive), e.g. 0.999")
     if a.holdout and a.final:
         raise SystemExit("train: --holdout and --final exclude each other")
+    if a.threads is not None:
+        if a.threads < 1:
+            ap.error(f"--threads {a.threads}: at least 1")
+        # Several runs on one machine, each with a thread per core, oversubscribe it: OpenMP's
+        # waiting threads spin, and on the 2-core machine two processes of two threads each made
+        # 7.8 batches' images a second instead of 96 with one thread each (weights/MODELS.md).
+        torch.set_num_threads(a.threads)
+        import cv2
+        cv2.setNumThreads(a.threads)
     torch.manual_seed(a.seed)
     np.random.seed(a.seed)
     dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -528,7 +540,7 @@ def main():
     m = metrics(evaluate(model, xva, yva, dev))
     summary = {"network": a.network, "best_epoch": best_epoch, "epochs_run": epoch, "seed": a.seed,
                "selection": selection, "aug": a.aug, "exposure": a.exposure, "gamma": a.gamma,
-               "mix": a.mix, "ema": a.ema,
+               "mix": a.mix, "ema": a.ema, "threads": torch.get_num_threads(),
                "train_minutes": round((time.time() - t_train) / 60, 2),
                "total_minutes": round((time.time() - t_start) / 60, 2), "device": str(
                    torch.cuda.get_device_name() if dev.type == "cuda" else "cpu"),

@@ -115,7 +115,8 @@ def check_crossval(root, work):
     table of the three, the gap between val and their mean; spread over two GPUs by image count."""
     cmd = [sys.executable, os.path.join(src, "tools", "crossval.py"), "--data", root, "--networks",
            "reference", "--epochs", "1", "--work", work, "--final", "--trainonly", "reference",
-           "--jobs", "3", "--gpus", "0,1", "--", "--batch", "2", "--crop", "64x80", "--eval-every", "1"]
+           "--jobs", "3", "--gpus", "0,1", "--threads", "2", "--", "--batch", "2", "--crop", "64x80",
+           "--eval-every", "1"]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     import json
@@ -131,6 +132,12 @@ def check_crossval(root, work):
     assert "val (train only) - mean reference-full" in r.stdout, r.stdout
     # longest first, each to the GPU with fewer images running: train + val 9 images, 3 a sequence
     # (make_set), so the final starts on GPU 0, then two held-out runs (6 each) on GPU 1 (6 < 9, 6 < 9)
+    # --threads reaches every run (torch's own default here is 1)
+    assert "5 runs, 3 at once, 2 CPU threads each" in r.stdout, r.stdout
+    for name in cv["runs"]:
+        with open(os.path.join(work, name + ".out")) as f:
+            s = json.loads([l for l in f if l.startswith("SUMMARY ")][0][len("SUMMARY "):])
+        assert s["threads"] == 2, (name, s["threads"])
     placed = [l for l in r.stdout.splitlines() if ": GPU " in l]
     assert placed[:3] == ["camvid-reference: GPU 0, 9 images an epoch", "reference-full-AAA1: GPU 1, 6 images an epoch",
                           "reference-full-BBB2: GPU 1, 6 images an epoch"], placed
@@ -186,12 +193,14 @@ def main():
         check_crossval(root, os.path.join(tmp, "cv"))
         s = run(root, os.path.join(tmp, "final.h5"), "--final", "--aug", "basic")
         assert '"best_epoch": 2' in s and "--final" in s and '"exposure": null' in s, s
-        s = run(root, os.path.join(tmp, "plain.h5"), "--last", "--exposure", "none", "--gamma", "1,2", "--epochs", "1")
-        assert '"exposure": null, "gamma": [1.0, 2.0]' in s, s
+        s = run(root, os.path.join(tmp, "plain.h5"), "--last", "--exposure", "none", "--gamma", "1,2", "--epochs", "1",
+                "--threads", "2")
+        assert '"exposure": null, "gamma": [1.0, 2.0]' in s and '"threads": 2,' in s, s
         # --ema exports the moving average and logs the raw weights' figures beside it; --mix is recorded
         s = run(root, os.path.join(tmp, "ema.h5"), "--last", "--mix", "0.5", "--ema", "0.9")
         assert '"mix": 0.5, "ema": 0.9' in s and '"val_raw_last": {' in s, s
-        for bad, why in (("--mix=1.5", "a probability"), ("--ema=1", "a decay between 0 and 1")):
+        for bad, why in (("--mix=1.5", "a probability"), ("--ema=1", "a decay between 0 and 1"),
+                         ("--threads=0", "--threads 0: at least 1")):
             r = subprocess.run([sys.executable, os.path.join(src, "tools", "train.py"), "--data", root, "--out",
                                 os.path.join(tmp, "z.h5"), bad], capture_output=True, text=True, timeout=300)
             assert r.returncode != 0 and why in r.stderr, (bad, r.stderr[-2000:])
