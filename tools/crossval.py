@@ -14,7 +14,8 @@ batch of processes, each network on train + val for --epochs with the first augm
 (`train.py --final`, the last epoch exported to WORK/camvid-NET.h5): the candidates to ship.
 `--trainonly NETS` also trains those networks on train alone (`train.py --last`, the last epoch,
 WORK/NET-AUG-trainonly.h5) and scores val, frames of a training sequence: the table then shows the
-gap between that val figure and the cross-sequence mean (issue 15 asks for it within 3 points).
+gap between that val figure and the cross-sequence mean, when the network is also in --networks
+(how much frames of a training sequence flatter a model).
 `--gpus 0,1` spreads the processes over those GPUs (CUDA_VISIBLE_DEVICES): the longest runs start
 first, each on the GPU whose running processes train on the fewest images an epoch. Each run gets
 `--threads` CPU threads for its augmentation, by default the machine's cores divided by the
