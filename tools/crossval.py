@@ -34,17 +34,19 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+def sequences_of(data, splits=("train", "val")):
+    """The sequence (file name prefix) of every image in the splits, one entry an image."""
+    return [os.path.basename(p).split("_")[0] for split in splits
+            for p in glob.glob(os.path.join(data, split, "images", "*.jpg"))]
+
+
 def sequences(data):
-    names = [os.path.basename(p) for split in ("train", "val")
-             for p in glob.glob(os.path.join(data, split, "images", "*.jpg"))]
-    return sorted({n.split("_")[0] for n in names})
+    return sorted(set(sequences_of(data)))
 
 
 def images_of(data, splits, but=None):
     """Training images of a run: the splits' images, less those of the sequence held out."""
-    names = [os.path.basename(p) for split in splits
-             for p in glob.glob(os.path.join(data, split, "images", "*.jpg"))]
-    return sum(1 for n in names if but is None or n.split("_")[0] != but)
+    return sum(1 for s in sequences_of(data, splits) if s != but)
 
 
 def summary_of(out_path):

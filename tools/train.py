@@ -401,7 +401,7 @@ def main():
             ap.error(f"--threads {a.threads}: at least 1")
         # Several runs on one machine, each with a thread per core, oversubscribe it: OpenMP's
         # waiting threads spin, and on the 2-core machine two processes of two threads each made
-        # 7.8 batches' images a second instead of 96 with one thread each (weights/MODELS.md).
+        # 7.8 augmented images a second each instead of 96 with one thread each (weights/MODELS.md).
         torch.set_num_threads(a.threads)
         import cv2
         cv2.setNumThreads(a.threads)

@@ -130,14 +130,14 @@ def check_crossval(root, work):
     gap = cv["gaps"]["reference-full"]["global_acc"]
     assert abs(gap - (cv["runs"]["reference-full-trainonly"]["global_acc"] - mean)) < 1e-9, cv["gaps"]
     assert "val (train only) - mean reference-full" in r.stdout, r.stdout
-    # longest first, each to the GPU with fewer images running: train + val 9 images, 3 a sequence
-    # (make_set), so the final starts on GPU 0, then two held-out runs (6 each) on GPU 1 (6 < 9, 6 < 9)
     # --threads reaches every run (torch's own default here is 1)
     assert "5 runs, 3 at once, 2 CPU threads each" in r.stdout, r.stdout
     for name in cv["runs"]:
         with open(os.path.join(work, name + ".out")) as f:
             s = json.loads([l for l in f if l.startswith("SUMMARY ")][0][len("SUMMARY "):])
         assert s["threads"] == 2, (name, s["threads"])
+    # longest first, each to the GPU with fewer images running: train + val 9 images, 3 a sequence
+    # (make_set), so the final starts on GPU 0, then two held-out runs (6 each) on GPU 1 (6 < 9, 6 < 9)
     placed = [l for l in r.stdout.splitlines() if ": GPU " in l]
     assert placed[:3] == ["camvid-reference: GPU 0, 9 images an epoch", "reference-full-AAA1: GPU 1, 6 images an epoch",
                           "reference-full-BBB2: GPU 1, 6 images an epoch"], placed
