@@ -18,9 +18,9 @@ gap between that val figure and the cross-sequence mean, when the network is als
 (how much frames of a training sequence flatter a model).
 `--gpus 0,1` spreads the processes over those GPUs (CUDA_VISIBLE_DEVICES): the longest runs start
 first, each on the GPU whose running processes train on the fewest images an epoch. Each run gets
-`--threads` CPU threads for its augmentation, by default the machine's cores divided by the
-processes running at once (the batches are made on the CPU; a thread per core in every process
-oversubscribes the machine, weights/MODELS.md).
+`--workers` processes making its batches (train.py --workers), by default the machine's cores
+divided by the processes running at once, less one for each run's training loop (the batches are
+made on the CPU; more processes than cores oversubscribe the machine, weights/MODELS.md).
 Logs: WORK/*.log (train.py's JSON lines) and WORK/*.out (its stdout).
 """
 import argparse
@@ -70,8 +70,9 @@ def main():
                     help="also train these networks on train alone and score val (the gap to cross-sequence)")
     ap.add_argument("--jobs", type=int, default=0, help="processes at once (default: all)")
     ap.add_argument("--gpus", default="", metavar="IDS", help="spread the processes over these GPUs, e.g. 0,1")
-    ap.add_argument("--threads", type=int, default=0, metavar="N",
-                    help="CPU threads of each run (default: the machine's cores shared by the processes at once)")
+    ap.add_argument("--workers", type=int, default=None, metavar="N",
+                    help="batch-making processes of each run (default: the machine's cores shared by the "
+                         "runs at once, less one a run for its training loop; 0: a thread of each run)")
     ap.add_argument("extra", nargs="*", help="after --: more train.py arguments")
     a = ap.parse_args()
     seqs = sequences(a.data)
@@ -98,12 +99,13 @@ def main():
     todo = sorted(runs, key=lambda r: -r[2]) if gpus else list(runs)
     live, t0 = [], time.time()
     jobs = a.jobs or len(runs)
-    # each run's augmentation threads: the cores shared out (torch's default, a thread per core in
-    # every process, oversubscribes the machine; train.py --threads)
-    threads = a.threads or max(1, (os.cpu_count() or 1) // min(jobs, len(runs)))
-    if not any(e == "--threads" or e.startswith("--threads=") for e in a.extra):
-        a.extra = a.extra + ["--threads", str(threads)]
-        print(f"crossval: {len(runs)} runs, {min(jobs, len(runs))} at once, {threads} CPU threads each", flush=True)
+    # each run's batch-making processes: the cores shared out, one a run kept for its training loop
+    # (train.py's default, the cores less one, in every run would oversubscribe the machine)
+    at_once = min(jobs, len(runs))
+    workers = a.workers if a.workers is not None else max(1, len(os.sched_getaffinity(0)) // at_once - 1)
+    if not any(e == "--workers" or e.startswith("--workers=") for e in a.extra):
+        a.extra = a.extra + ["--workers", str(workers)]
+        print(f"crossval: {len(runs)} runs, {at_once} at once, {workers} batch workers each", flush=True)
     while todo or live:
         while todo and len(live) < jobs:
             name, args, images = todo.pop(0)

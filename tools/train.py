@@ -5,9 +5,9 @@
          [--epochs 480] [--minutes 120] [--batch 8] [--crop 288x384] [--seed 0]
 
 The defaults are the shipped models' recipe (weights/MODELS.md) except the split: they were
-trained with --final. The multiscale net's 480 epochs took 24 minutes on an H100 shared with a
-second training run for two thirds of it (3 s an epoch shared, 2 s alone); --minutes is a safety
-stop (the
+trained with --final. The batches are made by --workers processes (default: one per core but
+one); with them the multiscale net's 480 epochs on train took 10 minutes on an H100 (0.9 s an
+epoch, 1.6 s with one batch-making thread), the reference net's 6. --minutes is a safety stop (the
 one-cycle schedule is laid out for --epochs, so a run cut short ends before its rate has decayed).
 
 The network is tools/scenelab_torch.py's TorchNet on the engine's own graph text, so training runs
@@ -31,7 +31,9 @@ keeping its standardisation statistics (fine-tuning; give a lower --lr).
 """
 import argparse
 import copy
+import functools
 import glob
+import hashlib
 import json
 import math
 import os
@@ -239,37 +241,81 @@ def class_mix(xb, yb, p, gen):
     return xs, ys
 
 
-class BatchMaker:
-    """The training batches, made on the CPU by a thread ahead of the GPU (a queue of a few): each
-    epoch's permutation, then augment() on each batch, in order, all draws from gen alone, so the
-    batches do not depend on timing. Batches go to the device from pinned memory without a host
-    sync."""
+def batch_seed(seed, *key):
+    """A seed for one batch's draws, from the run's seed and the batch's place (e.g. "batch", epoch,
+    step): the batches are the same whichever process makes them and in whatever order."""
+    digest = hashlib.blake2b(repr((seed,) + key).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") >> 1  # torch's manual_seed takes up to 2^63 - 1
 
-    def __init__(self, x, y, a, crop_h, crop_w, gen, steps_per_epoch, dev):
-        self.q = queue.Queue(maxsize=4)
-        self.halt = threading.Event()
+
+class Batches(torch.utils.data.Dataset):
+    """The run's training batches, item k = epoch k // steps_per_epoch, step k % steps_per_epoch:
+    that epoch's permutation of the images, then augment() and class_mix() on the step's images,
+    every draw from a generator seeded by batch_seed(seed, ...) of that epoch and step alone, so
+    a batch does not depend on which process made it, when, or what was made before it."""
+
+    def __init__(self, x, y, a, crop_h, crop_w, steps_per_epoch):
+        self.x, self.y, self.crop = x, y, (crop_h, crop_w)
+        self.seed, self.batch, self.epochs, self.steps = a.seed, a.batch, a.epochs, steps_per_epoch
+        self.aug = dict(full=a.aug == "full", exposure=a.exposure, gamma=a.gamma)
+        self.mix = a.mix
+        self.perm_epoch, self.perm = None, None
+
+    def __len__(self):
+        return self.epochs * self.steps
+
+    def __getitem__(self, k):
+        epoch, step = divmod(k, self.steps)
+        if epoch != self.perm_epoch:  # one permutation an epoch, kept for its steps
+            order = torch.Generator().manual_seed(batch_seed(self.seed, "order", epoch))
+            self.perm, self.perm_epoch = torch.randperm(self.x.shape[0], generator=order), epoch
+        idx = self.perm[step * self.batch:(step + 1) * self.batch]
+        gen = torch.Generator().manual_seed(batch_seed(self.seed, "batch", epoch, step))
+        xb, yb = augment(self.x[idx], self.y[idx], *self.crop, gen, "cpu", **self.aug)
+        return class_mix(xb, yb, self.mix, gen)
+
+
+def _worker_threads(threads, _worker_id):
+    torch.set_num_threads(threads)
+    import cv2
+    cv2.setNumThreads(threads)
+
+
+class BatchMaker:
+    """Batches (above) in order, made on the CPU ahead of the GPU: by `workers` processes (a
+    DataLoader; each with `threads` torch and OpenCV threads), or with workers 0 by a thread of
+    this process (a queue of a few). One process's thread made about 230 CamVid images a second on
+    the H100 machine's 16 cores, so the small reference net trained no faster than the multiscale
+    one (weights/MODELS.md). The batches come out the same either way, bit for bit, for the same
+    threads (a float sum split over more threads rounds differently). They go to the device from
+    pinned memory without a host sync."""
+
+    def __init__(self, batches, workers, threads, dev):
         self.dev = dev
         self.error = None
+        self.thread = self.loader = None
+        if workers > 0:
+            self.loader = iter(torch.utils.data.DataLoader(
+                batches, batch_size=None, shuffle=False, num_workers=workers, pin_memory=dev.type == "cuda",
+                prefetch_factor=4, worker_init_fn=functools.partial(_worker_threads, threads)))
+            return
+        self.q = queue.Queue(maxsize=4)
+        self.halt = threading.Event()
 
         def run():
             try:
-                for _ in range(a.epochs):
-                    perm = torch.randperm(x.shape[0], generator=gen)
-                    for b in range(steps_per_epoch):
-                        idx = perm[b * a.batch:(b + 1) * a.batch]
-                        xb, yb = augment(x[idx], y[idx], crop_h, crop_w, gen, "cpu", full=a.aug == "full",
-                                         exposure=a.exposure, gamma=a.gamma)
-                        xb, yb = class_mix(xb, yb, a.mix, gen)
-                        if dev.type == "cuda":
-                            xb, yb = xb.pin_memory(), yb.pin_memory()
-                        while not self.halt.is_set():
-                            try:
-                                self.q.put((xb, yb), timeout=0.5)
-                                break
-                            except queue.Full:
-                                pass
-                        if self.halt.is_set():
-                            return
+                for k in range(len(batches)):
+                    xb, yb = batches[k]
+                    if dev.type == "cuda":
+                        xb, yb = xb.pin_memory(), yb.pin_memory()
+                    while not self.halt.is_set():
+                        try:
+                            self.q.put((xb, yb), timeout=0.5)
+                            break
+                        except queue.Full:
+                            pass
+                    if self.halt.is_set():
+                        return
             except BaseException as e:  # surfaced by next()
                 self.error = e
                 self.q.put(None)
@@ -278,15 +324,25 @@ class BatchMaker:
         self.thread.start()
 
     def next(self):
-        item = self.q.get()
-        if item is None:
-            raise SystemExit(f"train: making a batch failed: {self.error!r}")
-        xb, yb = item
+        if self.loader is not None:
+            try:
+                xb, yb = next(self.loader)
+            except Exception as e:  # a worker's error, re-raised here with its traceback's text
+                raise SystemExit(f"train: making a batch failed: {e}")
+        else:
+            item = self.q.get()
+            if item is None:
+                raise SystemExit(f"train: making a batch failed: {self.error!r}")
+            xb, yb = item
         return xb.to(self.dev, non_blocking=True), yb.to(self.dev, non_blocking=True)
 
     def stop(self):
-        self.halt.set()
-        self.thread.join()
+        if self.loader is not None:
+            self.loader._shutdown_workers()  # also run by its finaliser; here so that none outlive the run
+            self.loader = None
+        else:
+            self.halt.set()
+            self.thread.join()
 
 
 def jpeg_recompress(xi, quality):
@@ -364,9 +420,13 @@ def main():
     ap.add_argument("--last", action="store_true",
                     help="export the last epoch instead of the best on the selection set (val then "
                          "takes no part: e.g. a model whose val figures are honest)")
+    ap.add_argument("--workers", type=int, default=None, metavar="N",
+                    help="processes making the training batches (default: the CPU cores this process may "
+                         "use, less one for the training loop, at most 32; 0: a thread of this process); "
+                         "the batches are the same for any N")
     ap.add_argument("--threads", type=int, default=None, metavar="N",
-                    help="CPU threads for the batches' augmentation (torch and OpenCV; default: "
-                         "torch's own choice, one per core - give fewer when several runs share a machine)")
+                    help="torch and OpenCV threads of each batch-making process (default 1), or with "
+                         "--workers 0 of this process (default: torch's own, a thread per core)")
     ap.add_argument("--detect", default=CAMVID_DETECT,
                     help="detection head settings written into the model, 'CLASS: key=value ...; ...' "
                          "('' for none; default: those chosen for CamVid, weights/MODELS.md)")
@@ -396,9 +456,15 @@ def main():
         ap.error(f"--ema {a.ema:g}: a decay between 0 and 1 (exclusive), e.g. 0.999")
     if a.holdout and a.final:
         raise SystemExit("train: --holdout and --final exclude each other")
-    if a.threads is not None:
-        if a.threads < 1:
-            ap.error(f"--threads {a.threads}: at least 1")
+    if a.workers is None:
+        a.workers = min(32, max(1, len(os.sched_getaffinity(0)) - 1))
+    if a.workers < 0:
+        ap.error(f"--workers {a.workers}: 0 or more")
+    if a.threads is not None and a.threads < 1:
+        ap.error(f"--threads {a.threads}: at least 1")
+    if a.workers > 0 and a.threads is None:
+        a.threads = 1
+    if a.workers == 0 and a.threads is not None:
         # Several runs on one machine, each with a thread per core, oversubscribe it: OpenMP's
         # waiting threads spin, and on the 2-core machine two processes of two threads each made
         # 7.8 augmented images a second each instead of 96 with one thread each (weights/MODELS.md).
@@ -489,8 +555,7 @@ def main():
                                                     pct_start=max(0.1, 2.0 / total_steps))
     else:  # too short a run for a cycle (smoke tests)
         sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda _: 1.0)
-    gen = torch.Generator().manual_seed(a.seed + 1)
-    batches = BatchMaker(xtr, ytr, a, crop_h, crop_w, gen, steps_per_epoch, dev)
+    batches = BatchMaker(Batches(xtr, ytr, a, crop_h, crop_w, steps_per_epoch), a.workers, a.threads, dev)
     best, best_state, best_epoch = -1.0, None, -1
     log = open(a.log, "w") if a.log else None
     budget_s = a.minutes * 60
@@ -540,7 +605,8 @@ def main():
     m = metrics(evaluate(model, xva, yva, dev))
     summary = {"network": a.network, "best_epoch": best_epoch, "epochs_run": epoch, "seed": a.seed,
                "selection": selection, "aug": a.aug, "exposure": a.exposure, "gamma": a.gamma,
-               "mix": a.mix, "ema": a.ema, "threads": torch.get_num_threads(),
+               "mix": a.mix, "ema": a.ema, "workers": a.workers,
+               "threads": a.threads if a.workers else torch.get_num_threads(),
                "train_minutes": round((time.time() - t_train) / 60, 2),
                "total_minutes": round((time.time() - t_start) / 60, 2), "device": str(
                    torch.cuda.get_device_name() if dev.type == "cuda" else "cpu"),

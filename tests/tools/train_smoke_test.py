@@ -56,6 +56,47 @@ def check_augment():
     assert xg.median() < 0.8 * xb.median() and xg.max() > 0.8 * xb.max(), (xg.median(), xb.median(), xg.max(), xb.max())
 
 
+class FailingBatches(train.Batches):
+    def __getitem__(self, k):
+        if k == 3:
+            raise ValueError("batch 3 is broken")
+        return super().__getitem__(k)
+
+
+def check_batches():
+    """The batches are the same made by worker processes or by a thread, bit for bit (one thread
+    each), and the same made alone (a batch depends on its seed, epoch and step only); a worker's error stops the run naming its cause."""
+    import types
+    gen = torch.Generator().manual_seed(4)
+    x = torch.randint(0, 256, (10, 3, 72, 96), dtype=torch.uint8, generator=gen)
+    y = torch.randint(0, 12, (10, 72, 96), generator=gen)
+    a = types.SimpleNamespace(seed=7, batch=4, epochs=2, aug="full", exposure=(0.3, 1.2), gamma=None, mix=0.5)
+    dev = torch.device("cpu")
+    ds = train.Batches(x, y, a, 64, 80, 3)
+    made = {}
+    torch.set_num_threads(1)
+    for workers in (0, 2):
+        maker = train.BatchMaker(ds, workers, 1, dev)
+        made[workers] = [maker.next() for _ in range(len(ds))]
+        maker.stop()
+    for k, ((x0, y0), (x2, y2)) in enumerate(zip(made[0], made[2])):
+        assert torch.equal(x0, x2) and torch.equal(y0, y2), f"batch {k} differs between a thread and workers"
+    x5, y5 = train.Batches(x, y, a, 64, 80, 3)[5]
+    assert torch.equal(x5, made[0][5][0]) and torch.equal(y5, made[0][5][1]), "batch 5 made alone differs"
+    assert not torch.equal(made[0][0][0][:2], made[0][3][0][:2]), "two epochs began with the same batch"
+    a.seed = 8
+    assert not torch.equal(train.Batches(x, y, a, 64, 80, 3)[0][0], made[0][0][0]), "the seed changed nothing"
+    for workers in (0, 2):
+        maker = train.BatchMaker(FailingBatches(x, y, a, 64, 80, 3), workers, 1, dev)
+        try:
+            for _ in range(6):
+                maker.next()
+            raise AssertionError("a failing batch went unnoticed")
+        except SystemExit as e:
+            assert "making a batch failed" in str(e) and "batch 3 is broken" in str(e), str(e)
+        maker.stop()
+
+
 def check_class_mix():
     """--mix: every pixel of a mixed image is its own or the next image's, image and label together;
     the pasted labels are half the classes of the next image (rounded up), void never pasted;
@@ -115,7 +156,7 @@ def check_crossval(root, work):
     table of the three, the gap between val and their mean; spread over two GPUs by image count."""
     cmd = [sys.executable, os.path.join(src, "tools", "crossval.py"), "--data", root, "--networks",
            "reference", "--epochs", "1", "--work", work, "--final", "--trainonly", "reference",
-           "--jobs", "3", "--gpus", "0,1", "--threads", "2", "--", "--batch", "2", "--crop", "64x80",
+           "--jobs", "3", "--gpus", "0,1", "--workers", "2", "--", "--batch", "2", "--crop", "64x80",
            "--eval-every", "1"]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
@@ -130,12 +171,12 @@ def check_crossval(root, work):
     gap = cv["gaps"]["reference-full"]["global_acc"]
     assert abs(gap - (cv["runs"]["reference-full-trainonly"]["global_acc"] - mean)) < 1e-9, cv["gaps"]
     assert "val (train only) - mean reference-full" in r.stdout, r.stdout
-    # --threads reaches every run (torch's own default here is 1)
-    assert "5 runs, 3 at once, 2 CPU threads each" in r.stdout, r.stdout
+    # --workers reaches every run, each worker with one thread (train.py's default)
+    assert "5 runs, 3 at once, 2 batch workers each" in r.stdout, r.stdout
     for name in cv["runs"]:
         with open(os.path.join(work, name + ".out")) as f:
             s = json.loads([l for l in f if l.startswith("SUMMARY ")][0][len("SUMMARY "):])
-        assert s["threads"] == 2, (name, s["threads"])
+        assert (s["workers"], s["threads"]) == (2, 1), (name, s["workers"], s["threads"])
     # longest first, each to the GPU with fewer images running: train + val 9 images, 3 a sequence
     # (make_set), so the final starts on GPU 0, then two held-out runs (6 each) on GPU 1 (6 < 9, 6 < 9)
     placed = [l for l in r.stdout.splitlines() if ": GPU " in l]
@@ -184,6 +225,7 @@ def check_set_detect(model):
 
 def main():
     check_augment()
+    check_batches()
     check_class_mix()
     with tempfile.TemporaryDirectory() as tmp:
         root = os.path.join(tmp, "camvid")
@@ -194,13 +236,13 @@ def main():
         s = run(root, os.path.join(tmp, "final.h5"), "--final", "--aug", "basic")
         assert '"best_epoch": 2' in s and "--final" in s and '"exposure": null' in s, s
         s = run(root, os.path.join(tmp, "plain.h5"), "--last", "--exposure", "none", "--gamma", "1,2", "--epochs", "1",
-                "--threads", "2")
-        assert '"exposure": null, "gamma": [1.0, 2.0]' in s and '"threads": 2,' in s, s
+                "--threads", "2", "--workers", "0")
+        assert '"exposure": null, "gamma": [1.0, 2.0]' in s and '"workers": 0, "threads": 2,' in s, s
         # --ema exports the moving average and logs the raw weights' figures beside it; --mix is recorded
         s = run(root, os.path.join(tmp, "ema.h5"), "--last", "--mix", "0.5", "--ema", "0.9")
         assert '"mix": 0.5, "ema": 0.9' in s and '"val_raw_last": {' in s, s
         for bad, why in (("--mix=1.5", "a probability"), ("--ema=1", "a decay between 0 and 1"),
-                         ("--threads=0", "--threads 0: at least 1")):
+                         ("--threads=0", "--threads 0: at least 1"), ("--workers=-1", "--workers -1: 0 or more")):
             r = subprocess.run([sys.executable, os.path.join(src, "tools", "train.py"), "--data", root, "--out",
                                 os.path.join(tmp, "z.h5"), bad], capture_output=True, text=True, timeout=300)
             assert r.returncode != 0 and why in r.stderr, (bad, r.stderr[-2000:])
