@@ -338,7 +338,9 @@ class BatchMaker:
 
     def stop(self):
         if self.loader is not None:
-            self.loader._shutdown_workers()  # also run by its finaliser; here so that none outlive the run
+            # the workers end with the iterator (its finaliser); torch's own call for it, where it
+            # has one, ends them now, so that none outlive a run stopped early
+            getattr(self.loader, "_shutdown_workers", lambda: None)()
             self.loader = None
         else:
             self.halt.set()
