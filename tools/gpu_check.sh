@@ -1,7 +1,7 @@
 #!/bin/bash
 # The GPU machine's run, in one call (../shared/gpu/README.md): build, every test (the gpu-labelled
 # ones run there), compute-sanitizer over the GPU tests, then the benchmarks named by $BENCH
-# (space-separated: pipeline peer1080 plan batch gops torch power compile hog nms detect python
+# (space-separated: pipeline peer1080 plan batch gops torch power compile hog nms detect python train
 # cluster soak twoproc allgpus half fp32 ncu;
 # default: the first four). Logs go to $OUT
 # (or ./gpu-out), a summary at the end of stdout.
@@ -151,6 +151,13 @@ EOF
     log "bench_nms: the GPU NMS on clustered boxes, then the sliding-window head at 1920x1080 (defaults; ${SPECS:-no setting read})"
     build-gpu/tools/bench_nms --sizes 1000,10000 --runs 50 ${SPECS:+--head-spec "$SPECS"} 2>&1 | tee "$OUT/bench_nms.log" |
       tail -18 | tee -a "$OUT/summary.txt" ;;
+  train)
+    # tools/train.py's GPU ceiling: one training step eager, channels_last, bf16, compiled
+    for net in multiscale reference; do
+      log "bench_train_step --network $net"
+      python3 tools/bench_train_step.py --network $net 2>&1 | grep -v Warning | tee -a "$OUT/train_step.log" |
+        tail -6 | tee -a "$OUT/summary.txt"
+    done ;;
   python)
     log "pytest: the Python module's cases (the GPU ones: CUDA tensors in and out)"
     SCENELAB_BUILD_DIR=build-gpu python3 -m pytest -q tests/python/test_module.py 2>&1 | tee "$OUT/pytest.log" |

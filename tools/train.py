@@ -7,7 +7,8 @@
 The defaults are the shipped models' recipe (weights/MODELS.md) except the split: they were
 trained with --final. The batches are made by --workers processes (default: one per core but
 one); with them the multiscale net's 480 epochs on train took 10 minutes on an H100 (0.9 s an
-epoch, 1.6 s with one batch-making thread), the reference net's 6. --minutes is a safety stop (the
+epoch, 1.6 s with one batch-making thread), the reference net's 6; on a GPU the steps run through
+torch.compile (--compile; 0.7 s an epoch, docs/BENCHMARKS.md "Training speed"). --minutes is a safety stop (the
 one-cycle schedule is laid out for --epochs, so a run cut short ends before its rate has decayed).
 
 The network is tools/scenelab_torch.py's TorchNet on the engine's own graph text, so training runs
@@ -429,6 +430,10 @@ def main():
     ap.add_argument("--threads", type=int, default=None, metavar="N",
                     help="torch and OpenCV threads of each batch-making process (default 1), or with "
                          "--workers 0 of this process (default: torch's own, a thread per core)")
+    ap.add_argument("--compile", default="auto", choices=["auto", "on", "off"],
+                    help="run the training steps through torch.compile (PyTorch 2): the same fp32 arithmetic "
+                         "with fused kernels, 2.4x the multiscale net's step rate on an H100 (docs/BENCHMARKS.md); "
+                         "auto: on a GPU where torch has it")
     ap.add_argument("--detect", default=CAMVID_DETECT,
                     help="detection head settings written into the model, 'CLASS: key=value ...; ...' "
                          "('' for none; default: those chosen for CamVid, weights/MODELS.md)")
@@ -476,6 +481,9 @@ def main():
     torch.manual_seed(a.seed)
     np.random.seed(a.seed)
     dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if a.compile == "on" and not hasattr(torch, "compile"):
+        ap.error(f"--compile on: needs torch.compile (PyTorch 2); this is PyTorch {torch.__version__}")
+    a.compile = a.compile == "on" or (a.compile == "auto" and dev.type == "cuda" and hasattr(torch, "compile"))
     torch.backends.cudnn.benchmark = True
     # TF32 tensor cores for training speed; the exported weights run in fp32 in the engine, and the
     # reported metrics come from the engine (tools/eval_labels), not from this process.
@@ -558,6 +566,9 @@ def main():
     else:  # too short a run for a cycle (smoke tests)
         sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda _: 1.0)
     batches = BatchMaker(Batches(xtr, ytr, a, crop_h, crop_w, steps_per_epoch), a.workers, a.threads, dev)
+    # The training steps' forward pass, compiled once for the crop's shape (the first steps wait
+    # for it); evaluation and export use net itself, whose parameters it shares.
+    step_net = torch.compile(net) if a.compile else net
     best, best_state, best_epoch = -1.0, None, -1
     log = open(a.log, "w") if a.log else None
     budget_s = a.minutes * 60
@@ -567,7 +578,7 @@ def main():
         loss_sum = torch.zeros((), device=dev)
         for _ in range(steps_per_epoch):
             xb, yb = batches.next()
-            full = net(xb, ["full"])["full"]
+            full = step_net(xb, ["full"])["full"]
             loss = F.cross_entropy(full.float(), yb, weight=weights, ignore_index=VOID)
             opt.zero_grad(set_to_none=True)
             loss.backward()
@@ -607,7 +618,7 @@ def main():
     m = metrics(evaluate(model, xva, yva, dev))
     summary = {"network": a.network, "best_epoch": best_epoch, "epochs_run": epoch, "seed": a.seed,
                "selection": selection, "aug": a.aug, "exposure": a.exposure, "gamma": a.gamma,
-               "mix": a.mix, "ema": a.ema, "workers": a.workers,
+               "mix": a.mix, "ema": a.ema, "compile": a.compile, "workers": a.workers,
                "threads": a.threads if a.workers else torch.get_num_threads(),
                "train_minutes": round((time.time() - t_train) / 60, 2),
                "total_minutes": round((time.time() - t_start) / 60, 2), "device": str(

@@ -238,11 +238,14 @@ def main():
         s = run(root, os.path.join(tmp, "plain.h5"), "--last", "--exposure", "none", "--gamma", "1,2", "--epochs", "1",
                 "--threads", "2", "--workers", "0")
         assert '"exposure": null, "gamma": [1.0, 2.0]' in s and '"workers": 0, "threads": 2,' in s, s
+        assert '"compile": false' in s, s  # --compile auto compiles on a GPU only
         # --ema exports the moving average and logs the raw weights' figures beside it; --mix is recorded
         s = run(root, os.path.join(tmp, "ema.h5"), "--last", "--mix", "0.5", "--ema", "0.9")
         assert '"mix": 0.5, "ema": 0.9' in s and '"val_raw_last": {' in s, s
         for bad, why in (("--mix=1.5", "a probability"), ("--ema=1", "a decay between 0 and 1"),
-                         ("--threads=0", "--threads 0: at least 1"), ("--workers=-1", "--workers -1: 0 or more")):
+                         ("--threads=0", "--threads 0: at least 1"), ("--workers=-1", "--workers -1: 0 or more"),
+                         *((("--compile=on", "--compile on: needs torch.compile (PyTorch 2)"),)
+                           if not hasattr(torch, "compile") else ())):
             r = subprocess.run([sys.executable, os.path.join(src, "tools", "train.py"), "--data", root, "--out",
                                 os.path.join(tmp, "z.h5"), bad], capture_output=True, text=True, timeout=300)
             assert r.returncode != 0 and why in r.stderr, (bad, r.stderr[-2000:])
