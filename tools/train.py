@@ -7,9 +7,10 @@
 The defaults are the shipped models' recipe (weights/MODELS.md) except the split: they were
 trained with --final. The batches are made by --workers processes (default: one per core but
 one); with them the multiscale net's 480 epochs on train took 10 minutes on an H100 (0.9 s an
-epoch, 1.6 s with one batch-making thread), the reference net's 6; on a GPU the steps run through
-torch.compile (--compile; 0.7 s an epoch, docs/BENCHMARKS.md "Training speed"). --minutes is a safety stop (the
-one-cycle schedule is laid out for --epochs, so a run cut short ends before its rate has decayed).
+epoch, 1.6 s with one batch-making thread), the reference net's 6; on a GPU the steps run
+through torch.compile (--compile; 0.7 s an epoch, docs/BENCHMARKS.md "Training speed").
+--minutes is a safety stop (the one-cycle schedule is laid out for --epochs, so a run cut short
+ends before its rate has decayed).
 
 The network is tools/scenelab_torch.py's TorchNet on the engine's own graph text, so training runs
 the engine's preprocessing (RGB->YUV, 13x13 contrast normalisation, standardisation with
@@ -566,8 +567,9 @@ def main():
     else:  # too short a run for a cycle (smoke tests)
         sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda _: 1.0)
     batches = BatchMaker(Batches(xtr, ytr, a, crop_h, crop_w, steps_per_epoch), a.workers, a.threads, dev)
-    # The training steps' forward pass, compiled once for the crop's shape (the first steps wait
-    # for it); evaluation and export use net itself, whose parameters it shares.
+    # The training steps' forward pass, compiled for the crop's shape (the first steps wait for
+    # it; an epoch's shorter last batch compiles once more); evaluation and export use net itself,
+    # whose parameters it shares.
     step_net = torch.compile(net) if a.compile else net
     best, best_state, best_epoch = -1.0, None, -1
     log = open(a.log, "w") if a.log else None
