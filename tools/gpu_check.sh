@@ -156,7 +156,7 @@ EOF
     for net in multiscale reference; do
       log "bench_train_step --network $net"
       python3 tools/bench_train_step.py --network $net 2>&1 | grep -v Warning | tee -a "$OUT/train_step.log" |
-        tail -6 | tee -a "$OUT/summary.txt"
+        tail -7 | tee -a "$OUT/summary.txt"
     done ;;
   python)
     log "pytest: the Python module's cases (the GPU ones: CUDA tensors in and out)"

@@ -277,7 +277,8 @@ class Batches(torch.utils.data.Dataset):
         return class_mix(xb, yb, self.mix, gen)
 
 
-def _worker_threads(threads, _worker_id):
+def set_batch_threads(threads, _worker_id=None):
+    """The torch and OpenCV threads of a process that makes batches (a DataLoader worker's init)."""
     torch.set_num_threads(threads)
     import cv2
     cv2.setNumThreads(threads)
@@ -299,7 +300,7 @@ class BatchMaker:
         if workers > 0:
             self.loader = iter(torch.utils.data.DataLoader(
                 batches, batch_size=None, shuffle=False, num_workers=workers, pin_memory=dev.type == "cuda",
-                prefetch_factor=4, worker_init_fn=functools.partial(_worker_threads, threads)))
+                prefetch_factor=4, worker_init_fn=functools.partial(set_batch_threads, threads)))
             return
         self.q = queue.Queue(maxsize=4)
         self.halt = threading.Event()
@@ -476,9 +477,7 @@ def main():
         # Several runs on one machine, each with a thread per core, oversubscribe it: OpenMP's
         # waiting threads spin, and on the 2-core machine two processes of two threads each made
         # 7.8 augmented images a second each instead of 96 with one thread each (weights/MODELS.md).
-        torch.set_num_threads(a.threads)
-        import cv2
-        cv2.setNumThreads(a.threads)
+        set_batch_threads(a.threads)
     torch.manual_seed(a.seed)
     np.random.seed(a.seed)
     dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")

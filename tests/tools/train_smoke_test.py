@@ -65,7 +65,8 @@ class FailingBatches(train.Batches):
 
 def check_batches():
     """The batches are the same made by worker processes or by a thread, bit for bit (one thread
-    each), and the same made alone (a batch depends on its seed, epoch and step only); a worker's error stops the run naming its cause."""
+    each), and the same made alone (a batch depends on its seed, epoch and step only); a worker's
+    error stops the run naming its cause."""
     import types
     gen = torch.Generator().manual_seed(4)
     x = torch.randint(0, 256, (10, 3, 72, 96), dtype=torch.uint8, generator=gen)
