@@ -70,12 +70,33 @@ sanitize_one() {  # TOOL FILTER
     build-gpu/tests/scenelab_gpu_tests --gtest_filter="$filter" >"$OUT/sanitizer-$logname.log" 2>&1
   log "compute-sanitizer $tool ${extra[*]} ($filter) rc=$? $(grep -E 'ERROR SUMMARY|PASSED|FAILED' "$OUT/sanitizer-$logname.log" | tr '\n' ' ')"
 }
+# SANITIZE_EACH=N: every test the entry's filter names runs in a process of its own, N at once
+# (tests named in SANITIZE_SLOW, a regex, start first); SANITIZE_TIMEOUT is then the time left to
+# the whole sweep, each process given what remains of it. A test the tool takes down, or one that
+# runs out of time, then costs only itself. SANITIZE_UNTIL (seconds since 1970, `date +%s`): the
+# sweeps end by then, whatever SANITIZE_TIMEOUT says (a call's own time limit).
+sanitize_each() {  # TOOL FILTER
+  local tool=$1 filter=$2 end=$(( $(date +%s) + ${SANITIZE_TIMEOUT:-3600} )) t
+  [ -n "${SANITIZE_UNTIL:-}" ] && [ "$SANITIZE_UNTIL" -lt "$end" ] && end=$SANITIZE_UNTIL
+  local tests=$(build-gpu/tests/scenelab_gpu_tests --gtest_list_tests --gtest_filter="$filter" |
+    awk '/^[^ ]/ {s = $1} /^  / {print s $1}')
+  local slow=${SANITIZE_SLOW:-Whole|HalfAccuracy|Pipeline|LabelImage|EveryAlgorithm|Replan|Pyramid|Split}
+  for t in $(echo "$tests" | grep -E "$slow") $(echo "$tests" | grep -vE "$slow"); do
+    while [ "$(jobs -rp | wc -l)" -ge "$SANITIZE_EACH" ]; do wait -n; done
+    local left=$(( end - $(date +%s) ))
+    [ $left -gt 5 ] || { log "compute-sanitizer $tool ($t): not started, the sweep's time ran out"; continue; }
+    SANITIZE_TIMEOUT=$left sanitize_one "$tool" "$t" &
+  done
+  wait
+}
 set -f  # filters hold '*'
 for spec in $SANITIZE; do  # TOOL or TOOL=GTEST_FILTER
   tool=${spec%%=*}
   filter=${SANITIZE_FILTER:-*}
   [ "$spec" != "$tool" ] && filter=${spec#*=}
-  if [ -n "${SANITIZE_PARALLEL:-}" ]; then
+  if [ -n "${SANITIZE_EACH:-}" ]; then
+    sanitize_each "$tool" "$filter"
+  elif [ -n "${SANITIZE_PARALLEL:-}" ]; then
     sanitize_one "$tool" "$filter" &
   else
     sanitize_one "$tool" "$filter"
@@ -85,6 +106,13 @@ done
 wait
 pkill -9 -f '^build-gpu/tests/scenelab_gpu_tests' 2>/dev/null
 set +f
+# What the tools found, by whose kernel it is in (ours, NVIDIA's libraries'), and which runs
+# were not complete.
+if [ -n "$SANITIZE" ] && ls "$OUT"/sanitizer-*.log >/dev/null 2>&1; then
+  python3 tools/sanitizer_summary.py "$OUT"/sanitizer-*.log >"$OUT/sanitizers.txt" 2>&1
+  log "sanitizer summary rc=$? (tools/sanitizer_summary.py; every log: $OUT/sanitizers.txt)"
+  grep -vE '^(\S+\.log|    )' "$OUT/sanitizers.txt" | tee -a "$OUT/summary.txt"
+fi
 
 VAL=$SCENELAB_CAMVID_DIR/val/images
 export PYTHONUNBUFFERED=1
