@@ -168,6 +168,14 @@ inline void upload_now(void* dst, const void* src, size_t bytes, const char* wha
   SL_CUDA_CHECK(cudaStreamSynchronize(0), what);
 }
 
+// Device memory set to zero when this returns (setup only): for the same reason as upload_now,
+// cudaMemset on the legacy default stream is then finished before any stream of ours runs.
+inline void zero_now(void* dst, size_t bytes, const char* what) {
+  if (bytes == 0) return;
+  SL_CUDA_CHECK(cudaMemset(dst, 0, bytes), what);
+  SL_CUDA_CHECK(cudaStreamSynchronize(0), what);
+}
+
 class CudaStream {
  public:
   CudaStream() { SL_CUDA_CHECK(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking), "CudaStream"); }

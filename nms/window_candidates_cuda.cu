@@ -206,6 +206,10 @@ void GpuWindowCandidates::plan(const std::vector<ScoreMap>& maps, int capacity, 
   keep_count_.resize(sizeof(int), "window candidates: kept count");
   result_.resize(result_bytes(capacity), "window candidates: result");
   host_.resize(result_bytes(capacity), "window candidates: host result");
+  // run() brings the whole result back in one copy, not knowing on the host how many entries
+  // the frame kept; kept() reads only those. Zeroed once here, the rest holds earlier frames'
+  // entries or zeros, never bytes nothing wrote (initcheck reported the copy before).
+  zero_now(result_.get(), result_bytes(capacity), "window candidates: result");
   upload_now(levels_.get(), lv.data(), lv.size() * sizeof(Level), "window candidates: levels");
   upload_now(chunk_level_.get(), chunk_level.data(), chunk_level.size() * sizeof(int),
              "window candidates: chunk table");

@@ -61,7 +61,8 @@ sanitize_one() {  # TOOL FILTER
   # cuBLAS's and cuDNN's Hopper kernels may store their results with TMA bulk copies, which
   # initcheck tracks only when asked to; SANITIZE_EXTRA: more options for every tool
   [ "$tool" = initcheck ] && extra=(--check-bulk-copy yes)
-  extra+=(${SANITIZE_EXTRA:-})
+  # every report printed, so that tools/sanitizer_summary.py can say whose each one is
+  extra+=(--print-limit 100000 ${SANITIZE_EXTRA:-})
   local logname="$tool-$(echo "$filter" | tr -c 'A-Za-z0-9\n' '_' | cut -c1-120)"
   # SANITIZE_CUDNN_LEGACY=1: cuDNN's legacy API alone under the tools (racecheck never finishes
   # in its graph engines' Hopper kernels; docs/RELIABILITY.md)

@@ -27,7 +27,7 @@ REPORT = re.compile(r"^(Error|Warning): Race reported|^(ERROR|WARNING): Potentia
                     r"^Invalid __\w+__ (read|write|atomic)|^Uninitialized __\w+__ memory|"
                     r"^Barrier error|^Misaligned|^Out-of-range|^Malloc/Free error|^Cuda API error|"
                     r"^Program hit |^Leaked \d+ bytes|^Unused memory|^Illegal|^Hardware exception|"
-                    r"^Invalid (shared|global|local) ")
+                    r"^Invalid (shared|global|local) |^Host API memory access error")
 BROKEN = re.compile(r"Internal Sanitizer Error|didn't terminate successfully|Target application "
                     r"terminated|failed to (launch|attach)|unspecified launch failure")
 
@@ -66,8 +66,10 @@ def read_log(path):
                     i += 1
                     continue
                 # The accesses it names: racecheck's 'at X' and 'and ... at Y', the others' 'at X'.
-                named = []
-                if " at " in body:
+                # A report on a host call (initcheck's "Host API memory access error") names no
+                # kernel: the first of our functions in its host backtrace stands for it.
+                named, host = [], None
+                if " at " in body and not body.startswith("Host API"):
                     named.append(kernel_of(body))
                 j = i + 1
                 while j < len(lines) and lines[j].startswith(PREFIX + "    "):
@@ -75,7 +77,11 @@ def read_log(path):
                     if sub.startswith("and ") or (sub.startswith("at ") and not named) or \
                             re.match(r"(Read|Write) Thread", sub):
                         named.append(kernel_of(sub))
+                    elif host is None and (m := re.match(r"Host Frame: ?(scenelab::.*?)( \[0x[0-9a-f]+\])? in ", sub)):
+                        host = m.group(1)
                     j += 1
+                if not named and host:
+                    named.append(host)
                 who = [owner(k) for k in named] or ["unknown"]
                 side = "ours" if "ours" in who else "unknown" if "unknown" in who else "nvidia"
                 r["found"][side] += 1
@@ -100,6 +106,12 @@ def read_log(path):
     if r["tool"] is None:  # the log's name, as gpu_check.sh writes it: sanitizer-TOOL-FILTER.log
         m = re.search(r"sanitizer-(memcheck|racecheck|initcheck|synccheck)", path)
         r["tool"] = m.group(1) if m else "?"
+    # Reports the tool counted but did not print (its --print-limit) belong to nobody we can name.
+    if r["summary"] and (m := re.match(r"(\d+) errors?", r["summary"])):
+        shown = sum(r["found"][k] for k in ("ours", "unknown", "nvidia", "api"))
+        if int(m.group(1)) > shown:
+            r["found"]["unknown"] += int(m.group(1)) - shown
+            r["kernels"]["unknown"].add(f"{int(m.group(1)) - shown} reports the tool counted but did not print")
     ran = r["passed"] + len(r["failed"]) + r["skipped"]
     r["complete"] = r["summary"] is not None and r["gtest_done"] and not r["broken"] and ran > 0
     return r

@@ -46,6 +46,16 @@ LOGS = {
                    f"{P}ERROR SUMMARY: 1 error\n"),
     "test-failed": (f"{P}COMPUTE-SANITIZER\n[  FAILED  ] NmsGpu.Y (4 ms)\n[  PASSED  ] 2 tests.\n"
                     f"[  FAILED  ] 1 test, listed below:\n[  FAILED  ] NmsGpu.Y\n{P}ERROR SUMMARY: 0 errors\n"),
+    "initcheck-host": (f"{P}COMPUTE-SANITIZER\n{P}Host API memory access error at host access to 0x7efa of size "
+                       f"98,320 bytes\n{P}    Uninitialized access to 0x7efb on access by cudaMemcpy source\n"
+                       f"{P}    Saved host backtrace up to driver entry point at error\n"
+                       f"{P}        Host Frame: cudaMemcpyAsync [0x70eec] in libcudart.so.13\n"
+                       f"{P}        Host Frame: scenelab::nms::GpuWindowCandidates::run(float) [0x239111] in "
+                       f"scenelab_gpu_tests\n{P}        Host Frame: main [0xb0604] in scenelab_gpu_tests\n{P}\n"
+                       f"{GT_OK}{P}ERROR SUMMARY: 1 error\n"),
+    "initcheck-unprinted": (f"{P}COMPUTE-SANITIZER\n{GT_OK}{P}ERROR SUMMARY: 3 errors\n"
+                            f"{P}ERROR SUMMARY: 3 errors were not printed. Use --print-limit option to adjust "
+                            f"the number of printed errors\n"),
     "none-ran": f"{P}COMPUTE-SANITIZER\n[  PASSED  ] 0 tests.\n{P}ERROR SUMMARY: 0 errors\n",
     "clean": f"{P}COMPUTE-SANITIZER\n{GT_OK}{P}RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)\n",
 }
@@ -93,6 +103,11 @@ with tempfile.TemporaryDirectory() as d:
           "memcheck's 'at' line names the kernel")
     rc, out = run("initcheck-unknown")
     check("nobody's 1" in out and "unknown: mystery_kernel(float *)" in out, "a kernel of nobody's fails")
+    rc, out = run("initcheck-host")
+    check(rc == 1 and "ours: scenelab::nms::GpuWindowCandidates::run(float)" in out,
+          "a report on a host copy is owned by the first of our functions in its backtrace")
+    rc, out = run("initcheck-unprinted")
+    check(rc == 1 and "nobody's 3" in out, "errors the tool counted but did not print fail")
     rc, out = run("timed-out")
     check("NOT COMPLETE (no tool summary)" in out, "a log cut short is not complete")
     rc, out = run("tool-broke")
