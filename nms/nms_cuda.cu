@@ -57,19 +57,27 @@ __global__ void make_keys_kernel(const float* scores, int n, DevOptions o, unsig
   idx[i] = i;
 }
 
-// Sorted boxes, groups and areas (the same float operations as nms::area); the number of valid
-// boxes is where the sorted keys drop to 0.
+// Sorted entry r is input i: its box, group and area (the same float operations as nms::area).
+// An invalid entry's inputs are not read - a caller may leave them unwritten, as the window head
+// does past its hits (initcheck's reports, 2026-11-26) - and zeros stand in; nothing ranked at or
+// below the last valid box is ever read.
+__device__ __forceinline__ void put_sorted(const float4* boxes, const int* groups, int i, int r, bool valid,
+                                           DevOptions o, float4* sorted_boxes, int* sorted_groups,
+                                           float* sorted_area) {
+  const float4 b = valid ? boxes[i] : make_float4(0.f, 0.f, 0.f, 0.f);
+  sorted_boxes[r] = b;
+  sorted_groups[r] = valid && groups ? groups[i] : 0;
+  sorted_area[r] = fmaxf(0.f, b.z - b.x + o.e) * fmaxf(0.f, b.w - b.y + o.e);
+}
+
+// Sorted boxes, groups and areas; the number of valid boxes is where the sorted keys drop to 0.
 __global__ void gather_kernel(const float4* boxes, const int* groups, const int* order,
                               const unsigned* sorted_keys, int n, DevOptions o,
                               float4* sorted_boxes, int* sorted_groups, float* sorted_area,
                               int* num_valid) {
   int r = blockIdx.x * blockDim.x + threadIdx.x;
   if (r >= n) return;
-  int i = order[r];
-  float4 b = boxes[i];
-  sorted_boxes[r] = b;
-  sorted_groups[r] = groups ? groups[i] : 0;
-  sorted_area[r] = fmaxf(0.f, b.z - b.x + o.e) * fmaxf(0.f, b.w - b.y + o.e);
+  put_sorted(boxes, groups, order[r], r, sorted_keys[r] != 0u, o, sorted_boxes, sorted_groups, sorted_area);
   if (sorted_keys[r] != 0u && (r == n - 1 || sorted_keys[r + 1] == 0u)) *num_valid = r + 1;
 }
 
@@ -202,11 +210,8 @@ rank_count_kernel(const float4* boxes, const float* scores, const int* groups, i
   int r = 0;
 #pragma unroll
   for (int p = 0; p < kRankParts; ++p) r += partial[p][li];
-  const float4 bx = boxes[i];
   sorted_idx[r] = i;
-  sorted_boxes[r] = bx;
-  sorted_groups[r] = groups ? groups[i] : 0;
-  sorted_area[r] = fmaxf(0.f, bx.z - bx.x + o.e) * fmaxf(0.f, bx.w - bx.y + o.e);
+  put_sorted(boxes, groups, i, r, keys[i] != 0u, o, sorted_boxes, sorted_groups, sorted_area);
   if (keys[i] != 0u) atomicMax(num_valid, r + 1);
 }
 
