@@ -1,6 +1,7 @@
 #include "engine/pyramid_detector.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <exception>
@@ -21,11 +22,12 @@ class GpuWindowCandidates {};  // no GPU fusion without CUDA
 namespace scenelab {
 namespace {
 
-int parse_int(const std::string& key, const std::string& v) {
+long parse_int(const std::string& key, const std::string& v) {
   char* end = nullptr;
+  errno = 0;
   const long x = std::strtol(v.c_str(), &end, 10);
-  SL_REQUIRE(!v.empty() && *end == '\0', "pyramid spec: ", key, "=", v, " is not an integer");
-  return int(x);
+  SL_REQUIRE(!v.empty() && *end == '\0' && errno == 0, "pyramid spec: ", key, "=", v, " is not an integer");
+  return x;
 }
 
 double parse_double(const std::string& key, const std::string& v) {
@@ -69,7 +71,21 @@ const char* fusion_name(Fusion f) {
   return "?";
 }
 
-void parse_pyramid_spec(const std::string& spec, PyramidOptions& o) {
+void parse_pyramid_spec(const std::string& spec, PyramidOptions& out) {
+  PyramidOptions o = out;  // `out` changes only when the whole text is valid
+  // Ranges (a model file is untrusted input): every level is a planned graph, so the number of
+  // levels is bounded, and every count fits the int arithmetic that uses it.
+  auto integer = [](const std::string& key, const std::string& v, long lo, long hi) {
+    const long x = parse_int(key, v);
+    SL_REQUIRE(x >= lo && x <= hi, "pyramid spec: ", key, "=", v, " is outside [", lo, ", ", hi, "]");
+    return int(x);
+  };
+  auto real = [](const std::string& key, const std::string& v, double lo, double hi, bool open_lo) {
+    const double x = parse_double(key, v);
+    SL_REQUIRE(open_lo ? x > lo && x <= hi : x >= lo && x <= hi, "pyramid spec: ", key, "=", v, " is outside ",
+               open_lo ? "(" : "[", lo, ", ", hi, "]");
+    return x;
+  };
   std::stringstream ss(spec);
   std::string item;
   while (ss >> item) {
@@ -79,35 +95,30 @@ void parse_pyramid_spec(const std::string& spec, PyramidOptions& o) {
     if (key == "window") {
       const size_t x = v.find('x');
       SL_REQUIRE(x != std::string::npos, "pyramid spec: window=", v, " is not WxH");
-      o.window_w = parse_int(key, v.substr(0, x));
-      o.window_h = parse_int(key, v.substr(x + 1));
-      SL_REQUIRE(o.window_w >= 1 && o.window_h >= 1, "pyramid spec: window=", v, " is empty");
+      o.window_w = integer(key, v.substr(0, x), 1, kMaxPyramidWindow);
+      o.window_h = integer(key, v.substr(x + 1), 1, kMaxPyramidWindow);
     } else if (key == "scale") {
-      o.scale = parse_double(key, v);
-      SL_REQUIRE(o.scale > 1.0, "pyramid spec: scale=", v, " must be above 1");
+      o.scale = real(key, v, 1.0, 16.0, /*open_lo=*/true);
     } else if (key == "levels") {
-      o.levels = parse_int(key, v);
-      SL_REQUIRE(o.levels >= 1, "pyramid spec: levels=", v, " must be at least 1");
+      o.levels = integer(key, v, 1, kMaxPyramidLevels);
     } else if (key == "threshold") {
-      o.threshold = float(parse_double(key, v));
+      o.threshold = float(real(key, v, -1e30, 1e30, false));
     } else if (key == "fusion") {
       o.fusion = parse_fusion(v);
     } else if (key == "overlap") {
-      o.overlap = float(parse_double(key, v));
-      SL_REQUIRE(o.overlap >= 0 && o.overlap <= 1, "pyramid spec: overlap=", v, " must be in [0, 1]");
+      o.overlap = float(real(key, v, 0.0, 1.0, false));
     } else if (key == "group") {
-      o.min_group = parse_int(key, v);
+      o.min_group = integer(key, v, 0, 1 << 20);
     } else if (key == "candidates") {
-      o.candidates = parse_int(key, v);
-      SL_REQUIRE(o.candidates >= 1, "pyramid spec: candidates=", v, " must be at least 1");
+      o.candidates = integer(key, v, 1, kMaxPyramidCandidates);
     } else if (key == "eps") {
-      o.group_eps = float(parse_double(key, v));
-      SL_REQUIRE(o.group_eps > 0, "pyramid spec: eps=", v, " must be positive");
+      o.group_eps = float(real(key, v, 0.0, 16.0, /*open_lo=*/true));
     } else {
       throw_error("pyramid spec: unknown key '", key,
                   "' (expected window, scale, levels, threshold, fusion, overlap, group, eps, candidates)");
     }
   }
+  out = o;
 }
 
 struct PyramidDetector::Level {

@@ -45,7 +45,13 @@ struct PyramidOptions {
 };
 
 // "window=64x128 scale=1.05 levels=64 threshold=0 fusion=greedy overlap=0.3 group=2 eps=0.2
-// candidates=4096" (any subset, any order) into `o`; unknown keys and bad values throw naming them.
+// candidates=4096" (any subset, any order) into `o`; unknown keys and bad values throw naming them
+// and leave `o` as it was. Ranges (model files are untrusted; each level is a planned graph):
+// window sides [1, kMaxPyramidWindow], scale (1, 16], levels [1, kMaxPyramidLevels], threshold
+// [-1e30, 1e30], overlap [0, 1], group [0, 2^20], eps (0, 16], candidates [1, kMaxPyramidCandidates].
+constexpr int kMaxPyramidWindow = 16384;
+constexpr int kMaxPyramidLevels = 256;
+constexpr int kMaxPyramidCandidates = 1 << 24;
 void parse_pyramid_spec(const std::string& spec, PyramidOptions& o);
 Fusion parse_fusion(const std::string& name);  // none | greedy | oro | group
 const char* fusion_name(Fusion f);

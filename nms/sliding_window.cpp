@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 #include <utility>
@@ -75,6 +76,14 @@ int WindowHeadOptions::stride_of(int h, int w) const {
   return std::max(1, int(std::lround(stride_frac * std::min(h, w))));
 }
 
+namespace {
+std::string short_number(float f) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", double(f));
+  return buf;
+}
+}  // namespace
+
 void parse_window_spec(const std::string& spec, WindowHeadOptions& out) {
   WindowHeadOptions o = out;  // `out` changes only when the whole text is valid
   auto fail = [&](const std::string& why) {
@@ -86,12 +95,21 @@ void parse_window_spec(const std::string& spec, WindowHeadOptions& out) {
     if (v.empty() || *end != '\0' || !std::isfinite(f)) fail("'" + v + "' is not a number");
     return f;
   };
-  auto list = [&](const std::string& v) {
+  // Each setting within the range where the head's integer arithmetic (window sizes, rings,
+  // strides and their sums, in int) cannot overflow; a model file is untrusted input.
+  auto in_range = [&](const std::string& k, const std::string& v, float lo, float hi) {
+    const float f = number(v);
+    if (!(f >= lo && f <= hi)) fail(k + "=" + v + " is outside [" + short_number(lo) + ", " + short_number(hi) + "]");
+    return f;
+  };
+  auto list = [&](const std::string& k, const std::string& v, float lo, float hi) {
     std::vector<float> out;
     size_t a = 0;
     while (a <= v.size()) {
       const size_t b = std::min(v.find(',', a), v.size());
-      out.push_back(number(v.substr(a, b - a)));
+      out.push_back(in_range(k, v.substr(a, b - a), lo, hi));
+      if (out.size() > size_t(kMaxWindowList))
+        fail(k + " lists more than " + std::to_string(kMaxWindowList) + " values");
       a = b + 1;
     }
     return out;
@@ -110,23 +128,23 @@ void parse_window_spec(const std::string& spec, WindowHeadOptions& out) {
     if (eq == std::string::npos) fail("'" + item + "' is not key=value");
     const std::string k = item.substr(0, eq), v = item.substr(eq + 1);
     if (k == "threshold") o.threshold = number(v);
-    else if (k == "ring") o.ring = number(v);
-    else if (k == "nms") o.nms.threshold = number(v);
-    else if (k == "stride") o.stride_frac = number(v);
-    else if (k == "min_area") o.min_area = number(v);
+    else if (k == "ring") o.ring = in_range(k, v, 0.f, kMaxWindowRing);
+    else if (k == "nms") o.nms.threshold = in_range(k, v, 0.f, 1.f);
+    else if (k == "stride") o.stride_frac = in_range(k, v, 0.f, kMaxWindowRing);
+    else if (k == "min_area") o.min_area = in_range(k, v, 0.f, 1e12f);
     else if (k == "size_weight") o.size_weight = number(v);
-    else if (k == "heights") for (float f : list(v)) heights.push_back(int(f));
-    else if (k == "aspects") aspects = list(v);
+    else if (k == "heights") {
+      heights.clear();
+      for (float f : list(k, v, 1.f, float(kMaxWindowHeight))) {
+        if (f != std::floor(f)) fail("heights=" + v + ": " + short_number(f) + " is not a whole number");
+        heights.push_back(int(f));
+      }
+    } else if (k == "aspects") aspects = list(k, v, kMinWindowAspect, 1.f / kMinWindowAspect);
     else fail("unknown key '" + k + "' (threshold, ring, nms, stride, heights, aspects, min_area, size_weight)");
   }
-  if (o.min_area < 0) fail("min_area must be >= 0");
   if (!heights.empty() || !aspects.empty()) {  // the one not named keeps its value in `o`
     if (heights.empty()) heights = o.heights;
     if (aspects.empty()) aspects = o.aspects;
-    for (int h : heights)
-      if (h < 1) fail("heights must be >= 1");
-    for (float r : aspects)
-      if (!(r > 0)) fail("aspects must be > 0");
     o.heights = heights;
     o.aspects = aspects;
     o.sizes = WindowHeadOptions::sizes_from(heights, aspects);

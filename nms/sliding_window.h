@@ -79,8 +79,16 @@ std::vector<SlidSize> slid_sizes(int H, int W, const WindowHeadOptions& o, const
 // Per-class settings as text, as model files carry them (weights/FORMAT.md):
 //   "threshold=0.35 ring=0.25 nms=0.5 heights=4,6,8 aspects=0.7,1,1.4 stride=0.25 min_area=600
 //    size_weight=0.03"
-// Keys left out keep their values in `o` (heights or aspects alone keep the other); unknown keys
-// or bad numbers throw std::invalid_argument and leave `o` as it was.
+// Keys left out keep their values in `o` (heights or aspects alone keep the other); unknown keys,
+// bad numbers and values outside the ranges below throw std::invalid_argument and leave `o` as
+// it was. The ranges keep the head's integer arithmetic from overflowing whatever a model file
+// says: heights whole numbers in [1, kMaxWindowHeight], aspects in [kMinWindowAspect,
+// 1 / kMinWindowAspect], at most kMaxWindowList of each; ring and stride in [0, kMaxWindowRing];
+// nms in [0, 1]; min_area in [0, 1e12]; threshold and size_weight finite.
+constexpr int kMaxWindowList = 64;
+constexpr int kMaxWindowHeight = 16384;
+constexpr float kMinWindowAspect = 1.f / 1024;
+constexpr float kMaxWindowRing = 16.f;
 void parse_window_spec(const std::string& spec, WindowHeadOptions& o);
 
 // Window sums in fixed point: exact, order independent.

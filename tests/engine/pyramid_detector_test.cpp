@@ -134,6 +134,42 @@ TEST(PyramidDetector, SmallImagesAndBadInput) {
   EXPECT_THROW(PyramidDetector(scene, cpu), Error);
 }
 
+// A model file's pyramid settings are untrusted: a scale just above 1 with 2^31 - 1 levels asked
+// for a planned graph per level (a hostile file could exhaust memory), numbers past int's range
+// were narrowed, and a refused text had changed the settings before it. Now each is refused by
+// name and nothing changes.
+TEST(PyramidDetector, SpecOutsideItsRangesIsRefusedAndChangesNothing) {
+  PyramidOptions o;
+  parse_pyramid_spec("window=48x96 scale=1.1 levels=20 threshold=0.5 group=3 eps=0.3 candidates=128", o);
+  const PyramidOptions before = o;
+  for (const auto& [bad, why] : std::vector<std::pair<std::string, std::string>>{
+           {"scale=1.0000001 levels=2147483647", "levels=2147483647 is outside [1, 256]"},
+           {"levels=4294967297", "levels=4294967297 is outside [1, 256]"},
+           {"levels=99999999999999999999", "is not an integer"},
+           {"window=64x99999", "window=99999 is outside [1, 16384]"},
+           {"window=0x128", "window=0 is outside [1, 16384]"},
+           {"scale=17", "scale=17 is outside (1, 16]"},
+           {"threshold=1e300", "threshold=1e300 is outside [-1e+30, 1e+30]"},
+           {"candidates=2147483647", "candidates=2147483647 is outside [1, 16777216]"},
+           {"group=-1", "group=-1 is outside [0, 1048576]"},
+           {"eps=0", "eps=0 is outside (0, 16]"},
+           {"window=32x64 levels=0", "levels=0 is outside"}}) {
+    try {
+      parse_pyramid_spec(bad, o);
+      ADD_FAILURE() << bad << ": accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << bad << ": " << e.what();
+    }
+    EXPECT_EQ(o.window_w, before.window_w) << bad;  // refused: the options as they were
+    EXPECT_EQ(o.window_h, before.window_h) << bad;
+    EXPECT_EQ(o.levels, before.levels) << bad;
+    EXPECT_EQ(o.scale, before.scale) << bad;
+  }
+  parse_pyramid_spec("window=16384x16384 scale=16 levels=256 candidates=16777216", o);
+  EXPECT_EQ(o.levels, 256);
+  EXPECT_EQ(o.candidates, 1 << 24);
+}
+
 // The CPU backend's pyramid resize: every byte equals resize_linear.h's linear_sample (OpenCV's
 // INTER_LINEAR_EXACT fixed point) and lies within one step of float64 bilinear interpolation at
 // the same source coordinates; batch 2, 3 channels, shrinking and enlarging, odd sizes.

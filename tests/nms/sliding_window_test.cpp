@@ -202,3 +202,46 @@ TEST(SlidingWindow, SettingsFromText) {
   EXPECT_EQ(o.sizes, (std::vector<std::pair<int, int>>{{6, 6}}));
   EXPECT_EQ(WindowHeadOptions{}.sizes, WindowHeadOptions::default_sizes());
 }
+
+// A model file's settings are untrusted: values whose window sizes, rings or strides would
+// overflow the head's int arithmetic (3e9 as a height was converted to int, undefined), lists
+// long enough to make the size set quadratic, and fractional heights are refused by name, and
+// a refused text changes nothing.
+TEST(SlidingWindow, SettingsOutsideTheirRangesAreRefused) {
+  WindowHeadOptions o;
+  parse_window_spec("heights=6,8 aspects=0.5,2 ring=0.3", o);
+  const WindowHeadOptions before = o;
+  auto refused = [&](const std::string& spec, const std::string& why) {
+    try {
+      parse_window_spec(spec, o);
+      ADD_FAILURE() << spec << ": accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << spec << ": " << e.what();
+    }
+    EXPECT_EQ(o.sizes, before.sizes) << spec;
+    EXPECT_EQ(o.heights, before.heights) << spec;
+    EXPECT_FLOAT_EQ(o.ring, before.ring) << spec;
+    EXPECT_FLOAT_EQ(o.threshold, before.threshold) << spec;
+  };
+  refused("heights=3e9", "heights=3e9 is outside [1, 16384]");
+  refused("heights=16385", "outside [1, 16384]");
+  refused("heights=0", "heights=0 is outside");
+  refused("heights=4,5.5", "heights=4,5.5: 5.5 is not a whole number");
+  refused("aspects=2000", "aspects=2000 is outside [0.000976562, 1024]");
+  refused("aspects=0.0001", "outside [0.000976562, 1024]");
+  refused("ring=-1", "ring=-1 is outside [0, 16]");
+  refused("ring=1e30", "ring=1e30 is outside [0, 16]");
+  refused("stride=-0.5", "stride=-0.5 is outside [0, 16]");
+  refused("nms=1.5", "nms=1.5 is outside [0, 1]");
+  refused("min_area=-1", "min_area=-1 is outside");
+  refused("threshold=0.5 ring=inf", "'inf' is not a number");
+  refused("threshold=1e39", "'1e39' is not a number");  // past float's range
+  std::string many = "heights=1";
+  for (int h = 2; h <= 65; ++h) many += "," + std::to_string(h);
+  refused(many, "heights lists more than 64 values");
+  // The largest accepted values keep every sum in range, and a repeated key replaces its list.
+  parse_window_spec("heights=16384 aspects=1024 ring=16 stride=16 nms=1 min_area=0", o);
+  EXPECT_EQ(o.sizes, (std::vector<std::pair<int, int>>{{16384, 16384 * 1024}}));
+  parse_window_spec("heights=4 heights=6", o);
+  EXPECT_EQ(o.heights, std::vector<int>{6});
+}
