@@ -182,7 +182,7 @@ std::unique_ptr<Backend> make_backend(const std::string& device, int threads,
       const std::string idx = device.substr(5);
       char* end = nullptr;
       const long k = std::strtol(idx.c_str(), &end, 10);
-      SL_REQUIRE(!idx.empty() && *end == '\0' && k >= 0, "--device ", device,
+      SL_REQUIRE(!idx.empty() && *end == '\0' && k >= 0 && k <= 4096, "--device ", device,
                  ": expected cuda:N with a device index N >= 0 (or cuda:all where supported)");
       co.device = int(k);
     }

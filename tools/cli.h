@@ -1,5 +1,7 @@
 // A small command-line parser shared by the tools: --key value, --flag, positional arguments.
 #pragma once
+#include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cmath>
@@ -54,8 +56,10 @@ class Cli {
     if (!has(k)) return def;
     std::string v = get(k);
     char* end = nullptr;
-    long x = std::strtol(v.c_str(), &end, 10);
+    errno = 0;
+    const long x = std::strtol(v.c_str(), &end, 10);
     SL_REQUIRE(!v.empty() && *end == '\0', "option --", k, " expects an integer, got '", v, "'");
+    SL_REQUIRE(errno == 0 && x >= INT_MIN && x <= INT_MAX, "option --", k, " ", v, " is out of range");
     return int(x);
   }
   double get_double(const std::string& k, double def) const {
@@ -130,12 +134,18 @@ inline std::string json_escape(const std::string& s) {
 }
 
 // "640x480" -> {w, h}
+// (each side a whole number from 1 to 2^20; atoi had read "99999999999" with undefined behaviour)
 inline std::pair<int, int> parse_size(const std::string& s) {
-  size_t x = s.find('x');
+  const size_t x = s.find('x');
+  auto side = [&](const std::string& v) {
+    SL_REQUIRE(!v.empty() && v.size() <= 7 && v.find_first_not_of("0123456789") == std::string::npos,
+               "size '", s, "' should look like 640x480 (whole numbers from 1 to 1048576)");
+    const long n = std::strtol(v.c_str(), nullptr, 10);
+    SL_REQUIRE(n >= 1 && n <= (1L << 20), "size '", s, "' should look like 640x480 (whole numbers from 1 to 1048576)");
+    return int(n);
+  };
   SL_REQUIRE(x != std::string::npos, "size '", s, "' should look like 640x480");
-  int w = std::atoi(s.substr(0, x).c_str()), h = std::atoi(s.substr(x + 1).c_str());
-  SL_REQUIRE(w > 0 && h > 0, "size '", s, "' should look like 640x480");
-  return {w, h};
+  return {side(s.substr(0, x)), side(s.substr(x + 1))};
 }
 
 }  // namespace scenelab
