@@ -446,11 +446,10 @@ int main(int argc, char** argv) {
     // Each class's head: the defaults, the model's settings for it, then --det-threshold.
     for (int c : detect_classes) {
       nms::WindowHeadOptions o = head_settings(model, c);
-      if (cli.has("det-threshold")) {
-        char* end = nullptr;
-        const std::string v = cli.get("det-threshold");
-        o.threshold = std::strtof(v.c_str(), &end);
-        SL_REQUIRE(!v.empty() && *end == '\0', "--det-threshold expects a number, got '", v, "'");
+      if (cli.has("det-threshold")) {  // finite, as the model's own settings must be
+        const double t = cli.get_double("det-threshold", 0.0);
+        SL_REQUIRE(std::abs(t) <= 1e30, "--det-threshold ", cli.get("det-threshold"), " is out of range");
+        o.threshold = float(t);
       }
       heads.push_back(o);
     }
