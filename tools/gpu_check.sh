@@ -114,7 +114,7 @@ if [ -n "$SANITIZE" ] && ls "$OUT"/sanitizer-*.log >/dev/null 2>&1; then
   log "sanitizer summary rc=$? (tools/sanitizer_summary.py; every log: $OUT/sanitizers.txt)"
   grep -vE '^(\S+\.log|    )' "$OUT/sanitizers.txt" | tee -a "$OUT/summary.txt"
   # A sweep leaves a log a test: one archive of them, since a lent machine brings back a limited
-  # number of files (2026-11-26: 14 of 19 logs were left there).
+  # number of files (2026-11-26: 11 of 17 logs did not come back).
   if [ -n "${SANITIZE_EACH:-}" ]; then
     tar czf "$OUT/sanitizer-logs.tgz" -C "$OUT" $(cd "$OUT" && ls sanitizer-*.log) && rm -f "$OUT"/sanitizer-*.log &&
       log "sanitizer logs: $OUT/sanitizer-logs.tgz"
