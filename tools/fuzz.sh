@@ -38,6 +38,12 @@ with h5py.File(sys.argv[1], "w") as f:
     f["meta/palette"] = np.array([[0, 0, 0], [255, 255, 255]], np.uint8)
 PY
 fi
+# ... and one with the detection head's settings (the `detect` attribute the loader parses).
+if [[ " $harnesses " == *" fuzz_model "* ]] && [ ! -f "$work/model/tiny_detect.h5" ]; then
+  cp "$work/model/tiny.h5" "$work/model/tiny_detect.h5"
+  /usr/bin/python3 -c 'import sys, h5py; h5py.File(sys.argv[1], "a").attrs["detect"] = "b: heights=3,4 aspects=0.5,1 threshold=0.3 nms=0.2"' \
+    "$work/model/tiny_detect.h5"
+fi
 export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 # leaks reviewed and found inside libraries we do not build (each explained there)
 export LSAN_OPTIONS=suppressions=$PWD/tests/fuzz/lsan.supp
