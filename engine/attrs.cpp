@@ -1,10 +1,10 @@
 #include "engine/attrs.h"
 
-#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 
 #include "engine/error.h"
+#include "engine/parse_number.h"
 
 namespace scenelab {
 
@@ -20,12 +20,9 @@ std::string Attrs::get_str(const std::string& key, const std::string& def) const
 
 int Attrs::get_int(const std::string& key) const {
   std::string s = get_str(key);
-  char* end = nullptr;
-  errno = 0;
-  long v = std::strtol(s.c_str(), &end, 10);
-  SL_REQUIRE(!s.empty() && *end == '\0' && errno == 0 && v >= -(1L << 30) && v <= (1L << 30),
-             "node '", owner_, "': attribute ", key, "='", s, "' is not an integer");
-  return int(v);
+  const auto v = parse_long(s, -(1L << 30), 1L << 30);
+  SL_REQUIRE(v, "node '", owner_, "': attribute ", key, "='", s, "' is not an integer");
+  return int(*v);
 }
 
 int Attrs::get_int(const std::string& key, int def) const { return has(key) ? get_int(key) : def; }

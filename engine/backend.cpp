@@ -15,6 +15,7 @@
 
 #include "engine/error.h"
 #include "engine/parallel.h"
+#include "engine/parse_number.h"
 #include "engine/resize_linear.h"
 #include "engine/tensor.h"
 
@@ -180,11 +181,9 @@ std::unique_ptr<Backend> make_backend(const std::string& device, int threads,
     CudaOptions co = cuda;
     if (indexed) {
       const std::string idx = device.substr(5);
-      char* end = nullptr;
-      const long k = std::strtol(idx.c_str(), &end, 10);
-      SL_REQUIRE(!idx.empty() && *end == '\0' && k >= 0 && k <= 4096, "--device ", device,
-                 ": expected cuda:N with a device index N >= 0 (or cuda:all where supported)");
-      co.device = int(k);
+      const auto k = parse_long(idx, 0, 4096);
+      SL_REQUIRE(k, "--device ", device, ": expected cuda:N with a device index N >= 0 (or cuda:all where supported)");
+      co.device = int(*k);
     }
 #ifdef SCENELAB_WITH_CUDA
     const int count = cuda_device_count();

@@ -1,7 +1,6 @@
 #include "engine/pyramid_detector.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <exception>
@@ -10,6 +9,7 @@
 #include "engine/error.h"
 #include "engine/graph.h"
 #include "engine/parallel.h"
+#include "engine/parse_number.h"
 #ifdef SCENELAB_WITH_CUDA
 #include "engine/cuda_backend.h"
 #include "nms/window_candidates.h"
@@ -21,14 +21,6 @@ class GpuWindowCandidates {};  // no GPU fusion without CUDA
 
 namespace scenelab {
 namespace {
-
-long parse_int(const std::string& key, const std::string& v) {
-  char* end = nullptr;
-  errno = 0;
-  const long x = std::strtol(v.c_str(), &end, 10);
-  SL_REQUIRE(!v.empty() && *end == '\0' && errno == 0, "pyramid spec: ", key, "=", v, " is not an integer");
-  return x;
-}
 
 double parse_double(const std::string& key, const std::string& v) {
   char* end = nullptr;
@@ -76,9 +68,11 @@ void parse_pyramid_spec(const std::string& spec, PyramidOptions& out) {
   // Ranges (a model file is untrusted input): every level is a planned graph, so the number of
   // levels is bounded, and every count fits the int arithmetic that uses it.
   auto integer = [](const std::string& key, const std::string& v, long lo, long hi) {
-    const long x = parse_int(key, v);
-    SL_REQUIRE(x >= lo && x <= hi, "pyramid spec: ", key, "=", v, " is outside [", lo, ", ", hi, "]");
-    return int(x);
+    bool integer = false;
+    const auto x = parse_long(v, lo, hi, &integer);
+    SL_REQUIRE(integer, "pyramid spec: ", key, "=", v, " is not an integer");
+    SL_REQUIRE(x, "pyramid spec: ", key, "=", v, " is outside [", lo, ", ", hi, "]");
+    return int(*x);
   };
   auto real = [](const std::string& key, const std::string& v, double lo, double hi, bool open_lo) {
     const double x = parse_double(key, v);

@@ -1,6 +1,5 @@
 // A small command-line parser shared by the tools: --key value, --flag, positional arguments.
 #pragma once
-#include <cerrno>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -12,6 +11,7 @@
 
 #include "engine/backend.h"
 #include "engine/error.h"
+#include "engine/parse_number.h"
 #include "engine/pipeline.h"
 
 namespace scenelab {
@@ -55,12 +55,11 @@ class Cli {
   int get_int(const std::string& k, int def) const {
     if (!has(k)) return def;
     std::string v = get(k);
-    char* end = nullptr;
-    errno = 0;
-    const long x = std::strtol(v.c_str(), &end, 10);
-    SL_REQUIRE(!v.empty() && *end == '\0', "option --", k, " expects an integer, got '", v, "'");
-    SL_REQUIRE(errno == 0 && x >= INT_MIN && x <= INT_MAX, "option --", k, " ", v, " is out of range");
-    return int(x);
+    bool integer = false;
+    const auto x = parse_long(v, INT_MIN, INT_MAX, &integer);
+    SL_REQUIRE(integer, "option --", k, " expects an integer, got '", v, "'");
+    SL_REQUIRE(x, "option --", k, " ", v, " is out of range");
+    return int(*x);
   }
   double get_double(const std::string& k, double def) const {
     if (!has(k)) return def;
@@ -138,11 +137,9 @@ inline std::string json_escape(const std::string& s) {
 inline std::pair<int, int> parse_size(const std::string& s) {
   const size_t x = s.find('x');
   auto side = [&](const std::string& v) {
-    SL_REQUIRE(!v.empty() && v.size() <= 7 && v.find_first_not_of("0123456789") == std::string::npos,
-               "size '", s, "' should look like 640x480 (whole numbers from 1 to 1048576)");
-    const long n = std::strtol(v.c_str(), nullptr, 10);
-    SL_REQUIRE(n >= 1 && n <= (1L << 20), "size '", s, "' should look like 640x480 (whole numbers from 1 to 1048576)");
-    return int(n);
+    const auto n = v.find_first_not_of("0123456789") == std::string::npos ? parse_long(v, 1, 1L << 20) : std::nullopt;
+    SL_REQUIRE(n, "size '", s, "' should look like 640x480 (whole numbers from 1 to 1048576)");
+    return int(*n);
   };
   SL_REQUIRE(x != std::string::npos, "size '", s, "' should look like 640x480");
   return {side(s.substr(0, x)), side(s.substr(x + 1))};

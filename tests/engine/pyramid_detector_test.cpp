@@ -145,7 +145,8 @@ TEST(PyramidDetector, SpecOutsideItsRangesIsRefusedAndChangesNothing) {
   for (const auto& [bad, why] : std::vector<std::pair<std::string, std::string>>{
            {"scale=1.0000001 levels=2147483647", "levels=2147483647 is outside [1, 256]"},
            {"levels=4294967297", "levels=4294967297 is outside [1, 256]"},
-           {"levels=99999999999999999999", "is not an integer"},
+           {"levels=99999999999999999999", "levels=99999999999999999999 is outside [1, 256]"},
+           {"levels=12abc", "levels=12abc is not an integer"},
            {"window=64x99999", "window=99999 is outside [1, 16384]"},
            {"window=0x128", "window=0 is outside [1, 16384]"},
            {"scale=17", "scale=17 is outside (1, 16]"},

@@ -1,0 +1,26 @@
+// A whole text as an integer in a range, for the parsers of untrusted text (graph attributes,
+// settings in model files, command lines): strtol's overflow and trailing characters checked in
+// one place. Each caller says what was wrong in its own words.
+#pragma once
+#include <cerrno>
+#include <cstdlib>
+#include <optional>
+#include <string>
+
+namespace scenelab {
+
+// The integer `s` spells (strtol's syntax: leading spaces and a sign allowed), or nullopt when it
+// is empty, has anything after the number, or lies outside [lo, hi] (out of long's range too).
+// is_integer (optional): whether the text spells an integer at all, in range or not, so that a
+// caller can tell "not a number" from "too large".
+inline std::optional<long> parse_long(const std::string& s, long lo, long hi, bool* is_integer = nullptr) {
+  char* end = nullptr;
+  errno = 0;
+  const long v = std::strtol(s.c_str(), &end, 10);
+  const bool integer = !s.empty() && end != s.c_str() && *end == '\0';
+  if (is_integer) *is_integer = integer;
+  if (!integer || errno != 0 || v < lo || v > hi) return std::nullopt;
+  return v;
+}
+
+}  // namespace scenelab
