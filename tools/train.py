@@ -15,7 +15,8 @@ ends before its rate has decayed).
 The network is tools/scenelab_torch.py's TorchNet on the engine's own graph text, so training runs
 the engine's preprocessing (RGB->YUV, 13x13 contrast normalisation, standardisation with
 statistics measured on the training set) and the engine's score resampling ('full' node).
-Loss: cross-entropy with median-frequency class weights on every input pixel, void ignored.
+Loss: cross-entropy with median-frequency class weights on every input pixel, void ignored
+(--balance 0.5 takes their square roots, 0 leaves them out); AdamW, weight decay --weight-decay.
 Training uses TF32 tensor cores. Augmentation (--aug full, the default): random scale 0.5-2.0 with
 random crops (padding with void where the scaled image is smaller than the crop), horizontal
 flips, rotations of up to 5 degrees, brightness, contrast and per-channel colour jitter, mild
@@ -436,6 +437,12 @@ def main():
                     help="run the training steps through torch.compile (PyTorch 2): the same fp32 arithmetic "
                          "with fused kernels, 2.4x the multiscale net's step rate on an H100 (docs/BENCHMARKS.md); "
                          "auto: on a GPU where torch has it")
+    ap.add_argument("--weight-decay", type=float, default=1e-4, metavar="WD",
+                    help="AdamW's decoupled weight decay on every trainable tensor (default 1e-4, the "
+                         "shipped recipe; weights/MODELS.md has the figures of others)")
+    ap.add_argument("--balance", type=float, default=1.0, metavar="POWER",
+                    help="class weights (median frequency / frequency) ** POWER: 1 is SegNet's "
+                         "median-frequency balancing (the shipped recipe), 0.5 a milder one, 0 none")
     ap.add_argument("--detect", default=CAMVID_DETECT,
                     help="detection head settings written into the model, 'CLASS: key=value ...; ...' "
                          "('' for none; default: those chosen for CamVid, weights/MODELS.md)")
@@ -463,6 +470,10 @@ def main():
         ap.error(f"--mix {a.mix:g}: a probability, 0-1")
     if a.ema is not None and not 0 < a.ema < 1:
         ap.error(f"--ema {a.ema:g}: a decay between 0 and 1 (exclusive), e.g. 0.999")
+    if not (math.isfinite(a.weight_decay) and 0 <= a.weight_decay < 1):
+        ap.error(f"--weight-decay {a.weight_decay:g}: expected 0 <= WD < 1, e.g. 1e-4 or 0.05")
+    if not (math.isfinite(a.balance) and 0 <= a.balance <= 2):
+        ap.error(f"--balance {a.balance:g}: expected a power from 0 (no balancing) to 2; 1 is median frequency")
     if a.holdout and a.final:
         raise SystemExit("train: --holdout and --final exclude each other")
     if a.workers is None:
@@ -537,11 +548,11 @@ def main():
             net.p("pre", "std").copy_((acc2 / cnt - mean ** 2).sqrt().float())
     print(f"standardisation mean {net.p('pre', 'mean').tolist()} std {net.p('pre', 'std').tolist()}"
           + (f" (from {a.init})" if a.init else ""), flush=True)
-    # Median-frequency class weights.
+    # Median-frequency class weights (SegNet's), to the power --balance; absent classes weigh 0.
     counts = torch.bincount(ytr[ytr != VOID].flatten(), minlength=11).double()
     freq = counts / counts.sum()
     present = freq > 0
-    weights = torch.where(present, freq[present].median() / freq.clamp(min=1e-12),
+    weights = torch.where(present, (freq[present].median() / freq.clamp(min=1e-12)) ** a.balance,
                           torch.zeros_like(freq)).float().to(dev)
     print("class weights", [round(v, 3) for v in weights.tolist()], flush=True)
 
@@ -557,7 +568,7 @@ def main():
         ema_src = [t for t in net.state_dict().values() if t.is_floating_point()]
         ema_dst = [t for t in ema_net.state_dict().values() if t.is_floating_point()]
     model = ema_net if ema_net is not None else net  # what is evaluated, selected and exported
-    opt = torch.optim.AdamW(trainable, lr=a.lr, weight_decay=1e-4)
+    opt = torch.optim.AdamW(trainable, lr=a.lr, weight_decay=a.weight_decay)
     steps_per_epoch = math.ceil(xtr.shape[0] / a.batch)
     total_steps = a.epochs * steps_per_epoch
     if total_steps >= 4:  # one cycle: warm-up over 10% of the steps (at least 2), then cosine decay
@@ -619,7 +630,8 @@ def main():
     m = metrics(evaluate(model, xva, yva, dev))
     summary = {"network": a.network, "best_epoch": best_epoch, "epochs_run": epoch, "seed": a.seed,
                "selection": selection, "aug": a.aug, "exposure": a.exposure, "gamma": a.gamma,
-               "mix": a.mix, "ema": a.ema, "compile": a.compile, "workers": a.workers,
+               "mix": a.mix, "ema": a.ema, "weight_decay": a.weight_decay, "balance": a.balance,
+               "compile": a.compile, "workers": a.workers,
                "threads": a.threads if a.workers else torch.get_num_threads(),
                "train_minutes": round((time.time() - t_train) / 60, 2),
                "total_minutes": round((time.time() - t_start) / 60, 2), "device": str(

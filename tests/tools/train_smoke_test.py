@@ -6,6 +6,7 @@ selection) and --final, each exporting a model file, a fine-tuning run (--init) 
 --minutes. Exit 77 (skipped) without torch or OpenCV.
     train_smoke_test.py SOURCE_DIR
 """
+import json
 import os
 import subprocess
 import sys
@@ -161,7 +162,6 @@ def check_crossval(root, work):
            "--eval-every", "1"]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
-    import json
     cv = json.load(open(os.path.join(work, "crossval.json")))
     assert cv["sequences"] == ["AAA1", "BBB2", "CCC3"], cv
     assert sorted(cv["runs"]) == ["camvid-reference", "reference-full-AAA1", "reference-full-BBB2",
@@ -243,7 +243,24 @@ def main():
         # --ema exports the moving average and logs the raw weights' figures beside it; --mix is recorded
         s = run(root, os.path.join(tmp, "ema.h5"), "--last", "--mix", "0.5", "--ema", "0.9")
         assert '"mix": 0.5, "ema": 0.9' in s and '"val_raw_last": {' in s, s
-        for bad, why in (("--mix=1.5", "a probability"), ("--ema=1", "a decay between 0 and 1"),
+        # --balance: the median-frequency weights to a power (0.5 their square roots, 0 none);
+        # --weight-decay reaches the optimiser (recorded in the summary)
+        weights = {}
+        for power in ("1", "0.5", "0"):
+            r = subprocess.run([sys.executable, os.path.join(src, "tools", "train.py"), "--data", root, "--network",
+                                "reference", "--out", os.path.join(tmp, "b.h5"), "--epochs", "1", "--batch", "2",
+                                "--crop", "64x80", "--last", "--balance", power, "--weight-decay", "0.05"],
+                               capture_output=True, text=True, timeout=600)
+            assert r.returncode == 0 and '"weight_decay": 0.05' in r.stdout, r.stdout[-2000:] + r.stderr[-2000:]
+            line = [l for l in r.stdout.splitlines() if l.startswith("class weights ")][0]
+            weights[power] = np.array(json.loads(line[len("class weights "):]))
+        w1, w5, w0 = weights["1"], weights["0.5"], weights["0"]
+        present = w1 > 0  # the synthetic set has Sky, Road and Car only
+        assert present.sum() == 3 and not np.allclose(w1[present], 1), w1
+        assert np.allclose(w5, np.sqrt(w1), rtol=2e-3, atol=2e-3), (w5, w1)
+        assert np.array_equal(w0, present.astype(float)), w0
+        for bad, why in (("--mix=1.5", "a probability"), ("--balance=-1", "--balance -1: expected a power"),
+                         ("--weight-decay=nan", "--weight-decay nan: expected 0 <= WD < 1"), ("--ema=1", "a decay between 0 and 1"),
                          ("--threads=0", "--threads 0: at least 1"), ("--workers=-1", "--workers -1: 0 or more"),
                          *((("--compile=on", "--compile on: needs torch.compile (PyTorch 2)"),)
                            if not hasattr(torch, "compile") else ())):
