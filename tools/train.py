@@ -15,8 +15,9 @@ ends before its rate has decayed).
 The network is tools/scenelab_torch.py's TorchNet on the engine's own graph text, so training runs
 the engine's preprocessing (RGB->YUV, 13x13 contrast normalisation, standardisation with
 statistics measured on the training set) and the engine's score resampling ('full' node).
-Loss: cross-entropy with median-frequency class weights on every input pixel, void ignored
-(--balance 0.5 takes their square roots, 0 leaves them out); AdamW, weight decay --weight-decay.
+Loss: cross-entropy on every input pixel, void ignored, with the square roots of SegNet's
+median-frequency class weights (--balance 0.5; 1 the weights themselves, the recipe until
+2026-11-27; 0 none); AdamW, weight decay --weight-decay.
 Training uses TF32 tensor cores. Augmentation (--aug full, the default): random scale 0.5-2.0 with
 random crops (padding with void where the scaled image is smaller than the crop), horizontal
 flips, rotations of up to 5 degrees, brightness, contrast and per-channel colour jitter, mild
@@ -440,9 +441,10 @@ def main():
     ap.add_argument("--weight-decay", type=float, default=1e-4, metavar="WD",
                     help="AdamW's decoupled weight decay on every trainable tensor (default 1e-4, the "
                          "shipped recipe; weights/MODELS.md has the figures of others)")
-    ap.add_argument("--balance", type=float, default=1.0, metavar="POWER",
-                    help="class weights (median frequency / frequency) ** POWER: 1 is SegNet's "
-                         "median-frequency balancing (the shipped recipe), 0.5 a milder one, 0 none")
+    ap.add_argument("--balance", type=float, default=0.5, metavar="POWER",
+                    help="class weights (median frequency / frequency) ** POWER: 0.5 (the shipped "
+                         "multiscale model's recipe) their square roots, 1 SegNet's median-frequency "
+                         "balancing (the recipe before 2026-11-27), 0 none (weights/MODELS.md)")
     ap.add_argument("--detect", default=CAMVID_DETECT,
                     help="detection head settings written into the model, 'CLASS: key=value ...; ...' "
                          "('' for none; default: those chosen for CamVid, weights/MODELS.md)")
