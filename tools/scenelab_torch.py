@@ -323,6 +323,18 @@ def parse_detect(text):
     return out
 
 
+def merge_detect(spec, update):
+    """A class's spec ('key=value ...') with the keys of `update` replacing its own (order kept,
+    new keys appended); ValueError where an item of `update` is not key=value."""
+    keys = dict(item.partition("=")[::2] for item in spec.split())
+    for item in update.split():
+        key, eq, value = item.partition("=")
+        if not eq or not key or not value:
+            raise ValueError(f"'{item}' is not key=value")
+        keys[key] = value
+    return " ".join(f"{k}={v}" for k, v in keys.items())
+
+
 def get_detect(path):
     """The detection head settings of the model file at `path` (its `detect` attribute, one
     `CLASS: key=value ...` a line), '' where it has none."""

@@ -82,13 +82,12 @@ def merge(spec, setting):
     appended); "model's" (eval_detections' name for the unswept setting) changes nothing."""
     if setting == "model's":
         return spec
-    keys = dict(item.partition("=")[::2] for item in spec.split())
-    for item in setting.split():
-        key, eq, value = item.partition("=")
-        if not eq:
-            raise SystemExit(f"select_detect: setting '{setting}': '{item}' is not key=value")
-        keys[key] = value
-    return " ".join(f"{k}={v}" for k, v in keys.items())
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import scenelab_torch as st
+    try:
+        return st.merge_detect(spec, setting)
+    except ValueError as e:
+        raise SystemExit(f"select_detect: setting '{setting}': {e}")
 
 
 def main():

@@ -218,6 +218,14 @@ def check_set_detect(model):
         assert attr() == shipped, attr()
     r = tool("--set", "Car: threshold=0.35; Pedestrian: aspects=0.3,0.5")
     assert r.returncode == 0 and attr() == "Car: threshold=0.35\nPedestrian: aspects=0.3,0.5\n", attr()
+    # --update: only the keys and classes named change (a key replaced in place, a new one appended)
+    r = tool("--update", "Pedestrian: threshold=0.2 aspects=0.4")
+    assert r.returncode == 0 and attr() == "Car: threshold=0.35\nPedestrian: aspects=0.4 threshold=0.2\n", attr()
+    for bad, why in (("Bus: threshold=0.3", "unknown classes ['Bus']"), ("Car: nms", "'nms' is not key=value"),
+                     ("Car: treshold=0.3", "'treshold=0.3'")):
+        r = tool("--update", bad)
+        assert r.returncode != 0 and why in r.stderr, (bad, r.stderr)
+        assert attr() == "Car: threshold=0.35\nPedestrian: aspects=0.4 threshold=0.2\n", attr()
     r = tool("--clear")
     assert r.returncode == 0 and attr() is None and "no detection settings" in r.stdout, r.stdout
     with open(model, "rb") as f:
