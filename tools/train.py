@@ -149,17 +149,60 @@ def augment(x, y, crop_h, crop_w, gen, dev, full=True, exposure=None, gamma=None
     hi), full only: before that, intensities raised to a power drawn log-uniformly from [lo, hi]
     (above 1 darkens the mid-tones and keeps the highlights: the dusk frames' sky is 3-5x their
     median, daylight's 2-3x); None draws nothing. (dev: unused, kept for callers.)"""
-    n, _, h, w = x.shape
+    n = x.shape[0]
 
     def u(lo, hi):
-        return lo + (hi - lo) * torch.rand(1, generator=gen).item()
+        return uniform(gen, lo, hi)
 
-    rows = torch.arange(crop_h, dtype=torch.float32) + 0.5  # output pixel centres
-    cols = torch.arange(crop_w, dtype=torch.float32) + 0.5
-    pr, pc = torch.meshgrid(rows, cols, indexing="ij")
-    base = torch.stack([pc.flatten(), pr.flatten(), torch.ones(crop_h * crop_w)], 1)  # P,3
-    maps = []
+    # Each output pixel's place in the source image, one affine map an image: grid = pc*a + pr*b + c.
+    pr = (torch.arange(crop_h, dtype=torch.float32) + 0.5).view(1, crop_h, 1, 1)  # pixel centres
+    pc = (torch.arange(crop_w, dtype=torch.float32) + 0.5).view(1, 1, crop_w, 1)
+    m = affine_maps(x.shape, crop_h, crop_w, gen, full).permute(0, 2, 1).reshape(n, 3, 1, 1, 2)
+    grid = (pc * m[:, 0] + pr * m[:, 1] + m[:, 2]).to(x.device)
+    # Outside the image: its mean colour and void labels. Resampling is linear, so the image less
+    # its mean, resampled with zeros outside, plus the mean, is that; in 0-255 until the end.
+    xf = x.float()
+    mean = xf.mean((2, 3), keepdim=True)
+    xb = F.grid_sample(xf.sub_(mean), grid, mode="bilinear", padding_mode="zeros", align_corners=False)
+    yb = F.grid_sample(y[:, None].float() + 1, grid, mode="nearest", padding_mode="zeros",
+                       align_corners=False)[:, 0].round().long() - 1
+    yb[yb < 0] = VOID
+    if not full:
+        return xb.add_(mean).div_(255), yb
+    out = torch.empty_like(xb)
     for i in range(n):
+        # Brightness, contrast and colour as one multiply-add a channel on the resampled pixels
+        # v = (xb + mean) / 255: ((v - m) * contrast + m + brightness) * gain [* exposure].
+        m = (xb[i].mean() + mean[i].mean()).item() / 255
+        gain = torch.tensor([u(0.9, 1.1) for _ in range(3)])
+        contrast, bright = u(0.7, 1.3), u(-0.12, 0.12)
+        g = math.exp(u(math.log(gamma[0]), math.log(gamma[1]))) if gamma is not None else None
+        e = math.exp(u(math.log(exposure[0]), math.log(exposure[1]))) if exposure is not None else 1.0
+        k = gain * (e if g is None else 1.0)  # the exposure factor folded in where no gamma follows
+        offset = (mean[i, :, 0, 0] / 255 * contrast + (1 - contrast) * m + bright) * k
+        xi = torch.addcmul(offset.view(3, 1, 1), xb[i], (k * contrast / 255).view(3, 1, 1))[None]
+        if g is not None:
+            xi = xi.clamp_(0, 1).pow_(g).mul_(e)
+        out[i] = degrade(xi, gen)[0]
+    return out, yb
+
+
+def uniform(gen, lo, hi):
+    """One draw from gen, uniform in [lo, hi)."""
+    return lo + (hi - lo) * torch.rand(1, generator=gen).item()
+
+
+def affine_maps(shape, crop_h, crop_w, gen, full):
+    """augment()'s geometry, drawn from gen in a fixed order: for each of the batch's images (shape
+    N,C,H,W) the map (2,3) from an output pixel centre (col, row, 1) to grid_sample's [-1, 1]
+    source coordinates (x, y) (align_corners=False): scaled, rotated, flipped and cropped."""
+    n, _, h, w = shape
+
+    def u(lo, hi):
+        return uniform(gen, lo, hi)
+
+    maps = []
+    for _ in range(n):
         if full:
             s = math.exp(u(math.log(0.5), math.log(2.0)))
         else:
@@ -186,39 +229,24 @@ def augment(x, y, crop_h, crop_w, gen, dev, full=True, exposure=None, gamma=None
         cy = [sa, ca, sa * dx + ca * dy + nh / 2]
         maps.append([[2 / nw * v for v in cx[:2]] + [2 / nw * cx[2] - 1],
                      [2 / nh * v for v in cy[:2]] + [2 / nh * cy[2] - 1]])
-    grid = (base @ torch.tensor(maps).transpose(1, 2)).view(n, crop_h, crop_w, 2).to(x.device)
-    xf = x.float() / 255
-    mean = xf.mean((2, 3), keepdim=True)
-    # Outside the image: its mean colour (zero padding of the centred image) and void labels.
-    xb = F.grid_sample(xf - mean, grid, mode="bilinear", padding_mode="zeros", align_corners=False) + mean
-    yb = F.grid_sample(y[:, None].float() + 1, grid, mode="nearest", padding_mode="zeros",
-                       align_corners=False)[:, 0].round().long() - 1
-    yb[yb < 0] = VOID
-    if not full:
-        return xb, yb
-    out = []
-    for i in range(n):
-        xi = xb[i:i + 1]
-        m = xi.mean((1, 2, 3), keepdim=True)
-        gain = torch.tensor([u(0.9, 1.1) for _ in range(3)]).view(1, 3, 1, 1).to(xi.device)
-        xi = ((xi - m) * u(0.7, 1.3) + m + u(-0.12, 0.12)) * gain
-        if gamma is not None:
-            xi = xi.clamp(0, 1) ** math.exp(u(math.log(gamma[0]), math.log(gamma[1])))
-        if exposure is not None:
-            xi = xi * math.exp(u(math.log(exposure[0]), math.log(exposure[1])))
-        r = u(0, 1)
-        if r < 0.15:  # mild blur: a 3x3 binomial filter
-            k = torch.tensor([1.0, 2.0, 1.0], device=xi.device)
-            k = (k[:, None] * k[None, :] / 16).expand(3, 1, 3, 3)
-            xi = F.conv2d(F.pad(xi, (1, 1, 1, 1), mode="replicate"), k, groups=3)
-        elif r < 0.3:  # sensor noise
-            noise = torch.randn(xi.shape, generator=gen).to(xi.device)
-            xi = xi + noise * u(0.005, 0.02)
-        xi = xi.clamp(0, 1)
-        if u(0, 1) < 0.5:
-            xi = jpeg_recompress(xi, int(u(50, 96)))
-        out.append(xi)
-    return torch.cat(out), yb
+    return torch.tensor(maps)
+
+
+def degrade(xi, gen):
+    """augment()'s last steps on one image (1,3,H,W): mild blur (15%) or sensor noise (15%), the
+    clamp to [0, 1], then JPEG re-compression (50%, quality 50-95), drawn from gen."""
+    r = uniform(gen, 0, 1)
+    if r < 0.15:  # mild blur: a 3x3 binomial filter
+        k = torch.tensor([1.0, 2.0, 1.0], device=xi.device)
+        k = (k[:, None] * k[None, :] / 16).expand(3, 1, 3, 3)
+        xi = F.conv2d(F.pad(xi, (1, 1, 1, 1), mode="replicate"), k, groups=3)
+    elif r < 0.3:  # sensor noise
+        noise = torch.randn(xi.shape, generator=gen).to(xi.device)
+        xi = xi + noise * uniform(gen, 0.005, 0.02)
+    xi = xi.clamp(0, 1)
+    if uniform(gen, 0, 1) < 0.5:
+        xi = jpeg_recompress(xi, int(uniform(gen, 50, 96)))
+    return xi
 
 
 def class_mix(xb, yb, p, gen):
