@@ -228,6 +228,13 @@ def check_crossval(root, work):
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     cv = json.load(open(os.path.join(work, "crossval.json")))
+    # without --workers: the cores less one a run, shared by the runs' images where all run at once
+    # (largest remainders get the cores left by rounding down), equally where runs wait their turn
+    import crossval
+    assert crossval.share_workers(32, [406, 367, 163], 3) == [13, 11, 5]
+    assert crossval.share_workers(16, [406, 367, 163], 3) == [6, 5, 2]
+    assert crossval.share_workers(16, [406, 367, 163], 2) == [7, 7, 7]
+    assert crossval.share_workers(2, [406, 367, 163], 3) == [1, 1, 1]
     assert cv["sequences"] == ["AAA1", "BBB2", "CCC3"], cv
     assert sorted(cv["runs"]) == ["camvid-reference", "reference-full-AAA1", "reference-full-BBB2",
                                   "reference-full-CCC3", "reference-full-trainonly"], cv["runs"]
