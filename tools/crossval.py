@@ -61,12 +61,13 @@ def summary_of(out_path):
 def share_workers(cores, images, at_once):
     """Batch-making processes for each run (train.py --workers), the runs training on images[i]
     images an epoch, at_once of them at a time: the cores less one a run for its training loop.
-    All at once, they are shared by the runs' image counts, so that the runs end together (an equal
-    share leaves the longest run to set the pace: 2026-11-27, three held-out runs of 406, 367 and
-    163 images took 6.5, 6.4 and 4.9 minutes with 12, 11 and 5 workers); queued, equally."""
-    free = max(at_once, cores - at_once)
+    All at once, they are shared by the runs' image counts, so that the runs end closer together
+    (an equal share leaves the longest run to set the pace; on 2026-11-27, shared by hand, 12, 11
+    and 5 workers for held-out runs of 406, 367 and 163 images took 6.5, 6.4 and 4.9 minutes);
+    queued, equally."""
     if at_once < len(images):
         return [max(1, cores // at_once - 1)] * len(images)
+    free = max(at_once, cores - at_once)
     total = sum(images) or 1
     share = [free * n / total for n in images]
     out = [int(x) for x in share]

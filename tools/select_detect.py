@@ -77,19 +77,6 @@ def leave_one_out(settings, max_boxes, max_mean_boxes):
     return out
 
 
-def merge(spec, setting):
-    """The class's spec with the swept keys of `setting` replacing its own (order kept, new keys
-    appended); "model's" (eval_detections' name for the unswept setting) changes nothing."""
-    if setting == "model's":
-        return spec
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import scenelab_torch as st
-    try:
-        return st.merge_detect(spec, setting)
-    except ValueError as e:
-        raise SystemExit(f"select_detect: setting '{setting}': {e}")
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("results", nargs="+", help="eval_detections --json files, one a held-out set")
@@ -140,7 +127,8 @@ def main():
             try:
                 detect = st.parse_detect(st.get_detect(path))
                 for cls, setting in picks.items():
-                    detect[cls] = merge(detect.get(cls, ""), setting)
+                    if setting != "model's":  # eval_detections' name for the unswept setting
+                        detect[cls] = st.merge_detect(detect.get(cls, ""), setting)  # swept keys replaced
                 new = st.set_detect(path, detect)
             except (OSError, KeyError, ValueError) as e:
                 sys.exit(f"select_detect: {path}: {e}")

@@ -5,8 +5,8 @@
          [--epochs 480] [--minutes 120] [--batch 8] [--crop 288x384] [--seed 0]
 
 The defaults are the shipped multiscale model's recipe (weights/MODELS.md) except the split: it
-was trained with --final (the shipped reference model also with --balance 1). The batches are made by --workers processes (default: one per core but
-one); with them the multiscale net's 480 epochs on train took 10 minutes on an H100 (0.9 s an
+was trained with --final (the shipped reference model also with --balance 1). The batches are
+made by --workers processes (default: one per core but one); with them the multiscale net's 480 epochs on train took 10 minutes on an H100 (0.9 s an
 epoch, 1.6 s with one batch-making thread), the reference net's 6; on a GPU the steps run
 through torch.compile (--compile; 0.7 s an epoch, docs/BENCHMARKS.md "Training speed").
 --minutes is a safety stop (the one-cycle schedule is laid out for --epochs, so a run cut short
@@ -150,15 +150,12 @@ def augment(x, y, crop_h, crop_w, gen, dev, full=True, exposure=None, gamma=None
     (above 1 darkens the mid-tones and keeps the highlights: the dusk frames' sky is 3-5x their
     median, daylight's 2-3x); None draws nothing. (dev: unused, kept for callers.)"""
     n = x.shape[0]
-
-    def u(lo, hi):
-        return uniform(gen, lo, hi)
-
+    u = functools.partial(uniform, gen)
     # Each output pixel's place in the source image, one affine map an image: grid = pc*a + pr*b + c.
     pr = (torch.arange(crop_h, dtype=torch.float32) + 0.5).view(1, crop_h, 1, 1)  # pixel centres
     pc = (torch.arange(crop_w, dtype=torch.float32) + 0.5).view(1, 1, crop_w, 1)
-    m = affine_maps(x.shape, crop_h, crop_w, gen, full).permute(0, 2, 1).reshape(n, 3, 1, 1, 2)
-    grid = (pc * m[:, 0] + pr * m[:, 1] + m[:, 2]).to(x.device)
+    maps = affine_maps(x.shape, crop_h, crop_w, gen, full).permute(0, 2, 1).reshape(n, 3, 1, 1, 2)
+    grid = (pc * maps[:, 0] + pr * maps[:, 1] + maps[:, 2]).to(x.device)
     # Outside the image: its mean colour and void labels. Resampling is linear, so the image less
     # its mean, resampled with zeros outside, plus the mean, is that; in 0-255 until the end.
     xf = x.float()
@@ -172,14 +169,15 @@ def augment(x, y, crop_h, crop_w, gen, dev, full=True, exposure=None, gamma=None
     out = torch.empty_like(xb)
     for i in range(n):
         # Brightness, contrast and colour as one multiply-add a channel on the resampled pixels
-        # v = (xb + mean) / 255: ((v - m) * contrast + m + brightness) * gain [* exposure].
-        m = (xb[i].mean() + mean[i].mean()).item() / 255
+        # v = (xb + mean) / 255: ((v - level) * contrast + level + brightness) * gain [* exposure],
+        # level the image's mean.
+        level = (xb[i].mean() + mean[i].mean()).item() / 255
         gain = torch.tensor([u(0.9, 1.1) for _ in range(3)])
         contrast, bright = u(0.7, 1.3), u(-0.12, 0.12)
         g = math.exp(u(math.log(gamma[0]), math.log(gamma[1]))) if gamma is not None else None
         e = math.exp(u(math.log(exposure[0]), math.log(exposure[1]))) if exposure is not None else 1.0
         k = gain * (e if g is None else 1.0)  # the exposure factor folded in where no gamma follows
-        offset = (mean[i, :, 0, 0] / 255 * contrast + (1 - contrast) * m + bright) * k
+        offset = (mean[i, :, 0, 0] / 255 * contrast + (1 - contrast) * level + bright) * k
         xi = torch.addcmul(offset.view(3, 1, 1), xb[i], (k * contrast / 255).view(3, 1, 1))[None]
         if g is not None:
             xi = xi.clamp_(0, 1).pow_(g).mul_(e)
@@ -197,17 +195,13 @@ def affine_maps(shape, crop_h, crop_w, gen, full):
     N,C,H,W) the map (2,3) from an output pixel centre (col, row, 1) to grid_sample's [-1, 1]
     source coordinates (x, y) (align_corners=False): scaled, rotated, flipped and cropped."""
     n, _, h, w = shape
-
-    def u(lo, hi):
-        return uniform(gen, lo, hi)
-
+    u = functools.partial(uniform, gen)
     maps = []
     for _ in range(n):
         if full:
             s = math.exp(u(math.log(0.5), math.log(2.0)))
         else:
-            lo = max(crop_h / h, crop_w / w)
-            s = lo + (1.35 - lo) * torch.rand(1, generator=gen).item()
+            s = u(max(crop_h / h, crop_w / w), 1.35)
         nh, nw = max(1, round(h * s)), max(1, round(w * s))
         if not full:
             nh, nw = max(crop_h, nh), max(crop_w, nw)
