@@ -4,8 +4,8 @@
   python3 tools/train.py --data ../shared/data/camvid --network multiscale --out weights/camvid-multiscale.h5
          [--epochs 480] [--minutes 120] [--batch 8] [--crop 288x384] [--seed 0]
 
-The defaults are the shipped multiscale model's recipe (weights/MODELS.md) except the split: it
-was trained with --final (the shipped reference model also with --balance 1). The batches are
+The defaults are the shipped models' recipe (weights/MODELS.md) except the split and the network:
+they were trained with --final, the reference model with --network reference. The batches are
 made by --workers processes (default: one per core but one); with them the multiscale net's 480 epochs on train took 10 minutes on an H100 (0.9 s an
 epoch, 1.6 s with one batch-making thread), the reference net's 6; on a GPU the steps run
 through torch.compile (--compile; 0.7 s an epoch, docs/BENCHMARKS.md "Training speed").
