@@ -73,6 +73,11 @@ CudaBackend::CudaBackend(const CudaOptions& o) : select_(o.device) {
   if (ctx_.precision == Precision::BF16 && (ctx_.conv == ConvAlgo::Gemm || ctx_.conv == ConvAlgo::Gemm2s))
     throw_error("--precision bf16 runs its convolutions on cuDNN (--conv auto or cudnn); --conv ",
                 o.conv, " has fp32 and fp16 only");
+  if (const char* v = std::getenv("SCENELAB_OWN_KERNELS"); v && *v && std::string(v) != "0") {
+    ctx_.own_kernels = true;
+    ctx_.conv = ConvAlgo::Direct;  // NCHW fp32 tensors: no half-precision NHWC path, no fusion
+    ctx_.cudnn_graph = false;      // that needs cuBLAS or cuDNN
+  }
   SL_CUDA_CHECK(cudaGetDevice(&device_), "CUDA backend");
   cudaDeviceProp prop{};
   SL_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_), "CUDA backend");
@@ -132,6 +137,7 @@ CudaBackend::CudaBackend(const CudaOptions& o) : select_(o.device) {
     ctx_.cudnn_graph = false;
     identity_ += " | cudnn=legacy";  // its timed choices are cached apart
   }
+  if (ctx_.own_kernels) identity_ += " | kernels=own";
 }
 
 CudaBackend::~CudaBackend() = default;

@@ -56,6 +56,11 @@ struct CudaContext {
   // (compute-sanitizer's racecheck never finishes in a graph engine's Hopper kernel,
   // docs/RELIABILITY.md), not a speed setting.
   bool cudnn_graph = true;
+  // Every layer on the engine's own kernels: convolutions on the direct kernel (1x1 too), fp32
+  // NCHW, so that no cuBLAS or cuDNN kernel runs, whatever the options say. SCENELAB_OWN_KERNELS=1
+  // sets it: a diagnostic switch for compute-sanitizer over whole networks (racecheck fails
+  // inside cuBLAS's Hopper GEMMs, docs/RELIABILITY.md), not a speed setting.
+  bool own_kernels = false;
   // The convolution algorithms `auto` has run on this backend (bit 1 << ConvAlgo): their kernels
   // are loaded, so a warm-up's time is theirs, not a first use's (planning skips on it sooner).
   mutable unsigned conv_warmed = 0;

@@ -303,6 +303,13 @@ class Conv2d : public Layer {
       return;
     }
     ConvAlgo algo = ctx.conv;
+    if (ctx.own_kernels) {  // SCENELAB_OWN_KERNELS: the direct kernel for every size it has
+      SL_REQUIRE(k_ <= 7, "conv2d '", name_, "': SCENELAB_OWN_KERNELS runs convolutions on the direct kernel, "
+                 "which supports kernels up to 7x7; this layer's is ", k_, "x", k_);
+      cuda::conv2d_direct(c, a.in[0].f32(), w, b, a.out.f32(), a.fused_relu, ctx.stream);
+      last_ = algo_label(ConvAlgo::Direct, choice_key(a.in[0].shape, ctx), ctx.precision);
+      return;
+    }
     if (k_ == 1) algo = ConvAlgo::Gemm;  // a 1x1 convolution is a plain GEMM
     if (algo == ConvAlgo::Direct && k_ > 7) algo = ConvAlgo::Gemm;  // the direct kernel's limit
     if (algo == ConvAlgo::Split && k_ == 1) algo = ConvAlgo::Gemm;

@@ -299,6 +299,40 @@ TEST(CudaBackend, CudnnLegacySwitch) {
   EXPECT_EQ(gpu->identity().find("cudnn=legacy"), std::string::npos);
 }
 
+// SCENELAB_OWN_KERNELS=1 (compute-sanitizer over whole networks without NVIDIA's libraries): both
+// nets, asked for auto in fp16 and in fp32, run every convolution on the direct kernel (the
+// classifier's 1x1 layers too) and still equal the CPU path; unset, the switch is off.
+TEST(CudaBackend, OwnKernelsSwitch) {
+  SCENELAB_REQUIRE_GPU();
+  const char* before = std::getenv("SCENELAB_OWN_KERNELS");
+  const std::string saved = before ? before : "";
+  setenv("SCENELAB_OWN_KERNELS", "1", 1);
+  for (const char* net : {"reference", "multiscale"}) {
+    Model m = make_random_model(net, 11, 7);
+    for (const char* precision : {"fp16", "fp32"}) {
+      compare(m, Shape(2, 3, 97, 131), opts("auto", precision), 1e-4, std::string(net) + " own kernels " + precision,
+              0.999);
+      auto gpu = make_backend("cuda", 0, opts("auto", precision));
+      EXPECT_NE(gpu->identity().find("kernels=own"), std::string::npos) << gpu->identity();
+      Graph g(m);
+      g.plan(1, 97, 131, *gpu);
+      g.set_profiling(true);
+      g.run(random_tensor(Shape(1, 3, 97, 131), 3, 0.f, 1.f).view());
+      int direct = 0;
+      for (const auto& st : g.stats()) {
+        for (const char* vendor : {"gemm", "cudnn", "split", "mma", "cuBLAS"})
+          EXPECT_EQ(st.detail.find(vendor), std::string::npos) << st.name << ": " << st.detail;
+        direct += st.detail.find("direct") != std::string::npos;
+      }
+      EXPECT_GE(direct, std::string(net) == "reference" ? 5 : 11) << net << " " << precision;
+    }
+  }
+  if (before) setenv("SCENELAB_OWN_KERNELS", saved.c_str(), 1);
+  else unsetenv("SCENELAB_OWN_KERNELS");
+  auto gpu = make_backend("cuda", 0, opts("auto", "fp16"));
+  EXPECT_EQ(gpu->identity().find("kernels=own"), std::string::npos);
+}
+
 // One graph planned onto a backend, that backend destroyed, then re-planned onto another with a
 // different workspace bound: the layers' per-backend choices (cuDNN plans, auto picks) must not
 // be reused across backends, and the results stay equal to the CPU path.
