@@ -69,6 +69,7 @@ sanitize_one() {  # TOOL FILTER
   # or cuDNN kernel at all, every convolution on our direct kernel (racecheck fails inside cuBLAS's
   # Hopper GEMMs; the tests that exist for those libraries' algorithms then fail their own checks)
   # TMPDIR: ctest's (tests/CMakeLists.txt), where the ctest run above left the tests' plan caches
+  mkdir -p build-gpu/tests/tmp  # ctest makes it; with SKIP_TESTS nothing has (the tool needs a writable TMPDIR)
   TMPDIR=$PWD/build-gpu/tests/tmp SCENELAB_CUDNN_LEGACY=${SANITIZE_CUDNN_LEGACY:-} SCENELAB_OWN_KERNELS=${SANITIZE_OWN_KERNELS:-} SCENELAB_TEST_QUICK=1 timeout -k 5 "${SANITIZE_TIMEOUT:-0}" compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 9 \
     build-gpu/tests/scenelab_gpu_tests --gtest_filter="$filter" >"$OUT/sanitizer-$logname.log" 2>&1
   log "compute-sanitizer $tool ${extra[*]} ($filter) rc=$? $(grep -E 'ERROR SUMMARY|PASSED|FAILED' "$OUT/sanitizer-$logname.log" | tr '\n' ' ')"
