@@ -267,68 +267,86 @@ TEST(CudaBackend, WholeNetworksAgreeWithCpu) {
   }
 }
 
+// An environment variable set for a scope, then restored to what it was (also where a test's
+// assertion returns early).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* v = std::getenv(name)) had_ = true, saved_ = v;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (had_) setenv(name_.c_str(), saved_.c_str(), 1);
+    else unsetenv(name_.c_str());
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_, saved_;
+  bool had_ = false;
+};
+
 // SCENELAB_CUDNN_LEGACY=1 (the sanitizers' switch): cuDNN's legacy API alone - no graph engine
 // and no split candidate runs, the backend's identity says so (its timed choices cached apart),
 // and the networks still agree with the CPU as in WholeNetworksAgreeWithCpu.
 TEST(CudaBackend, CudnnLegacySwitch) {
   SCENELAB_REQUIRE_GPU();
-  const char* before = std::getenv("SCENELAB_CUDNN_LEGACY");
-  const std::string saved = before ? before : "";
-  setenv("SCENELAB_CUDNN_LEGACY", "1", 1);
-  for (const char* net : {"reference", "multiscale"}) {
-    Model m = make_random_model(net, 11, 7);
-    compare(m, Shape(2, 3, 97, 131), opts("auto", "fp16"), 2e-2, std::string(net) + " fp16 legacy", 0.99);
-    compare(m, Shape(1, 3, 97, 131), opts("auto"), 1e-4, std::string(net) + " fp32 legacy", 0.999);
-    for (const char* precision : {"fp16", "fp32"}) {
-      auto gpu = make_backend("cuda", 0, opts("auto", precision));
-      EXPECT_NE(gpu->identity().find("cudnn=legacy"), std::string::npos) << gpu->identity();
-      Graph g(m);
-      g.plan(1, 97, 131, *gpu);
-      g.run(random_tensor(Shape(1, 3, 97, 131), 3, 0.f, 1.f).view());
-      g.set_profiling(true);
-      g.run(random_tensor(Shape(1, 3, 97, 131), 3, 0.f, 1.f).view());
-      for (const auto& st : g.stats()) {
-        EXPECT_EQ(st.detail.find("cudnn graph"), std::string::npos) << st.name << ": " << st.detail;
-        EXPECT_EQ(st.detail.find("split"), std::string::npos) << st.name << ": " << st.detail;
+  {
+    const ScopedEnv legacy("SCENELAB_CUDNN_LEGACY", "1");
+    for (const char* net : {"reference", "multiscale"}) {
+      Model m = make_random_model(net, 11, 7);
+      compare(m, Shape(2, 3, 97, 131), opts("auto", "fp16"), 2e-2, std::string(net) + " fp16 legacy", 0.99);
+      compare(m, Shape(1, 3, 97, 131), opts("auto"), 1e-4, std::string(net) + " fp32 legacy", 0.999);
+      for (const char* precision : {"fp16", "fp32"}) {
+        auto gpu = make_backend("cuda", 0, opts("auto", precision));
+        EXPECT_NE(gpu->identity().find("cudnn=legacy"), std::string::npos) << gpu->identity();
+        Graph g(m);
+        g.plan(1, 97, 131, *gpu);
+        g.run(random_tensor(Shape(1, 3, 97, 131), 3, 0.f, 1.f).view());
+        g.set_profiling(true);
+        g.run(random_tensor(Shape(1, 3, 97, 131), 3, 0.f, 1.f).view());
+        for (const auto& st : g.stats()) {
+          EXPECT_EQ(st.detail.find("cudnn graph"), std::string::npos) << st.name << ": " << st.detail;
+          EXPECT_EQ(st.detail.find("split"), std::string::npos) << st.name << ": " << st.detail;
+        }
       }
     }
   }
-  if (before) setenv("SCENELAB_CUDNN_LEGACY", saved.c_str(), 1);
-  else unsetenv("SCENELAB_CUDNN_LEGACY");
+  const ScopedEnv off("SCENELAB_CUDNN_LEGACY", "0");
   auto gpu = make_backend("cuda", 0, opts("auto", "fp16"));
   EXPECT_EQ(gpu->identity().find("cudnn=legacy"), std::string::npos);
 }
 
 // SCENELAB_OWN_KERNELS=1 (compute-sanitizer over whole networks without NVIDIA's libraries): both
 // nets, asked for auto in fp16 and in fp32, run every convolution on the direct kernel (the
-// classifier's 1x1 layers too) and still equal the CPU path; unset, the switch is off.
+// classifier's 1x1 layers too) and still equal the CPU path; set to 0, the switch is off.
 TEST(CudaBackend, OwnKernelsSwitch) {
   SCENELAB_REQUIRE_GPU();
-  const char* before = std::getenv("SCENELAB_OWN_KERNELS");
-  const std::string saved = before ? before : "";
-  setenv("SCENELAB_OWN_KERNELS", "1", 1);
-  for (const char* net : {"reference", "multiscale"}) {
-    Model m = make_random_model(net, 11, 7);
-    for (const char* precision : {"fp16", "fp32"}) {
-      compare(m, Shape(2, 3, 97, 131), opts("auto", precision), 1e-4, std::string(net) + " own kernels " + precision,
-              0.999);
-      auto gpu = make_backend("cuda", 0, opts("auto", precision));
-      EXPECT_NE(gpu->identity().find("kernels=own"), std::string::npos) << gpu->identity();
-      Graph g(m);
-      g.plan(1, 97, 131, *gpu);
-      g.set_profiling(true);
-      g.run(random_tensor(Shape(1, 3, 97, 131), 3, 0.f, 1.f).view());
-      int direct = 0;
-      for (const auto& st : g.stats()) {
-        for (const char* vendor : {"gemm", "cudnn", "split", "mma", "cuBLAS"})
-          EXPECT_EQ(st.detail.find(vendor), std::string::npos) << st.name << ": " << st.detail;
-        direct += st.detail.find("direct") != std::string::npos;
+  {
+    const ScopedEnv own("SCENELAB_OWN_KERNELS", "1");
+    for (const char* net : {"reference", "multiscale"}) {
+      Model m = make_random_model(net, 11, 7);
+      for (const char* precision : {"fp16", "fp32"}) {
+        compare(m, Shape(2, 3, 97, 131), opts("auto", precision), 1e-4, std::string(net) + " own kernels " + precision,
+                0.999);
+        auto gpu = make_backend("cuda", 0, opts("auto", precision));
+        EXPECT_NE(gpu->identity().find("kernels=own"), std::string::npos) << gpu->identity();
+        Graph g(m);
+        g.plan(1, 97, 131, *gpu);
+        g.set_profiling(true);
+        g.run(random_tensor(Shape(1, 3, 97, 131), 3, 0.f, 1.f).view());
+        int direct = 0;
+        for (const auto& st : g.stats()) {
+          for (const char* vendor : {"gemm", "cudnn", "split", "mma", "cuBLAS"})
+            EXPECT_EQ(st.detail.find(vendor), std::string::npos) << st.name << ": " << st.detail;
+          direct += st.detail.find("direct") != std::string::npos;
+        }
+        EXPECT_GE(direct, std::string(net) == "reference" ? 5 : 11) << net << " " << precision;
       }
-      EXPECT_GE(direct, std::string(net) == "reference" ? 5 : 11) << net << " " << precision;
     }
   }
-  if (before) setenv("SCENELAB_OWN_KERNELS", saved.c_str(), 1);
-  else unsetenv("SCENELAB_OWN_KERNELS");
+  const ScopedEnv off("SCENELAB_OWN_KERNELS", "0");
   auto gpu = make_backend("cuda", 0, opts("auto", "fp16"));
   EXPECT_EQ(gpu->identity().find("kernels=own"), std::string::npos);
 }
