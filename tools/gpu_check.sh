@@ -67,7 +67,7 @@ sanitize_one() {  # TOOL FILTER
   # SANITIZE_CUDNN_LEGACY=1: cuDNN's legacy API alone under the tools (racecheck never finishes
   # in its graph engines' Hopper kernels; docs/RELIABILITY.md); SANITIZE_OWN_KERNELS=1: no cuBLAS
   # or cuDNN kernel at all, every convolution on our direct kernel (racecheck fails inside cuBLAS's
-  # Hopper GEMMs; the tests that exist for those libraries' algorithms then fail their own checks)
+  # Hopper GEMMs; the tests of those libraries' algorithms are not meant to run under it)
   # TMPDIR: ctest's (tests/CMakeLists.txt), where the ctest run above left the tests' plan caches
   mkdir -p build-gpu/tests/tmp  # ctest makes it; with SKIP_TESTS nothing has (the tool needs a writable TMPDIR)
   TMPDIR=$PWD/build-gpu/tests/tmp SCENELAB_CUDNN_LEGACY=${SANITIZE_CUDNN_LEGACY:-} SCENELAB_OWN_KERNELS=${SANITIZE_OWN_KERNELS:-} SCENELAB_TEST_QUICK=1 timeout -k 5 "${SANITIZE_TIMEOUT:-0}" compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 9 \
