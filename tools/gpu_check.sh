@@ -54,8 +54,12 @@ grep -E "\(Failed\)" "$OUT/ctest-cpu.log" | head
 
 # SANITIZE_PARALLEL=1: the entries run at once (each its own process on the one GPU), so that
 # slow tools share one time limit. Tests that read SCENELAB_TEST_QUICK run a smaller set there.
-sanitize_one() {  # TOOL FILTER
-  local tool=$1 filter=$2 extra=()
+# The test programs the sanitizers run: the GPU tests, and the API tests' GPU cases (those whose
+# names end in OnTheGpu, tests/CMakeLists.txt), which sweeps (SANITIZE_EACH) also run.
+GPU_TESTS=build-gpu/tests/scenelab_gpu_tests
+API_TESTS=build-gpu/tests/scenelab_api_tests
+sanitize_one() {  # TOOL FILTER [PROGRAM]
+  local tool=$1 filter=$2 program=${3:-$GPU_TESTS} extra=()
   # cuDNN's Hopper kernels use more cuda::barrier objects than the default tracks
   [ "$tool" = synccheck ] || [ "$tool" = racecheck ] && extra=(--num-cuda-barriers 1024)
   # cuBLAS's and cuDNN's Hopper kernels may store their results with TMA bulk copies, which
@@ -71,7 +75,7 @@ sanitize_one() {  # TOOL FILTER
   # TMPDIR: ctest's (tests/CMakeLists.txt), where the ctest run above left the tests' plan caches
   mkdir -p build-gpu/tests/tmp  # ctest makes it; with SKIP_TESTS nothing has (the tool needs a writable TMPDIR)
   TMPDIR=$PWD/build-gpu/tests/tmp SCENELAB_CUDNN_LEGACY=${SANITIZE_CUDNN_LEGACY:-} SCENELAB_OWN_KERNELS=${SANITIZE_OWN_KERNELS:-} SCENELAB_TEST_QUICK=1 timeout -k 5 "${SANITIZE_TIMEOUT:-0}" compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 9 \
-    build-gpu/tests/scenelab_gpu_tests --gtest_filter="$filter" >"$OUT/sanitizer-$logname.log" 2>&1
+    "$program" --gtest_filter="$filter" >"$OUT/sanitizer-$logname.log" 2>&1
   log "compute-sanitizer $tool ${extra[*]} ($filter) rc=$? $(grep -E 'ERROR SUMMARY|PASSED|FAILED' "$OUT/sanitizer-$logname.log" | tr '\n' ' ')"
 }
 # SANITIZE_EACH=N: every test the entry's filter names runs in a process of its own, N at once
@@ -82,16 +86,22 @@ sanitize_one() {  # TOOL FILTER
 sanitize_each() {  # TOOL FILTER
   local tool=$1 filter=$2 end=$(( $(date +%s) + ${SANITIZE_TIMEOUT:-3600} )) t
   [ -n "${SANITIZE_UNTIL:-}" ] && [ "$SANITIZE_UNTIL" -lt "$end" ] && end=$SANITIZE_UNTIL
-  local tests=$(build-gpu/tests/scenelab_gpu_tests --gtest_list_tests --gtest_filter="$filter" |
-    awk '/^[^ ]/ {s = $1} /^  / {print s $1}')
+  # "TEST PROGRAM" a line: the filter's tests of both programs
+  local tests=$( { list_tests "$GPU_TESTS" "$filter"; list_tests "$API_TESTS" "$filter" | grep -E '^\S+OnTheGpu '; } )
   local slow=${SANITIZE_SLOW:-Whole|HalfAccuracy|Pipeline|LabelImage|EveryAlgorithm|Replan|Pyramid|Split}
-  for t in $(echo "$tests" | grep -E "$slow") $(echo "$tests" | grep -vE "$slow"); do
+  local t program
+  while read -r t program; do
+    [ -n "$t" ] || continue
     while [ "$(jobs -rp | wc -l)" -ge "$SANITIZE_EACH" ]; do wait -n; done
     local left=$(( end - $(date +%s) ))
     [ $left -gt 5 ] || { log "compute-sanitizer $tool ($t): not started, the sweep's time ran out"; continue; }
-    SANITIZE_TIMEOUT=$left sanitize_one "$tool" "$t" &
-  done
+    SANITIZE_TIMEOUT=$left sanitize_one "$tool" "$t" "$program" &
+  done < <(echo "$tests" | grep -E "^\S*($slow)"; echo "$tests" | grep -vE "^\S*($slow)")
   wait
+}
+list_tests() {  # PROGRAM FILTER: its tests the filter names, "TEST PROGRAM" a line
+  [ -x "$1" ] || return 0
+  "$1" --gtest_list_tests --gtest_filter="$2" | awk -v p="$1" '/^[^ ]/ {s = $1} /^  / {print s $1, p}'
 }
 set -f  # filters hold '*'
 for spec in $SANITIZE; do  # TOOL or TOOL=GTEST_FILTER
@@ -104,11 +114,11 @@ for spec in $SANITIZE; do  # TOOL or TOOL=GTEST_FILTER
     sanitize_one "$tool" "$filter" &
   else
     sanitize_one "$tool" "$filter"
-    pkill -9 -f '^build-gpu/tests/scenelab_gpu_tests' 2>/dev/null && sleep 1  # a timed-out tool leaves its target running
+    pkill -9 -f '^build-gpu/tests/scenelab_(gpu|api)_tests' 2>/dev/null && sleep 1  # a timed-out tool leaves its target running
   fi
 done
 wait
-pkill -9 -f '^build-gpu/tests/scenelab_gpu_tests' 2>/dev/null
+pkill -9 -f '^build-gpu/tests/scenelab_(gpu|api)_tests' 2>/dev/null
 set +f
 # What the tools found, by whose kernel it is in (ours, NVIDIA's libraries'), and which runs
 # were not complete.
