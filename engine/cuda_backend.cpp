@@ -47,6 +47,12 @@ void warm_up_cudnn(cudnnHandle_t h) {
 }  // namespace
 #endif
 
+// A diagnostic switch from the environment: set, non-empty and not "0".
+static bool env_switch(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v && std::string(v) != "0";
+}
+
 CudaBackend::DeviceSelect::DeviceSelect(int device) {
   if (device >= 0) SL_CUDA_CHECK(cudaSetDevice(device), str_cat("CUDA backend on device ", device));
 }
@@ -73,7 +79,7 @@ CudaBackend::CudaBackend(const CudaOptions& o) : select_(o.device) {
   if (ctx_.precision == Precision::BF16 && (ctx_.conv == ConvAlgo::Gemm || ctx_.conv == ConvAlgo::Gemm2s))
     throw_error("--precision bf16 runs its convolutions on cuDNN (--conv auto or cudnn); --conv ",
                 o.conv, " has fp32 and fp16 only");
-  if (const char* v = std::getenv("SCENELAB_OWN_KERNELS"); v && *v && std::string(v) != "0") {
+  if (env_switch("SCENELAB_OWN_KERNELS")) {
     ctx_.own_kernels = true;
     ctx_.conv = ConvAlgo::Direct;  // NCHW fp32 tensors: no half-precision NHWC path, no fusion
     ctx_.cudnn_graph = false;      // that needs cuBLAS or cuDNN
@@ -133,7 +139,7 @@ CudaBackend::CudaBackend(const CudaOptions& o) : select_(o.device) {
   identity_ += str_cat(" | workspace=", ctx_.conv_workspace_bytes);
   ctx_.runtime_fusion = o.runtime_fusion;
   if (!o.runtime_fusion) identity_ += " | runtime-fusion=off";
-  if (const char* v = std::getenv("SCENELAB_CUDNN_LEGACY"); v && *v && std::string(v) != "0") {
+  if (env_switch("SCENELAB_CUDNN_LEGACY")) {
     ctx_.cudnn_graph = false;
     identity_ += " | cudnn=legacy";  // its timed choices are cached apart
   }

@@ -302,16 +302,14 @@ class Conv2d : public Layer {
       if (!run_mma(a, ctx, c, b, /*pool=*/false, plain)) plain();
       return;
     }
-    ConvAlgo algo = ctx.conv;
-    if (ctx.own_kernels) {  // SCENELAB_OWN_KERNELS: the direct kernel for every size it has
-      SL_REQUIRE(k_ <= 7, "conv2d '", name_, "': SCENELAB_OWN_KERNELS runs convolutions on the direct kernel, "
-                 "which supports kernels up to 7x7; this layer's is ", k_, "x", k_);
-      cuda::conv2d_direct(c, a.in[0].f32(), w, b, a.out.f32(), a.fused_relu, ctx.stream);
-      last_ = algo_label(ConvAlgo::Direct, choice_key(a.in[0].shape, ctx), ctx.precision);
-      return;
+    ConvAlgo algo = ctx.conv;  // Direct under SCENELAB_OWN_KERNELS (the backend sets it)
+    // a 1x1 convolution is a plain GEMM, except where no cuBLAS kernel may run
+    if (k_ == 1 && !ctx.own_kernels) algo = ConvAlgo::Gemm;
+    if (algo == ConvAlgo::Direct && k_ > 7) {  // the direct kernel's limit
+      SL_REQUIRE(!ctx.own_kernels, "conv2d '", name_, "': SCENELAB_OWN_KERNELS runs convolutions on the direct "
+                 "kernel, which supports kernels up to 7x7; this layer's is ", k_, "x", k_);
+      algo = ConvAlgo::Gemm;
     }
-    if (k_ == 1) algo = ConvAlgo::Gemm;  // a 1x1 convolution is a plain GEMM
-    if (algo == ConvAlgo::Direct && k_ > 7) algo = ConvAlgo::Gemm;  // the direct kernel's limit
     if (algo == ConvAlgo::Split && k_ == 1) algo = ConvAlgo::Gemm;
     if (algo == ConvAlgo::Auto) {
       auto it = auto_choice_.find(key);

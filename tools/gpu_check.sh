@@ -58,6 +58,7 @@ grep -E "\(Failed\)" "$OUT/ctest-cpu.log" | head
 # names end in OnTheGpu, tests/CMakeLists.txt), which sweeps (SANITIZE_EACH) also run.
 GPU_TESTS=build-gpu/tests/scenelab_gpu_tests
 API_TESTS=build-gpu/tests/scenelab_api_tests
+mkdir -p build-gpu/tests/tmp  # the tools' TMPDIR (below): ctest makes it, but not with SKIP_TESTS
 sanitize_one() {  # TOOL FILTER [PROGRAM]
   local tool=$1 filter=$2 program=${3:-$GPU_TESTS} extra=()
   # cuDNN's Hopper kernels use more cuda::barrier objects than the default tracks
@@ -73,7 +74,6 @@ sanitize_one() {  # TOOL FILTER [PROGRAM]
   # or cuDNN kernel at all, every convolution on our direct kernel (racecheck fails inside cuBLAS's
   # Hopper GEMMs; the tests of those libraries' algorithms are not meant to run under it)
   # TMPDIR: ctest's (tests/CMakeLists.txt), where the ctest run above left the tests' plan caches
-  mkdir -p build-gpu/tests/tmp  # ctest makes it; with SKIP_TESTS nothing has (the tool needs a writable TMPDIR)
   TMPDIR=$PWD/build-gpu/tests/tmp SCENELAB_CUDNN_LEGACY=${SANITIZE_CUDNN_LEGACY:-} SCENELAB_OWN_KERNELS=${SANITIZE_OWN_KERNELS:-} SCENELAB_TEST_QUICK=1 timeout -k 5 "${SANITIZE_TIMEOUT:-0}" compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 9 \
     "$program" --gtest_filter="$filter" >"$OUT/sanitizer-$logname.log" 2>&1
   log "compute-sanitizer $tool ${extra[*]} ($filter) rc=$? $(grep -E 'ERROR SUMMARY|PASSED|FAILED' "$OUT/sanitizer-$logname.log" | tr '\n' ' ')"
@@ -84,7 +84,7 @@ sanitize_one() {  # TOOL FILTER [PROGRAM]
 # runs out of time, then costs only itself. SANITIZE_UNTIL (seconds since 1970, `date +%s`): the
 # sweeps end by then, whatever SANITIZE_TIMEOUT says (a call's own time limit).
 sanitize_each() {  # TOOL FILTER
-  local tool=$1 filter=$2 end=$(( $(date +%s) + ${SANITIZE_TIMEOUT:-3600} )) t
+  local tool=$1 filter=$2 end=$(( $(date +%s) + ${SANITIZE_TIMEOUT:-3600} ))
   [ -n "${SANITIZE_UNTIL:-}" ] && [ "$SANITIZE_UNTIL" -lt "$end" ] && end=$SANITIZE_UNTIL
   # "TEST PROGRAM" a line: the filter's tests of both programs
   local tests=$( { list_tests "$GPU_TESTS" "$filter"; list_tests "$API_TESTS" "$filter" | grep -E '^\S+OnTheGpu '; } )
