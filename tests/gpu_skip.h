@@ -2,6 +2,13 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
+// SCENELAB_TEST_QUICK (tools/gpu_check.sh sets it for compute-sanitizer, under which racecheck
+// runs our kernels 100-1000x slower: a 97x61 image through the reference net took about 19 s on an
+// H200): the whole-network tests then run fewer images, sizes and cases through the same kernels.
+inline bool scenelab_test_quick() { return std::getenv("SCENELAB_TEST_QUICK") != nullptr; }
+
 #ifdef SCENELAB_WITH_CUDA
 #include <cuda_runtime.h>
 inline bool scenelab_gpu_present() {

@@ -82,20 +82,27 @@ sanitize_one() {  # TOOL FILTER [PROGRAM]
 # (tests named in SANITIZE_SLOW, a regex, start first); SANITIZE_TIMEOUT is then the time left to
 # the whole sweep, each process given what remains of it. A test the tool takes down, or one that
 # runs out of time, then costs only itself. SANITIZE_UNTIL (seconds since 1970, `date +%s`): the
-# sweeps end by then, whatever SANITIZE_TIMEOUT says (a call's own time limit).
+# sweeps end by then, whatever SANITIZE_TIMEOUT says (a call's own time limit). SANITIZE_GPUS=G:
+# the processes go round-robin to the machine's GPUs 0..G-1 (CUDA_VISIBLE_DEVICES one each; a
+# test of several GPUs then sees one), so that G GPUs share the sweep (docs/RELIABILITY.md).
 sanitize_each() {  # TOOL FILTER
   local tool=$1 filter=$2 end=$(( $(date +%s) + ${SANITIZE_TIMEOUT:-3600} ))
   [ -n "${SANITIZE_UNTIL:-}" ] && [ "$SANITIZE_UNTIL" -lt "$end" ] && end=$SANITIZE_UNTIL
   # "TEST PROGRAM" a line: the filter's tests of both programs
   local tests=$( { list_tests "$GPU_TESTS" "$filter"; list_tests "$API_TESTS" "$filter" | grep -E '^\S+OnTheGpu '; } )
   local slow=${SANITIZE_SLOW:-Whole|HalfAccuracy|Pipeline|LabelImage|EveryAlgorithm|Replan|Pyramid|Split}
-  local t program
+  local t program n=0
   while read -r t program; do
     [ -n "$t" ] || continue
     while [ "$(jobs -rp | wc -l)" -ge "$SANITIZE_EACH" ]; do wait -n; done
     local left=$(( end - $(date +%s) ))
     [ $left -gt 5 ] || { log "compute-sanitizer $tool ($t): not started, the sweep's time ran out"; continue; }
-    SANITIZE_TIMEOUT=$left sanitize_one "$tool" "$t" "$program" &
+    if [ -n "${SANITIZE_GPUS:-}" ]; then
+      CUDA_VISIBLE_DEVICES=$(( n % SANITIZE_GPUS )) SANITIZE_TIMEOUT=$left sanitize_one "$tool" "$t" "$program" &
+    else
+      SANITIZE_TIMEOUT=$left sanitize_one "$tool" "$t" "$program" &
+    fi
+    n=$(( n + 1 ))
   done < <(echo "$tests" | grep -E "^\S*($slow)"; echo "$tests" | grep -vE "^\S*($slow)")
   wait
 }

@@ -327,7 +327,10 @@ TEST(CudaBackend, OwnKernelsSwitch) {
     const ScopedEnv own("SCENELAB_OWN_KERNELS", "1");
     for (const char* net : {"reference", "multiscale"}) {
       Model m = make_random_model(net, 11, 7);
-      for (const char* precision : {"fp16", "fp32"}) {
+      // quick (under the sanitizers): one precision a net, fp32 for the reference, fp16 for multiscale
+      std::vector<const char*> precisions{"fp16", "fp32"};
+      if (scenelab_test_quick()) precisions = {std::string(net) == "reference" ? "fp32" : "fp16"};
+      for (const char* precision : precisions) {
         compare(m, Shape(2, 3, 97, 131), opts("auto", precision), 1e-4, std::string(net) + " own kernels " + precision,
                 0.999);
         auto gpu = make_backend("cuda", 0, opts("auto", precision));
@@ -365,8 +368,11 @@ TEST(CudaBackend, ReplanOntoAnotherBackend) {
   gc.run(x.view());
   Tensor want = gc.fetch("r");
   Graph g(m);
+  // quick (under the sanitizers): the small workspace bound alone
+  const std::vector<size_t> bounds = scenelab_test_quick() ? std::vector<size_t>{size_t(1) << 16}
+                                                           : std::vector<size_t>{size_t(256) << 20, size_t(1) << 16};
   for (const char* conv : conv_algorithms())
-    for (size_t ws : {size_t(256) << 20, size_t(1) << 16}) {
+    for (size_t ws : bounds) {
       SCOPED_TRACE(std::string(conv) + " workspace " + std::to_string(ws));
       CudaOptions o = opts(conv);
       o.conv_workspace_bytes = ws;
@@ -448,7 +454,7 @@ TEST(CudaBackend, PyramidFusionOnDevice) {
   auto gpu = make_backend("cuda", 0, CudaOptions{});
   // SCENELAB_TEST_QUICK (set by tools/gpu_check.sh for compute-sanitizer, under which every
   // kernel runs 10-100x slower): one fusion rule and threshold, the same kernels.
-  const bool quick = std::getenv("SCENELAB_TEST_QUICK") != nullptr;
+  const bool quick = scenelab_test_quick();
   const std::vector<const char*> fusions = quick ? std::vector<const char*>{"greedy"}
                                                  : std::vector<const char*>{"none", "greedy", "oro", "group"};
   const std::vector<const char*> thresholds = quick ? std::vector<const char*>{"-1.5"}

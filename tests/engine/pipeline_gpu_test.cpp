@@ -34,7 +34,9 @@ std::vector<std::string> make_files(const fs::path& dir) {
   fs::create_directories(dir);
   std::vector<std::string> files;
   const int sizes[][2] = {{97, 61}, {97, 61}, {97, 61}, {97, 61}, {97, 61}, {64, 48}, {97, 61}, {97, 61}};
+  const bool quick = scenelab_test_quick();  // three files, the odd size among them
   for (int i = 0; i < 8; ++i) {
+    if (quick && i != 0 && i != 5 && i != 7) continue;
     std::mt19937 rng{uint32_t(i)};
     Image8 img{sizes[i][0], sizes[i][1], 3, std::vector<uint8_t>(size_t(sizes[i][0]) * sizes[i][1] * 3)};
     for (auto& p : img.pixels) p = uint8_t(rng() & 255);
@@ -69,8 +71,11 @@ TEST(PipelineGpu, SameLabelsAsTheSingleImagePath) {
     Labeler single(m, make_backend("cuda", 0, co));
     std::vector<LabelMap> want;
     for (const auto& f : files) want.push_back(single.label(load_image(f)));
-    for (int streams : {1, 2})
-      for (int batch : {1, 2, 3}) {
+    // quick: two streams, batch 2 (a full batch and a short tail of the three files)
+    const std::vector<int> all_streams = scenelab_test_quick() ? std::vector<int>{2} : std::vector<int>{1, 2};
+    const std::vector<int> batches = scenelab_test_quick() ? std::vector<int>{2} : std::vector<int>{1, 2, 3};
+    for (int streams : all_streams)
+      for (int batch : batches) {
         SCOPED_TRACE(std::string(conv) + ", streams " + std::to_string(streams) + ", batch " +
                      std::to_string(batch));
         PipelineOptions o;
@@ -141,8 +146,9 @@ TEST(PipelineGpu, BatchEqualsSingleRunsForEveryLayerType) {
   auto gpu = make_backend("cuda", 0, direct);
   CudaOptions aut;
   auto gpu_auto = make_backend("cuda", 0, aut);
+  const std::vector<int> ns = scenelab_test_quick() ? std::vector<int>{2} : std::vector<int>{2, 3};
   for (const auto& c : batch_cases())
-    for (int n : {2, 3}) {
+    for (int n : ns) {
       EXPECT_EQ(batch_vs_single(c.model, *gpu, n, c.h, c.w), 0.0) << c.what << " n=" << n << " (direct)";
       EXPECT_LT(batch_vs_single(c.model, *gpu_auto, n, c.h, c.w), 1e-4) << c.what << " n=" << n << " (auto)";
     }
@@ -220,14 +226,14 @@ void gpu_head_equals_cpu_head(const char* precision) {
   PlanCache cache((fs::path(::testing::TempDir()) / "scenelab_head_test_plans").string());
   const std::string key = plan_key(gpu->identity(), model_fingerprint(m), "", n, h, w);
   std::optional<Tuning> saved = cache.find(key);
-  if (saved && std::getenv("SCENELAB_TEST_QUICK"))
+  if (saved && scenelab_test_quick())
     for (auto& [node, choice] : *saved)
       if (choice.rfind("cudnng", 0) == 0) choice = "cudnn 1 1";  // CUDNN_..._IMPLICIT_PRECOMP_GEMM, tensor ops
   const bool restored = saved && g.restore_tuning(*saved).empty();
   if (restored) std::printf("%s: the timed choices restored from %s\n", precision, cache.dir().c_str());
   std::fflush(stdout);
   g.run_u8(px.data());
-  if (!restored && !std::getenv("SCENELAB_TEST_QUICK")) cache.store(key, g.tuning());
+  if (!restored && !scenelab_test_quick()) cache.store(key, g.tuning());
   const Tensor host = g.fetch("scores");
   ScoreMapHead on_gpu(*gpu);
   size_t boxes = 0;
