@@ -54,13 +54,13 @@ TEST(HalfAccuracyGpu, ShippedModelOnStreetImagesAtOddSizes) {
   const Model m = read_model(std::string(SCENELAB_SOURCE_DIR) + "/weights/camvid-multiscale.h5");
   CpuBackend cpu(0);
   const std::pair<int, int> sizes[] = {{97, 61}, {333, 257}, {1281, 719}, {0, 0}};
-  // quick (under the sanitizers): fp16 at the two smaller sizes
+  // quick (under the sanitizers): fp16 at 97x61 alone
   const bool quick = scenelab_test_quick();
   for (const char* precision : quick ? std::vector<const char*>{"fp16"} : std::vector<const char*>{"fp16", "bf16"}) {
     CudaOptions o;
     o.precision = precision;
     auto gpu = make_backend("cuda", 0, o);
-    for (size_t k = 0; k < (quick ? 2u : 4u); ++k) {
+    for (size_t k = 0; k < (quick ? 1u : 4u); ++k) {
       Image8 img = load_image(files[k * 7 % files.size()].string());
       if (sizes[k].first) img = resize_bilinear(img, sizes[k].first, sizes[k].second);
       SCOPED_TRACE(std::string(precision) + " " + std::to_string(img.width) + "x" + std::to_string(img.height));
