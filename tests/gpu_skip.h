@@ -3,11 +3,17 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <vector>
 
 // SCENELAB_TEST_QUICK (tools/gpu_check.sh sets it for compute-sanitizer, under which racecheck
 // runs our kernels 100-1000x slower: a 97x61 image through the reference net took about 19 s on an
 // H200): the whole-network tests then run fewer images, sizes and cases through the same kernels.
 inline bool scenelab_test_quick() { return std::getenv("SCENELAB_TEST_QUICK") != nullptr; }
+// The cases a loop runs: `quick` under SCENELAB_TEST_QUICK, else `full`.
+template <class T>
+std::vector<T> scenelab_quick_or(std::vector<T> quick, std::vector<T> full) {
+  return scenelab_test_quick() ? quick : full;
+}
 
 #ifdef SCENELAB_WITH_CUDA
 #include <cuda_runtime.h>

@@ -97,11 +97,8 @@ sanitize_each() {  # TOOL FILTER
     while [ "$(jobs -rp | wc -l)" -ge "$SANITIZE_EACH" ]; do wait -n; done
     local left=$(( end - $(date +%s) ))
     [ $left -gt 5 ] || { log "compute-sanitizer $tool ($t): not started, the sweep's time ran out"; continue; }
-    if [ -n "${SANITIZE_GPUS:-}" ]; then
-      CUDA_VISIBLE_DEVICES=$(( n % SANITIZE_GPUS )) SANITIZE_TIMEOUT=$left sanitize_one "$tool" "$t" "$program" &
-    else
-      SANITIZE_TIMEOUT=$left sanitize_one "$tool" "$t" "$program" &
-    fi
+    ( [ -n "${SANITIZE_GPUS:-}" ] && export CUDA_VISIBLE_DEVICES=$(( n % SANITIZE_GPUS ))
+      SANITIZE_TIMEOUT=$left sanitize_one "$tool" "$t" "$program" ) &
     n=$(( n + 1 ))
   done < <(echo "$tests" | grep -E "^\S*($slow)"; echo "$tests" | grep -vE "^\S*($slow)")
   wait

@@ -375,10 +375,8 @@ TEST(CudaBackend, ReplanOntoAnotherBackend) {
   Tensor want = gc.fetch("r");
   Graph g(m);
   // quick (under the sanitizers): the small workspace bound alone
-  const std::vector<size_t> bounds = scenelab_test_quick() ? std::vector<size_t>{size_t(1) << 16}
-                                                           : std::vector<size_t>{size_t(256) << 20, size_t(1) << 16};
   for (const char* conv : conv_algorithms())
-    for (size_t ws : bounds) {
+    for (size_t ws : scenelab_quick_or<size_t>({size_t(1) << 16}, {size_t(256) << 20, size_t(1) << 16})) {
       SCOPED_TRACE(std::string(conv) + " workspace " + std::to_string(ws));
       CudaOptions o = opts(conv);
       o.conv_workspace_bytes = ws;

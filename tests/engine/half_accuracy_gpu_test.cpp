@@ -56,7 +56,7 @@ TEST(HalfAccuracyGpu, ShippedModelOnStreetImagesAtOddSizes) {
   const std::pair<int, int> sizes[] = {{97, 61}, {333, 257}, {1281, 719}, {0, 0}};
   // quick (under the sanitizers): fp16 at 97x61 alone
   const bool quick = scenelab_test_quick();
-  for (const char* precision : quick ? std::vector<const char*>{"fp16"} : std::vector<const char*>{"fp16", "bf16"}) {
+  for (const char* precision : scenelab_quick_or<const char*>({"fp16"}, {"fp16", "bf16"})) {
     CudaOptions o;
     o.precision = precision;
     auto gpu = make_backend("cuda", 0, o);

@@ -134,7 +134,7 @@ TEST(OverlayRowsGpu, PipelineWorkersReturnTheOverlaysRows) {
     save_png(files.back(), img);
   }
   const Model m = make_random_model("multiscale", 6, 5);
-  for (int batch : quick ? std::vector<int>{2} : std::vector<int>{1, 3}) {
+  for (int batch : scenelab_quick_or<int>({2}, {1, 3})) {
     SCOPED_TRACE("batch " + std::to_string(batch));
     PipelineOptions o;
     o.device = "cuda";

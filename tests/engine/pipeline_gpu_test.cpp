@@ -67,18 +67,15 @@ TEST(PipelineGpu, SameLabelsAsTheSingleImagePath) {
   const Model m = make_random_model("multiscale", 6, 5);
   // quick (under the sanitizers): direct alone (the convolution tests run the other algorithms'
   // kernels; under SCENELAB_OWN_KERNELS auto is the direct kernel anyway)
-  for (const char* conv : scenelab_test_quick() ? std::vector<const char*>{"direct"}
-                                                : std::vector<const char*>{"direct", "auto"}) {
+  for (const char* conv : scenelab_quick_or<const char*>({"direct"}, {"direct", "auto"})) {
     CudaOptions co;
     co.conv = conv;
     Labeler single(m, make_backend("cuda", 0, co));
     std::vector<LabelMap> want;
     for (const auto& f : files) want.push_back(single.label(load_image(f)));
     // quick: two streams, batch 2 (a full batch and a short tail of the three files)
-    const std::vector<int> all_streams = scenelab_test_quick() ? std::vector<int>{2} : std::vector<int>{1, 2};
-    const std::vector<int> batches = scenelab_test_quick() ? std::vector<int>{2} : std::vector<int>{1, 2, 3};
-    for (int streams : all_streams)
-      for (int batch : batches) {
+    for (int streams : scenelab_quick_or<int>({2}, {1, 2}))
+      for (int batch : scenelab_quick_or<int>({2}, {1, 2, 3})) {
         SCOPED_TRACE(std::string(conv) + ", streams " + std::to_string(streams) + ", batch " +
                      std::to_string(batch));
         PipelineOptions o;
@@ -149,9 +146,8 @@ TEST(PipelineGpu, BatchEqualsSingleRunsForEveryLayerType) {
   auto gpu = make_backend("cuda", 0, direct);
   CudaOptions aut;
   auto gpu_auto = make_backend("cuda", 0, aut);
-  const std::vector<int> ns = scenelab_test_quick() ? std::vector<int>{2} : std::vector<int>{2, 3};
   for (const auto& c : batch_cases())
-    for (int n : ns) {
+    for (int n : scenelab_quick_or<int>({2}, {2, 3})) {
       EXPECT_EQ(batch_vs_single(c.model, *gpu, n, c.h, c.w), 0.0) << c.what << " n=" << n << " (direct)";
       EXPECT_LT(batch_vs_single(c.model, *gpu_auto, n, c.h, c.w), 1e-4) << c.what << " n=" << n << " (auto)";
     }
