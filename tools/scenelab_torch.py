@@ -210,6 +210,10 @@ class TorchNet(torch.nn.Module):
                 c = 1
             ch[name] = c
         self.channels = ch
+        # Training only (tools/train.py --dropout): each element of a 1x1 convolution's input (the
+        # pixel-wise classifier's features) is zeroed with this probability and the rest scaled by
+        # 1 / (1 - p) while the module is in training mode; evaluation and export are unaffected.
+        self.dropout = 0.0
 
     def param_items(self):
         """(dataset name 'group/name', tensor) pairs, as stored under /params in the model file."""
@@ -229,6 +233,8 @@ class TorchNet(torch.nn.Module):
                 k = int(a.get("k", 1))
                 pad = k // 2 if a.get("pad", "valid") == "same" else 0
                 b = self.p(group, "bias") if int(a.get("bias", 1)) else None
+                if k == 1 and self.dropout > 0 and self.training:
+                    v = F.dropout(v, self.dropout, training=True)
                 v = F.conv2d(v, self.p(group, "weight"), b, padding=pad)
                 g = g.window(k, 1, pad)
             elif typ == "relu":

@@ -441,6 +441,10 @@ def main():
     ap.add_argument("--ema", type=float, default=None, metavar="DECAY",
                     help="keep an exponential moving average of the weights (e.g. 0.999); it is what is "
                          "evaluated, selected and exported (the raw weights' figures are logged beside it)")
+    ap.add_argument("--dropout", type=float, default=0.0, metavar="P",
+                    help="dropout on the pixel-wise classifier's inputs (every 1x1 convolution's: the "
+                         "features and the hidden layer) with probability P while training; evaluation "
+                         "and the exported model are unaffected (default 0: none)")
     ap.add_argument("--init", default=None, metavar="MODEL.h5",
                     help="start from this model file's weights and standardisation statistics (fine-tuning; "
                          "its graph must be --network's), not from He initialisation; use a lower --lr")
@@ -550,6 +554,9 @@ def main():
           flush=True)
 
     net = st.TorchNet(st.network_text(a.network, 11)).to(dev)
+    if not 0 <= a.dropout < 1:
+        sys.exit(f"train.py: --dropout {a.dropout}: must be in [0, 1)")
+    net.dropout = a.dropout
     if a.init:  # the file's weights and standardisation statistics (its weights were trained on them)
         init_weights(net, a.init, CLASSES)
     else:
@@ -657,7 +664,7 @@ def main():
     m = metrics(evaluate(model, xva, yva, dev))
     summary = {"network": a.network, "best_epoch": best_epoch, "epochs_run": epoch, "seed": a.seed,
                "selection": selection, "aug": a.aug, "exposure": a.exposure, "gamma": a.gamma,
-               "mix": a.mix, "ema": a.ema, "weight_decay": a.weight_decay, "balance": a.balance,
+               "mix": a.mix, "ema": a.ema, "dropout": a.dropout, "weight_decay": a.weight_decay, "balance": a.balance,
                "compile": a.compile, "workers": a.workers,
                "threads": a.threads if a.workers else torch.get_num_threads(),
                "train_minutes": round((time.time() - t_train) / 60, 2),

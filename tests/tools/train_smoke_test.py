@@ -190,6 +190,54 @@ def check_class_mix():
             assert pasted[y[j] == c].all(), c
 
 
+def check_dropout():
+    """--dropout: in training mode each input element of a 1x1 convolution (the classifier's) is
+    zeroed with probability P and the rest scaled by 1 / (1 - P); the 7x7 layers' inputs are those of
+    the net without dropout; in evaluation mode the outputs are the net's without dropout."""
+    import scenelab_torch as st
+    torch.manual_seed(3)
+    net = st.TorchNet(st.network_text("reference", 11))
+    for t in net.params.values():
+        if t.requires_grad:
+            torch.nn.init.normal_(t, std=0.1)
+    x = torch.rand(2, 3, 61, 53)
+    orig = st.F.conv2d
+
+    def inputs(p):  # (kernel size, input) of each of the net's convolutions, in order
+        seen = []
+
+        def spy(v, w, *rest, **kw):
+            if w.shape[-1] == w.shape[-2] and w.shape[1] == v.shape[1] > 1 or w.shape[1] == 3:
+                seen.append((w.shape[-1], v.detach().clone()))
+            return orig(v, w, *rest, **kw)
+
+        net.dropout = p
+        st.F.conv2d = spy
+        try:
+            out = net(x, ["scores"])["scores"]
+        finally:
+            st.F.conv2d = orig
+        return seen, out
+
+    net.train()
+    plain, plain_out = inputs(0.0)
+    dropped, dropped_out = inputs(0.5)
+    assert [k for k, _ in plain] == [7, 7, 7, 1, 1], [k for k, _ in plain]
+    assert not torch.equal(dropped_out, plain_out), "dropout changed nothing in training mode"
+    for i in range(3):
+        assert torch.equal(plain[i][1], dropped[i][1]), f"the input of 7x7 layer {i + 1} changed"
+    a, b = plain[3][1], dropped[3][1]  # the first 1x1's input: nothing before it was dropped
+    kept = b != 0
+    assert torch.allclose(b[kept], 2 * a[kept]), "kept elements not scaled by 1 / (1 - P)"
+    frac = 1 - kept.float().sum().item() / (a != 0).float().sum().item()
+    assert 0.4 < frac < 0.6, frac  # about half of the non-zero elements dropped
+    assert (dropped[4][1] == 0).float().mean() > (plain[4][1] == 0).float().mean(), "the second 1x1's input"
+    net.eval()
+    net.dropout = 0.5
+    evaluated = net(x, ["scores"])["scores"]
+    assert torch.equal(evaluated, plain_out), "dropout changed the evaluation-mode output"
+
+
 def make_set(root):
     rng = np.random.default_rng(0)
     for split, seqs in (("train", ["AAA1", "BBB2"]), ("val", ["CCC3"])):
@@ -309,6 +357,7 @@ def main():
     check_augment_against_reference()
     check_batches()
     check_class_mix()
+    check_dropout()
     with tempfile.TemporaryDirectory() as tmp:
         root = os.path.join(tmp, "camvid")
         make_set(root)
@@ -324,6 +373,8 @@ def main():
         # --ema exports the moving average and logs the raw weights' figures beside it; --mix is recorded
         s = run(root, os.path.join(tmp, "ema.h5"), "--last", "--mix", "0.5", "--ema", "0.9")
         assert '"mix": 0.5, "ema": 0.9' in s and '"val_raw_last": {' in s, s
+        s = run(root, os.path.join(tmp, "dropout.h5"), "--last", "--dropout", "0.3", "--epochs", "1")
+        assert '"dropout": 0.3' in s, s
         # --balance: the median-frequency weights to a power (0.5 their square roots, 0 none);
         # --weight-decay reaches the optimiser (recorded in the summary; 0.01, not the default 0.05)
         weights = {}
