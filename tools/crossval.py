@@ -3,7 +3,7 @@
 
   python3 tools/crossval.py --data ../shared/data/camvid --networks multiscale,reference \
          --augs full,basic --epochs 480 --work cv [--final] [--trainonly NETS] [--jobs 6] \
-         [--gpus 0,1] [-- EXTRA train.py ARGS]
+         [--gpus 0,1] [--seeds 0,1] [-- EXTRA train.py ARGS]
 
 For every network x augmentation x sequence (0001TP, 0006R0, 0016E5: the prefixes of the file
 names in train + val) it runs `train.py --holdout SEQ` - the sequence held out is never trained on
@@ -22,6 +22,10 @@ first, each on the GPU whose running processes train on the fewest images an epo
 less one for each run's training loop, shared by the runs' training images where all run at once
 (so that they end together), else equally (the batches are made on the CPU; more processes than
 cores oversubscribe the machine, weights/MODELS.md).
+`--seeds 0,1,2` trains every held-out sequence once a seed (`train.py --seed`; runs named
+NET-AUG-SEQ-seedK): the table then gives each seed's mean over the sequences and their spread
+(largest less smallest), the difference reruns alone make, against which a change to the recipe
+is judged; the means are over every seed. The final and train-only runs use the first seed.
 Logs: WORK/*.log (train.py's JSON lines) and WORK/*.out (its stdout).
 """
 import argparse
@@ -93,8 +97,19 @@ def main():
     ap.add_argument("--workers", type=int, default=None, metavar="N",
                     help="batch-making processes of each run (default: the machine's cores shared by the "
                          "runs at once, less one a run for its training loop; 0: a thread of each run)")
+    ap.add_argument("--seeds", default="0", metavar="K,...",
+                    help="train.py --seed of the held-out runs, each sequence once a seed (default 0); with "
+                         "several, each seed's mean and their spread are reported")
     ap.add_argument("extra", nargs="*", help="after --: more train.py arguments")
     a = ap.parse_args()
+    try:
+        seeds = [int(k) for k in a.seeds.split(",")]
+    except ValueError:
+        raise SystemExit(f"crossval: --seeds {a.seeds}: expected seeds such as 0,1,2")
+    if len(set(seeds)) != len(seeds):
+        raise SystemExit(f"crossval: --seeds {a.seeds}: a seed named twice")
+    if any(e == "--seed" or e.startswith("--seed=") for e in a.extra):
+        raise SystemExit("crossval: give seeds with --seeds, not train.py's --seed after --")
     seqs = sequences(a.data)
     if len(seqs) < 2:
         raise SystemExit(f"crossval: {a.data}: need images of at least two sequences, found {seqs}")
@@ -108,12 +123,15 @@ def main():
     except ValueError:
         raise SystemExit(f"crossval: --gpus {a.gpus}: expected GPU numbers such as 0,1")
     # (name, train.py arguments, training images an epoch)
-    runs = [(f"{n}-{g}-{s}", ["--network", n, "--aug", g, "--holdout", s],
-             images_of(a.data, ("train", "val"), but=s)) for n in nets for g in augs for s in seqs]
+    # (a single seed keeps the names runs had before --seeds)
+    tag = (lambda k: "") if len(seeds) == 1 else (lambda k: f"-seed{k}")
+    runs = [(f"{n}-{g}-{s}{tag(k)}", ["--network", n, "--aug", g, "--holdout", s, "--seed", str(k)],
+             images_of(a.data, ("train", "val"), but=s)) for n in nets for g in augs for k in seeds for s in seqs]
+    first = ["--seed", str(seeds[0])]
     if a.final:
-        runs += [(f"camvid-{n}", ["--network", n, "--aug", augs[0], "--final"],
+        runs += [(f"camvid-{n}", ["--network", n, "--aug", augs[0], "--final"] + first,
                   images_of(a.data, ("train", "val"))) for n in nets]
-    runs += [(f"{n}-{augs[0]}-trainonly", ["--network", n, "--aug", augs[0], "--last"],
+    runs += [(f"{n}-{augs[0]}-trainonly", ["--network", n, "--aug", augs[0], "--last"] + first,
               images_of(a.data, ("train",))) for n in only]
     # with several GPUs the longest runs go first, each to the least loaded GPU
     todo = sorted(runs, key=lambda r: -r[2]) if gpus else list(runs)
@@ -169,16 +187,29 @@ def main():
     for name, r in table.items():
         print(f"{name:34s} {100 * r['global_acc']:7.2f} {100 * r['class_acc']:7.2f} "
               f"{100 * r['mean_iou']:7.2f}  {r['best_epoch']:4d}/{r['epochs_run']:<4d}  {r['train_minutes']:6.2f}")
-    means = {}
+    metrics = ("global_acc", "class_acc", "mean_iou")
+    mean_of = lambda rows: {k: sum(r[k] for r in rows) / len(rows) for k in metrics}
+    row = lambda label, m: print(f"{label:34s} {100 * m['global_acc']:7.2f} "
+                                 f"{100 * m['class_acc']:7.2f} {100 * m['mean_iou']:7.2f}")
+    means, seed_means, spread = {}, {}, {}
     for n in nets:
         for g in augs:
-            rows = [table[k] for k in (f"{n}-{g}-{s}" for s in seqs) if k in table]
-            if len(rows) == len(seqs):
-                means[f"{n}-{g}"] = {k: sum(r[k] for r in rows) / len(rows)
-                                     for k in ("global_acc", "class_acc", "mean_iou")}
-                m = means[f"{n}-{g}"]
-                print(f"{'mean ' + n + '-' + g:34s} {100 * m['global_acc']:7.2f} "
-                      f"{100 * m['class_acc']:7.2f} {100 * m['mean_iou']:7.2f}")
+            key = f"{n}-{g}"
+            per_seed = {}
+            for k in seeds:
+                rows = [table[x] for x in (f"{key}-{s}{tag(k)}" for s in seqs) if x in table]
+                if len(rows) == len(seqs):
+                    per_seed[k] = mean_of(rows)
+                    if len(seeds) > 1:
+                        row(f"mean {key} seed {k}", per_seed[k])
+            if len(per_seed) == len(seeds):  # every run of every seed: the mean over all of them
+                means[key] = mean_of(list(per_seed.values()))
+                row(f"mean {key}", means[key])
+                if len(seeds) > 1:
+                    seed_means[key] = {str(k): v for k, v in per_seed.items()}
+                    spread[key] = {m: max(v[m] for v in per_seed.values()) - min(v[m] for v in per_seed.values())
+                                   for m in metrics}
+                    row(f"spread {key} ({len(seeds)} seeds)", spread[key])
     gaps = {}
     for n in only:
         key = f"{n}-{augs[0]}"
@@ -188,8 +219,8 @@ def main():
             print(f"{'val (train only) - mean ' + key:34s} {100 * gaps[key]['global_acc']:7.2f} "
                   f"{100 * gaps[key]['class_acc']:7.2f} {100 * gaps[key]['mean_iou']:7.2f}")
     with open(os.path.join(a.work, "crossval.json"), "w") as f:
-        json.dump({"sequences": seqs, "epochs": a.epochs, "runs": table, "means": means, "gaps": gaps},
-                  f, indent=1)
+        json.dump({"sequences": seqs, "epochs": a.epochs, "seeds": seeds, "runs": table, "means": means,
+                   "seed_means": seed_means, "spread": spread, "gaps": gaps}, f, indent=1)
     sys.exit(1 if failed else 0)
 
 

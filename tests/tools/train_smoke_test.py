@@ -307,6 +307,39 @@ def check_crossval(root, work):
     assert "mean reference-full" in r.stdout, r.stdout
 
 
+def check_crossval_seeds(root, work):
+    """crossval.py --seeds 0,1: every held-out sequence once a seed, each run given its seed; each
+    seed's mean over the sequences, the mean over all runs and the spread between the seeds."""
+    base = [sys.executable, os.path.join(src, "tools", "crossval.py"), "--data", root, "--networks",
+            "reference", "--epochs", "1", "--work", work, "--jobs", "3", "--workers", "0"]
+    tail = ["--", "--batch", "2", "--crop", "64x80", "--eval-every", "1", "--threads", "1"]
+    for bad, why in ((["--seeds", "0,x"], "expected seeds"), (["--seeds", "1,1"], "named twice")):
+        r = subprocess.run(base + bad + tail, capture_output=True, text=True, timeout=60)
+        assert r.returncode != 0 and why in r.stderr, (bad, r.stderr)
+    r = subprocess.run(base + ["--seeds", "3,1"] + tail[:-2] + ["--seed", "2"], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode != 0 and "not train.py's --seed" in r.stderr, r.stderr
+    r = subprocess.run(base + ["--seeds", "3,1"] + tail, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    cv = json.load(open(os.path.join(work, "crossval.json")))
+    assert cv["seeds"] == [3, 1], cv["seeds"]
+    names = [f"reference-full-{q}-seed{k}" for k in (3, 1) for q in cv["sequences"]]
+    assert sorted(cv["runs"]) == sorted(names), cv["runs"]
+    for name in names:
+        with open(os.path.join(work, name + ".out")) as f:
+            s = json.loads([l for l in f if l.startswith("SUMMARY ")][0][len("SUMMARY "):])
+        assert s["seed"] == int(name[-1]), (name, s["seed"])
+    per_seed = cv["seed_means"]["reference-full"]
+    for k in ("3", "1"):
+        runs = [cv["runs"][f"reference-full-{q}-seed{k}"]["mean_iou"] for q in cv["sequences"]]
+        assert abs(per_seed[k]["mean_iou"] - sum(runs) / 3) < 1e-9, (k, per_seed, runs)
+    every = [cv["runs"][n]["global_acc"] for n in names]
+    assert abs(cv["means"]["reference-full"]["global_acc"] - sum(every) / 6) < 1e-9, cv["means"]
+    spread = cv["spread"]["reference-full"]["class_acc"]
+    assert abs(spread - abs(per_seed["3"]["class_acc"] - per_seed["1"]["class_acc"])) < 1e-9, cv["spread"]
+    assert "mean reference-full seed 3" in r.stdout and "spread reference-full (2 seeds)" in r.stdout, r.stdout
+
+
 def check_set_detect(model):
     """train.py writes CamVid's detection settings; tools/set_detect.py shows, replaces and
     clears them in place, and refuses an unknown class or key leaving the file as it was."""
@@ -364,6 +397,7 @@ def main():
         s = run(root, os.path.join(tmp, "holdout.h5"), "--holdout", "BBB2")
         assert '"selection": "sequence BBB2"' in s and '"exposure": [0.3, 1.2], "gamma": null' in s, s
         check_crossval(root, os.path.join(tmp, "cv"))
+        check_crossval_seeds(root, os.path.join(tmp, "cv-seeds"))
         s = run(root, os.path.join(tmp, "final.h5"), "--final", "--aug", "basic")
         assert '"best_epoch": 2' in s and "--final" in s and '"exposure": null' in s, s
         s = run(root, os.path.join(tmp, "plain.h5"), "--last", "--exposure", "none", "--gamma", "1,2", "--epochs", "1",
