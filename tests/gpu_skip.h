@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-#include <string>
 #include <vector>
 
 // SCENELAB_TEST_QUICK (tools/gpu_check.sh sets it for compute-sanitizer, under which racecheck
@@ -14,13 +13,6 @@ inline bool scenelab_test_quick() { return std::getenv("SCENELAB_TEST_QUICK") !=
 template <class T>
 std::vector<T> scenelab_quick_or(std::vector<T> quick, std::vector<T> full) {
   return scenelab_test_quick() ? quick : full;
-}
-
-// SCENELAB_OWN_KERNELS set (the sanitizers' switch, engine/cuda_backend.h): every convolution
-// algorithm and precision is then the same fp32 direct kernel, so a test need run only one.
-inline bool scenelab_own_kernels() {
-  const char* v = std::getenv("SCENELAB_OWN_KERNELS");
-  return v && *v && std::string(v) != "0";
 }
 
 #ifdef SCENELAB_WITH_CUDA

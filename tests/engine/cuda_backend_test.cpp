@@ -253,9 +253,10 @@ TEST(CudaBackend, HalfPrecisionRunsNhwcWithoutConversions) {
 
 TEST(CudaBackend, WholeNetworksAgreeWithCpu) {
   SCENELAB_REQUIRE_GPU();
-  // Under SCENELAB_OWN_KERNELS every algorithm and precision is the same fp32 direct kernel, so
-  // one run a net covers them; quick (under the sanitizers) also shrinks the images to 64x48.
-  const bool one = scenelab_own_kernels();
+  // Under SCENELAB_OWN_KERNELS (the backend says so in its identity) every algorithm and
+  // precision is the same fp32 direct kernel, so one run a net covers them; quick (under the
+  // sanitizers) also shrinks the images to 64x48.
+  const bool one = make_backend("cuda", 0, opts("auto"))->identity().find("kernels=own") != std::string::npos;
   const Shape shape = scenelab_test_quick() ? Shape(1, 3, 48, 64) : Shape(1, 3, 97, 131);
   for (const char* net : {"reference", "multiscale"}) {
     Model m = make_random_model(net, 11, 7);

@@ -207,7 +207,7 @@ def check_dropout():
         seen = []
 
         def spy(v, w, *rest, **kw):
-            if w.shape[-1] == w.shape[-2] and w.shape[1] == v.shape[1] > 1 or w.shape[1] == 3:
+            if w.shape[-1] == w.shape[-2]:  # not the contrast normalisation's 1x13 and 13x1 blurs
                 seen.append((w.shape[-1], v.detach().clone()))
             return orig(v, w, *rest, **kw)
 
