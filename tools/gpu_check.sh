@@ -21,7 +21,8 @@ log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
 # find stb/stb_image.h after sourcing it): .gpu/debs unpacked into a folder of our own.
 if [ -d .gpu/debs ] && ! ls /opt/deps/usr/include/stb/stb_image.h >/dev/null 2>&1; then
   D=${TMPDIR:-/tmp}/scenelab-deps
-  mkdir -p "$D" && for f in .gpu/debs/*.deb; do dpkg -x "$f" "$D"; done
+  # unpacked once: a second run beside the first uses it as it is
+  [ -f "$D/usr/include/stb/stb_image.h" ] || { mkdir -p "$D" && for f in .gpu/debs/*.deb; do dpkg -x "$f" "$D"; done; }
   export CMAKE_PREFIX_PATH=$D/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
   export HDF5_ROOT=$D/usr/lib/x86_64-linux-gnu/hdf5/serial
   export CPATH=$D/usr/include:$D/usr/include/hdf5/serial${CPATH:+:$CPATH}
@@ -33,8 +34,13 @@ fi
 # The Python module too where this machine's python3 has nanobind (the GPU machine's does).
 PYARGS=""
 python3 -c "import nanobind" 2>/dev/null && PYARGS="-DPython_EXECUTABLE=$(command -v python3)"
-cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release $PYARGS ${CMAKE_ARGS:-} >"$OUT/build.log" 2>&1 &&
-  cmake --build build-gpu -j"$J" >>"$OUT/build.log" 2>&1
+# SKIP_BUILD=1: build-gpu as an earlier run left it (two runs side by side must not both build it)
+if [ -n "${SKIP_BUILD:-}" ]; then
+  echo "SKIP_BUILD: build-gpu as it is" >"$OUT/build.log"; [ -x build-gpu/tests/scenelab_gpu_tests ]
+else
+  cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release $PYARGS ${CMAKE_ARGS:-} >"$OUT/build.log" 2>&1 &&
+    cmake --build build-gpu -j"$J" >>"$OUT/build.log" 2>&1
+fi
 rc=$?
 log "build rc=$rc"
 tail -3 "$OUT/build.log"
@@ -58,7 +64,8 @@ grep -E "\(Failed\)" "$OUT/ctest-cpu.log" | head
 # names end in OnTheGpu, tests/CMakeLists.txt), which sweeps (SANITIZE_EACH) also run.
 GPU_TESTS=build-gpu/tests/scenelab_gpu_tests
 API_TESTS=build-gpu/tests/scenelab_api_tests
-mkdir -p build-gpu/tests/tmp  # the tools' TMPDIR (below): ctest makes it, but not with SKIP_TESTS
+SAN_TMP=${SANITIZE_TMPDIR:-$PWD/build-gpu/tests/tmp}
+mkdir -p "$SAN_TMP"  # the tools' TMPDIR (below): ctest makes its own, but not with SKIP_TESTS
 sanitize_one() {  # TOOL FILTER [PROGRAM]
   local tool=$1 filter=$2 program=${3:-$GPU_TESTS} extra=()
   # cuDNN's Hopper kernels use more cuda::barrier objects than the default tracks
@@ -73,26 +80,26 @@ sanitize_one() {  # TOOL FILTER [PROGRAM]
   # in its graph engines' Hopper kernels; docs/RELIABILITY.md); SANITIZE_OWN_KERNELS=1: no cuBLAS
   # or cuDNN kernel at all, every convolution on our direct kernel (racecheck fails inside cuBLAS's
   # Hopper GEMMs; the tests of those libraries' algorithms are not meant to run under it)
-  # TMPDIR: ctest's (tests/CMakeLists.txt), where the ctest run above left the tests' plan caches
-  TMPDIR=$PWD/build-gpu/tests/tmp SCENELAB_CUDNN_LEGACY=${SANITIZE_CUDNN_LEGACY:-} SCENELAB_OWN_KERNELS=${SANITIZE_OWN_KERNELS:-} SCENELAB_TEST_QUICK=1 timeout -k 5 "${SANITIZE_TIMEOUT:-0}" compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 9 \
+  # TMPDIR: ctest's (tests/CMakeLists.txt), where the ctest run above left the tests' plan caches;
+  # SANITIZE_TMPDIR another, for a sweep beside a ctest run of the same build
+  TMPDIR=$SAN_TMP SCENELAB_CUDNN_LEGACY=${SANITIZE_CUDNN_LEGACY:-} SCENELAB_OWN_KERNELS=${SANITIZE_OWN_KERNELS:-} SCENELAB_TEST_QUICK=1 timeout -k 5 "${SANITIZE_TIMEOUT:-0}" compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 9 \
     "$program" --gtest_filter="$filter" >"$OUT/sanitizer-$logname.log" 2>&1
   log "compute-sanitizer $tool ${extra[*]} ($filter) rc=$? $(grep -E 'ERROR SUMMARY|PASSED|FAILED' "$OUT/sanitizer-$logname.log" | tr '\n' ' ')"
 }
-# SANITIZE_EACH=N: every test the entry's filter names runs in a process of its own, N at once
-# (tests named in SANITIZE_SLOW, a regex, start first); SANITIZE_TIMEOUT is then the time left to
-# the whole sweep, each process given what remains of it. A test the tool takes down, or one that
-# runs out of time, then costs only itself. SANITIZE_UNTIL (seconds since 1970, `date +%s`): the
-# sweeps end by then, whatever SANITIZE_TIMEOUT says (a call's own time limit). SANITIZE_GPUS=G:
-# the processes go round-robin to the machine's GPUs 0..G-1 (CUDA_VISIBLE_DEVICES one each; a
-# test of several GPUs then sees one), so that G GPUs share the sweep (docs/RELIABILITY.md).
-sanitize_each() {  # TOOL FILTER
-  local tool=$1 filter=$2 end=$(( $(date +%s) + ${SANITIZE_TIMEOUT:-3600} ))
+# SANITIZE_EACH=N: every test the entries' filters name runs in a process of its own, N at once,
+# all entries' tests in one queue (so that tools run side by side: a slow test under one tool does
+# not hold back the others'), the tests named in SANITIZE_SLOW (a regex) first, the entries in
+# their order within each part. SANITIZE_TIMEOUT is then the time left to the whole sweep, each
+# process given what remains of it. A test the tool takes down, or one that runs out of time, then
+# costs only itself. SANITIZE_UNTIL (seconds since 1970, `date +%s`): the sweep ends by then,
+# whatever SANITIZE_TIMEOUT says (a call's own time limit). SANITIZE_GPUS=G: the processes go
+# round-robin to the machine's GPUs 0..G-1 (CUDA_VISIBLE_DEVICES one each; a test of several GPUs
+# then sees one), so that G GPUs share the sweep (docs/RELIABILITY.md).
+sanitize_each() {  # "TOOL TEST PROGRAM" lines on stdin
+  local end=$(( $(date +%s) + ${SANITIZE_TIMEOUT:-3600} ))
   [ -n "${SANITIZE_UNTIL:-}" ] && [ "$SANITIZE_UNTIL" -lt "$end" ] && end=$SANITIZE_UNTIL
-  # "TEST PROGRAM" a line: the filter's tests of both programs
-  local tests=$( { list_tests "$GPU_TESTS" "$filter"; list_tests "$API_TESTS" "$filter" | grep -E '^\S+OnTheGpu '; } )
-  local slow=${SANITIZE_SLOW:-Whole|HalfAccuracy|Pipeline|LabelImage|EveryAlgorithm|Replan|Pyramid|Split}
-  local t program n=0
-  while read -r t program; do
+  local tool t program n=0
+  while read -r tool t program; do
     [ -n "$t" ] || continue
     while [ "$(jobs -rp | wc -l)" -ge "$SANITIZE_EACH" ]; do wait -n; done
     local left=$(( end - $(date +%s) ))
@@ -100,20 +107,25 @@ sanitize_each() {  # TOOL FILTER
     ( [ -n "${SANITIZE_GPUS:-}" ] && export CUDA_VISIBLE_DEVICES=$(( n % SANITIZE_GPUS ))
       SANITIZE_TIMEOUT=$left sanitize_one "$tool" "$t" "$program" ) &
     n=$(( n + 1 ))
-  done < <(echo "$tests" | grep -E "^\S*($slow)"; echo "$tests" | grep -vE "^\S*($slow)")
+  done
   wait
+}
+sweep_tests() {  # TOOL FILTER: "TOOL TEST PROGRAM" a line, the filter's tests of both programs
+  { list_tests "$GPU_TESTS" "$2"; list_tests "$API_TESTS" "$2" | grep -E '^\S+OnTheGpu '; } |
+    sed "s/^/$1 /"
 }
 list_tests() {  # PROGRAM FILTER: its tests the filter names, "TEST PROGRAM" a line
   [ -x "$1" ] || return 0
   "$1" --gtest_list_tests --gtest_filter="$2" | awk -v p="$1" '/^[^ ]/ {s = $1} /^  / {print s $1, p}'
 }
 set -f  # filters hold '*'
+queue=""
 for spec in $SANITIZE; do  # TOOL or TOOL=GTEST_FILTER
   tool=${spec%%=*}
   filter=${SANITIZE_FILTER:-*}
   [ "$spec" != "$tool" ] && filter=${spec#*=}
   if [ -n "${SANITIZE_EACH:-}" ]; then
-    sanitize_each "$tool" "$filter"
+    queue+="$(sweep_tests "$tool" "$filter")"$'\n'
   elif [ -n "${SANITIZE_PARALLEL:-}" ]; then
     sanitize_one "$tool" "$filter" &
   else
@@ -121,6 +133,10 @@ for spec in $SANITIZE; do  # TOOL or TOOL=GTEST_FILTER
     pkill -9 -f '^build-gpu/tests/scenelab_(gpu|api)_tests' 2>/dev/null && sleep 1  # a timed-out tool leaves its target running
   fi
 done
+if [ -n "$queue" ]; then
+  slow=${SANITIZE_SLOW:-Whole|HalfAccuracy|Pipeline|LabelImage|EveryAlgorithm|Replan|Pyramid|Split}
+  { echo "$queue" | grep -E "^\S+ \S*($slow)"; echo "$queue" | grep -vE "^\S+ \S*($slow)"; } | sanitize_each
+fi
 wait
 pkill -9 -f '^build-gpu/tests/scenelab_(gpu|api)_tests' 2>/dev/null
 set +f
