@@ -105,7 +105,7 @@ sanitize_each() {  # "TOOL TEST PROGRAM" lines on stdin
     local left=$(( end - $(date +%s) ))
     [ $left -gt 5 ] || { log "compute-sanitizer $tool ($t): not started, the sweep's time ran out"; continue; }
     ( [ -n "${SANITIZE_GPUS:-}" ] && export CUDA_VISIBLE_DEVICES=$(( n % SANITIZE_GPUS ))
-      SANITIZE_TIMEOUT=$left sanitize_one "$tool" "$t" "$program" ) &
+      SANITIZE_TIMEOUT=$left sanitize_one "$tool" "$t" "$program" ) </dev/null &  # the queue is stdin
     n=$(( n + 1 ))
   done
   wait
