@@ -21,7 +21,8 @@ median-frequency class weights (--balance 0.5; 1 the weights themselves, the rec
 Training uses TF32 tensor cores. Augmentation (--aug full, the default): random scale 0.5-2.0 with
 random crops (padding with void where the scaled image is smaller than the crop), horizontal
 flips, rotations of up to 5 degrees, brightness, contrast and per-channel colour jitter, mild
-blur or noise, an exposure factor 0.3-1.2 (--exposure; `--exposure none` leaves it out), and JPEG
+blur or noise, an exposure factor 0.3-1.2 (--exposure; `--exposure none` leaves it out; --gamma
+and --shading, a smooth random illumination field, are options outside the recipe), and JPEG
 re-compression at a random quality 50-95 with 4:2:0 chroma (OpenCV's encoder on the CPU);
 --aug basic is the earlier scale 1-1.35, flip and crop. Fixed seed. Logs loss
 and metrics each eval; keeps the epoch with the best mean IoU on the selection set and exports it.
@@ -135,7 +136,7 @@ def evaluate(net, x, y, dev, batch=8):
     return conf
 
 
-def augment(x, y, crop_h, crop_w, gen, dev, full=True, exposure=None, gamma=None):
+def augment(x, y, crop_h, crop_w, gen, dev, full=True, exposure=None, gamma=None, shading=None):
     """A batch for training: x uint8 N,3,H,W, y N,H,W -> float N,3,crop_h,crop_w in [0, 1] and
     labels N,crop_h,crop_w, on x's device (the training loop runs it on the CPU in a thread while
     the GPU trains). basic: scale so the crop fits up to 1.35x, flip, crop. full: scale 0.5-2.0
@@ -148,7 +149,9 @@ def augment(x, y, crop_h, crop_w, gen, dev, full=True, exposure=None, gamma=None
     99-138 for the others); None draws nothing, so the default batches are unchanged. gamma (lo,
     hi), full only: before that, intensities raised to a power drawn log-uniformly from [lo, hi]
     (above 1 darkens the mid-tones and keeps the highlights: the dusk frames' sky is 3-5x their
-    median, daylight's 2-3x); None draws nothing. (dev: unused, kept for callers.)"""
+    median, daylight's 2-3x); None draws nothing. shading AMP, full only: after those, shade()
+    (a smooth random illumination field on half the images); None draws nothing. (dev: unused,
+    kept for callers.)"""
     n = x.shape[0]
     u = functools.partial(uniform, gen)
     # Each output pixel's place in the source image, one affine map an image: grid = pc*a + pr*b + c.
@@ -181,6 +184,8 @@ def augment(x, y, crop_h, crop_w, gen, dev, full=True, exposure=None, gamma=None
         xi = torch.addcmul(offset.view(3, 1, 1), xb[i], (k * contrast / 255).view(3, 1, 1))[None]
         if g is not None:
             xi = xi.clamp_(0, 1).pow_(g).mul_(e)
+        if shading is not None:
+            xi = shade(xi, gen, shading)
         out[i] = degrade(xi, gen)[0]
     return out, yb
 
@@ -224,6 +229,25 @@ def affine_maps(shape, crop_h, crop_w, gen, full):
         maps.append([[2 / nw * v for v in cx[:2]] + [2 / nw * cx[2] - 1],
                      [2 / nh * v for v in cy[:2]] + [2 / nh * cy[2] - 1]])
     return torch.tensor(maps)
+
+
+def shade(xi, gen, amp):
+    """augment()'s illumination field on one image (1,3,H,W): with probability 0.5 the image is
+    multiplied by exp(a * f), a drawn uniformly from [0, amp] and f a smooth field of zero mean and
+    unit standard deviation, the same for the three channels: Gaussian noise on grids of about a
+    32nd, 16th and 8th of the image's size, resampled bilinearly to it and summed with weights 1,
+    1/2 and 1/4. Uneven light and shadow, and texture where the frame is flat (CamVid's daylight
+    sky is saturated white, its dusk sky textured cloud: weights/MODELS.md). Draws from gen."""
+    if uniform(gen, 0, 1) >= 0.5:
+        return xi
+    a = uniform(gen, 0, amp)
+    _, _, h, w = xi.shape
+    f = torch.zeros(1, 1, h, w)
+    for weight, div in ((1.0, 32), (0.5, 16), (0.25, 8)):
+        coarse = torch.randn(1, 1, max(2, h // div), max(2, w // div), generator=gen)
+        f += weight * F.interpolate(coarse, size=(h, w), mode="bilinear", align_corners=False)
+    f = (f - f.mean()) / f.std().clamp_min(1e-6)
+    return xi * torch.exp(a * f).to(xi.device)
 
 
 def degrade(xi, gen):
@@ -285,7 +309,7 @@ class Batches(torch.utils.data.Dataset):
     def __init__(self, x, y, a, crop_h, crop_w, steps_per_epoch):
         self.x, self.y, self.crop = x, y, (crop_h, crop_w)
         self.seed, self.batch, self.epochs, self.steps = a.seed, a.batch, a.epochs, steps_per_epoch
-        self.aug = dict(full=a.aug == "full", exposure=a.exposure, gamma=a.gamma)
+        self.aug = dict(full=a.aug == "full", exposure=a.exposure, gamma=a.gamma, shading=a.shading)
         self.mix = a.mix
         self.perm_epoch, self.perm = None, None
 
@@ -435,6 +459,10 @@ def main():
     ap.add_argument("--gamma", default=None, metavar="LO,HI",
                     help="with --aug full: also raise each image's intensities to a power in [LO, HI] "
                          "(log-uniform) before --exposure, e.g. 1,2 (weights/MODELS.md)")
+    ap.add_argument("--shading", type=float, default=None, metavar="AMP",
+                    help="with --aug full: also multiply half the images by a smooth random illumination "
+                         "field exp(a * f), a uniform in [0, AMP], f of unit standard deviation, e.g. 0.3 "
+                         "(uneven light, texture on flat regions; weights/MODELS.md)")
     ap.add_argument("--mix", type=float, default=None, metavar="P",
                     help="ClassMix: with probability P an image also gets half the classes of the next "
                          "image of its batch pasted onto it, pixels and labels (weights/MODELS.md)")
@@ -497,6 +525,8 @@ def main():
         if not (0 < lo <= hi < 100) or a.aug != "full":
             ap.error(f"--{name} {text}: needs 0 < LO <= HI < 100 and --aug full")
         setattr(a, name, (lo, hi))
+    if a.shading is not None and not (0 < a.shading <= 2 and a.aug == "full"):
+        ap.error(f"--shading {a.shading:g}: needs 0 < AMP <= 2 and --aug full")
     if a.mix is not None and not 0 <= a.mix <= 1:
         ap.error(f"--mix {a.mix:g}: a probability, 0-1")
     if a.ema is not None and not 0 < a.ema < 1:
@@ -663,7 +693,7 @@ def main():
     model.load_state_dict(best_state)
     m = metrics(evaluate(model, xva, yva, dev))
     summary = {"network": a.network, "best_epoch": best_epoch, "epochs_run": epoch, "seed": a.seed,
-               "selection": selection, "aug": a.aug, "exposure": a.exposure, "gamma": a.gamma,
+               "selection": selection, "aug": a.aug, "exposure": a.exposure, "gamma": a.gamma, "shading": a.shading,
                "mix": a.mix, "ema": a.ema, "dropout": a.dropout, "weight_decay": a.weight_decay, "balance": a.balance,
                "compile": a.compile, "workers": a.workers,
                "threads": a.threads if a.workers else torch.get_num_threads(),

@@ -57,7 +57,50 @@ def check_augment():
     assert xg.median() < 0.8 * xb.median() and xg.max() > 0.8 * xb.max(), (xg.median(), xb.median(), xg.max(), xb.max())
 
 
-def augment_reference(x, y, crop_h, crop_w, gen, full=True, exposure=None, gamma=None):
+def check_shading():
+    """shade(): half the images untouched, the others multiplied by exp(a * f), f the same for the
+    three channels, smooth (neighbouring pixels' factors close) and of zero mean and unit standard
+    deviation in log terms, a at most AMP; a flat image gains texture; repeatable from its seed;
+    augment() without it draws nothing more (its batches unchanged)."""
+    import math
+    flat = torch.full((1, 3, 96, 128), 0.5)
+    shaded, factors = 0, []
+    for k in range(40):
+        a = train.shade(flat, torch.Generator().manual_seed(k), 0.3)
+        b = train.shade(flat, torch.Generator().manual_seed(k), 0.3)
+        assert torch.equal(a, b), "shading not repeatable from its seed"
+        if torch.equal(a, flat):
+            continue
+        shaded += 1
+        lf = torch.log(a / flat)
+        assert torch.allclose(lf[:, 0], lf[:, 1]) and torch.allclose(lf[:, 0], lf[:, 2]), "channels shaded differently"
+        amp = lf.std().item()  # a, as f has unit standard deviation
+        assert 0 <= amp <= 0.3 + 1e-4 and abs(lf.mean().item()) < 1e-4 * max(1, amp * 1e4), (amp, lf.mean())
+        if amp > 0.05:  # smooth: a step to the next pixel is a small part of the field's range
+            step = (lf[..., 1:] - lf[..., :-1]).abs().max().item()
+            assert step < 0.2 * (lf.max() - lf.min()).item(), (step, lf.max(), lf.min())
+        factors.append(amp)
+    assert 10 <= shaded <= 30, f"{shaded} of 40 flat images shaded, expected about half"
+    assert max(factors) > 0.2, factors
+    gen = torch.Generator().manual_seed(2)
+    x = torch.randint(0, 256, (2, 3, 72, 96), dtype=torch.uint8, generator=gen)
+    y = torch.randint(0, 11, (2, 72, 96), generator=gen)
+    g1, g2 = torch.Generator().manual_seed(4), torch.Generator().manual_seed(4)
+    train.augment(x, y, 64, 80, g1, "cpu", full=True)
+    train.augment(x, y, 64, 80, g2, "cpu", full=True, shading=None)
+    assert torch.equal(g1.get_state(), g2.get_state()), "shading=None drew from the generator"
+    changed = False
+    for k in range(6):
+        xa, ya = train.augment(x, y, 64, 80, torch.Generator().manual_seed(k), "cpu", full=True, shading=0.5)
+        assert xa.min() >= 0 and xa.max() <= 1 and ya.shape == (2, 64, 80)
+        xb, yb = train.augment(x, y, 64, 80, torch.Generator().manual_seed(k), "cpu", full=True)
+        assert torch.equal(ya, yb), "shading moved labels"
+        changed |= not torch.equal(xa, xb)
+    assert changed, "--shading never changed a batch"
+    assert math.isfinite(float(xa.sum()))
+
+
+def augment_reference(x, y, crop_h, crop_w, gen, full=True, exposure=None, gamma=None, shading=None):
     """augment() written plainly (its geometry and last steps are train's own): the sampling grid
     by a matrix product a pixel, the image scaled to [0, 1] and its mean taken out before
     resampling, the photometric jitter one operation at a time, a torch.cat at the end."""
@@ -89,6 +132,8 @@ def augment_reference(x, y, crop_h, crop_w, gen, full=True, exposure=None, gamma
             xi = xi.clamp(0, 1) ** math.exp(train.uniform(gen, math.log(gamma[0]), math.log(gamma[1])))
         if exposure is not None:
             xi = xi * math.exp(train.uniform(gen, math.log(exposure[0]), math.log(exposure[1])))
+        if shading is not None:
+            xi = train.shade(xi.float(), gen, shading).double()
         out.append(train.degrade(xi.float(), gen))
     return torch.cat(out), yb
 
@@ -105,7 +150,8 @@ def check_augment_against_reference():
     y = torch.randint(0, 12, (3, 75, 101), generator=gen)
     jpeg = train.jpeg_recompress
     for k in range(8):
-        for kw in ({}, {"exposure": (0.3, 1.2)}, {"exposure": (0.5, 0.9), "gamma": (1.0, 2.0)}, {"full": False}):
+        for kw in ({}, {"exposure": (0.3, 1.2)}, {"exposure": (0.5, 0.9), "gamma": (1.0, 2.0)}, {"full": False},
+                   {"exposure": (0.3, 1.2), "shading": 0.4}):
             for with_jpeg in (False, True):
                 train.jpeg_recompress = jpeg if with_jpeg else (lambda xi, quality: xi)
                 try:
@@ -137,7 +183,8 @@ def check_batches():
     gen = torch.Generator().manual_seed(4)
     x = torch.randint(0, 256, (10, 3, 72, 96), dtype=torch.uint8, generator=gen)
     y = torch.randint(0, 12, (10, 72, 96), generator=gen)
-    a = types.SimpleNamespace(seed=7, batch=4, epochs=2, aug="full", exposure=(0.3, 1.2), gamma=None, mix=0.5)
+    a = types.SimpleNamespace(seed=7, batch=4, epochs=2, aug="full", exposure=(0.3, 1.2), gamma=None, mix=0.5,
+                              shading=0.3)
     dev = torch.device("cpu")
     ds = train.Batches(x, y, a, 64, 80, 3)
     made = {}
@@ -387,6 +434,7 @@ def check_set_detect(model):
 
 def main():
     check_augment()
+    check_shading()
     check_augment_against_reference()
     check_batches()
     check_class_mix()
@@ -427,7 +475,8 @@ def main():
         assert np.array_equal(w0, present.astype(float)), w0
         for bad, why in (("--mix=1.5", "a probability"), ("--balance=-1", "--balance -1: expected a power"),
                          ("--weight-decay=nan", "--weight-decay nan: expected 0 <= WD < 1"), ("--ema=1", "a decay between 0 and 1"),
-                         ("--threads=0", "--threads 0: at least 1"), ("--workers=-1", "--workers -1: 0 or more"),
+                         ("--threads=0", "--threads 0: at least 1"),
+                         ("--shading=0", "--shading 0: needs 0 < AMP <= 2"), ("--workers=-1", "--workers -1: 0 or more"),
                          *((("--compile=on", "--compile on: needs torch.compile (PyTorch 2)"),)
                            if not hasattr(torch, "compile") else ())):
             r = subprocess.run([sys.executable, os.path.join(src, "tools", "train.py"), "--data", root, "--out",
