@@ -527,6 +527,8 @@ def main():
         setattr(a, name, (lo, hi))
     if a.shading is not None and not (0 < a.shading <= 2 and a.aug == "full"):
         ap.error(f"--shading {a.shading:g}: needs 0 < AMP <= 2 and --aug full")
+    if not 0 <= a.dropout < 1:
+        ap.error(f"--dropout {a.dropout:g}: a probability in [0, 1)")
     if a.mix is not None and not 0 <= a.mix <= 1:
         ap.error(f"--mix {a.mix:g}: a probability, 0-1")
     if a.ema is not None and not 0 < a.ema < 1:
@@ -584,8 +586,6 @@ def main():
           flush=True)
 
     net = st.TorchNet(st.network_text(a.network, 11)).to(dev)
-    if not 0 <= a.dropout < 1:
-        sys.exit(f"train.py: --dropout {a.dropout}: must be in [0, 1)")
     net.dropout = a.dropout
     if a.init:  # the file's weights and standardisation statistics (its weights were trained on them)
         init_weights(net, a.init, CLASSES)
