@@ -444,10 +444,12 @@ def main():
         make_set(root)
         s = run(root, os.path.join(tmp, "holdout.h5"), "--holdout", "BBB2")
         assert '"selection": "sequence BBB2"' in s and '"exposure": [0.3, 1.2], "gamma": null' in s, s
+        # the recipe's defaults: the illumination field with --aug full, dropout on the classifier
+        assert '"shading": 0.3,' in s and '"dropout": 0.5,' in s, s
         check_crossval(root, os.path.join(tmp, "cv"))
         check_crossval_seeds(root, os.path.join(tmp, "cv-seeds"))
         s = run(root, os.path.join(tmp, "final.h5"), "--final", "--aug", "basic")
-        assert '"best_epoch": 2' in s and "--final" in s and '"exposure": null' in s, s
+        assert '"best_epoch": 2' in s and "--final" in s and '"exposure": null' in s and '"shading": null' in s, s
         s = run(root, os.path.join(tmp, "plain.h5"), "--last", "--exposure", "none", "--gamma", "1,2", "--epochs", "1",
                 "--threads", "2", "--workers", "0")
         assert '"exposure": null, "gamma": [1.0, 2.0]' in s and '"workers": 0, "threads": 2,' in s, s
@@ -457,6 +459,10 @@ def main():
         assert '"mix": 0.5, "ema": 0.9' in s and '"val_raw_last": {' in s, s
         s = run(root, os.path.join(tmp, "dropout.h5"), "--last", "--dropout", "0.3", "--epochs", "1")
         assert '"dropout": 0.3' in s, s
+        s = run(root, os.path.join(tmp, "noshade.h5"), "--last", "--dropout", "0", "--shading", "none", "--epochs", "1")
+        assert '"shading": null' in s and '"dropout": 0.0' in s, s
+        s = run(root, os.path.join(tmp, "shade.h5"), "--last", "--shading", "0.5", "--epochs", "1")
+        assert '"shading": 0.5,' in s, s
         # --balance: the median-frequency weights to a power (0.5 their square roots, 0 none);
         # --weight-decay reaches the optimiser (recorded in the summary; 0.01, not the default 0.05)
         weights = {}
@@ -476,7 +482,8 @@ def main():
         for bad, why in (("--mix=1.5", "a probability"), ("--balance=-1", "--balance -1: expected a power"),
                          ("--weight-decay=nan", "--weight-decay nan: expected 0 <= WD < 1"), ("--ema=1", "a decay between 0 and 1"),
                          ("--threads=0", "--threads 0: at least 1"),
-                         ("--shading=0", "--shading 0: needs 0 < AMP <= 2"),
+                         ("--shading=-1", "--shading -1: needs 0 <= AMP <= 2"),
+                         ("--shading=x", "--shading x: expected an amplitude"),
                          ("--dropout=1", "--dropout 1: a probability in [0, 1)"), ("--workers=-1", "--workers -1: 0 or more"),
                          *((("--compile=on", "--compile on: needs torch.compile (PyTorch 2)"),)
                            if not hasattr(torch, "compile") else ())):
@@ -487,6 +494,10 @@ def main():
                             os.path.join(tmp, "z.h5"), "--aug", "basic", "--exposure", "0.3,1.2"],
                            capture_output=True, text=True, timeout=300)
         assert r.returncode != 0 and "needs 0 < LO <= HI < 100 and --aug full" in r.stderr, r.stderr[-2000:]
+        r = subprocess.run([sys.executable, os.path.join(src, "tools", "train.py"), "--data", root, "--out",
+                            os.path.join(tmp, "z.h5"), "--aug", "basic", "--shading", "0.3"],
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode != 0 and "needs 0 <= AMP <= 2 (0: none) and --aug full" in r.stderr, r.stderr[-2000:]
         check_set_detect(os.path.join(tmp, "final.h5"))
         # --init: fine-tuning starts from the file's weights and statistics; a file of another network is refused
         s = run(root, os.path.join(tmp, "tuned.h5"), "--final", "--init", os.path.join(tmp, "final.h5"), "--lr", "1e-4")
