@@ -3,9 +3,10 @@
 scores, cross-entropy, backward, AdamW) on a fixed batch already on the device, no batches made,
 timed by CUDA events after warm-up, median of 5 rounds of 20 steps, for each way of running it:
 eager fp32 with TF32 (train.py --compile off), channels_last, bf16 autocast, both, and
-torch.compile (train.py's default on a GPU).
+torch.compile (train.py's default on a GPU); with --lovasz W, also torch.compile with train.py's
+Lovasz-softmax term added to the loss (train.py --lovasz W), to show what that term costs.
 
-  python3 tools/bench_train_step.py [--network multiscale] [--batch 8] [--crop 288x384]
+  python3 tools/bench_train_step.py [--network multiscale] [--batch 8] [--crop 288x384] [--lovasz 0.5]
 """
 import argparse
 import os
@@ -17,6 +18,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import scenelab_torch as st  # noqa: E402
+from train import lovasz_softmax  # noqa: E402
 
 
 def main():
@@ -24,6 +26,8 @@ def main():
     ap.add_argument("--network", default="multiscale", choices=["reference", "multiscale"])
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--crop", default="288x384", help="HxW")
+    ap.add_argument("--lovasz", type=float, default=0.0, metavar="W",
+                    help="also time the compiled step with W times the Lovasz-softmax loss added")
     a = ap.parse_args()
     if not torch.cuda.is_available():
         raise SystemExit("bench_train_step: needs a CUDA GPU")
@@ -38,7 +42,7 @@ def main():
     print(f"{a.network}, batch {a.batch} of {h}x{w}; PyTorch {torch.__version__}, {torch.cuda.get_device_name()}",
           flush=True)
 
-    def run(name, channels_last=False, bf16=False, compiled=False):
+    def run(name, channels_last=False, bf16=False, compiled=False, lovasz=0.0):
         net = st.TorchNet(st.network_text(a.network, 11)).to(dev)
         opt = torch.optim.AdamW([p for p in net.parameters() if p.requires_grad], lr=1e-4)
         xx = x
@@ -51,6 +55,8 @@ def main():
             with torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16):
                 out = fwd(xx, ["full"])["full"]
             loss = F.cross_entropy(out.float(), y)
+            if lovasz:
+                loss = loss + lovasz * lovasz_softmax(out, y)  # eager, as in train.py
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
@@ -81,6 +87,9 @@ def main():
     if hasattr(torch, "compile"):
         ms = run("torch.compile", compiled=True)
         print(f"torch.compile: {base / ms:.2f}x the eager step rate")
+        if a.lovasz:
+            lms = run(f"torch.compile + Lovasz {a.lovasz:g}", compiled=True, lovasz=a.lovasz)
+            print(f"Lovasz-softmax term: {lms / ms:.2f}x the compiled step's time")
     else:
         print(f"torch.compile: not in PyTorch {torch.__version__}")
 

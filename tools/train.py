@@ -17,8 +17,9 @@ the engine's preprocessing (RGB->YUV, 13x13 contrast normalisation, standardisat
 statistics measured on the training set) and the engine's score resampling ('full' node).
 Loss: cross-entropy on every input pixel, void ignored, with the square roots of SegNet's
 median-frequency class weights (--balance 0.5; 1 the weights themselves, the recipe until
-2026-11-27; 0 none); AdamW, weight decay --weight-decay; dropout 0.5 on the pixel-wise
-classifier's inputs while training (--dropout).
+2026-11-27; 0 none), plus --lovasz W times the Lovasz-softmax loss (an option outside the
+recipe); AdamW, weight decay --weight-decay; dropout 0.5 on the pixel-wise classifier's inputs
+while training (--dropout).
 Training uses TF32 tensor cores. Augmentation (--aug full, the default): random scale 0.5-2.0 with
 random crops (padding with void where the scaled image is smaller than the crop), horizontal
 flips, rotations of up to 5 degrees, brightness, contrast and per-channel colour jitter, mild
@@ -127,6 +128,34 @@ def metrics(conf):
     iou = tp / (gt + pred - tp).clamp(min=1)
     return {"global_acc": glob_acc, "class_acc": cls_acc, "mean_iou": iou[valid].mean().item(),
             "iou": iou.tolist()}
+
+
+def lovasz_softmax(logits, labels, ignore=VOID):
+    """The Lovasz-softmax loss (Berman, Rannen Triki, Blaschko, CVPR 2018) over a batch: for each
+    class c present in the labels, the Lovasz extension of its Jaccard loss 1 - IoU evaluated at
+    the pixels' errors |[label = c] - p_c| (p the softmax of logits N,C,H,W), averaged over those
+    classes; pixels labelled `ignore` take no part. With one-hot probabilities it is the mean of
+    1 - IoU over the classes present, and it is piecewise linear in the errors, so its gradient
+    pushes on the pixels that cost IoU most. The extension: errors sorted in decreasing order
+    e_1 >= e_2 >= ..., sum_k e_k (J(k) - J(k - 1)), J(k) the Jaccard loss |M| / |fg u M| of the
+    set M of the k largest. All classes at once and no host sync: ignored pixels get error 0, so
+    they sort last and add nothing; absent classes are weighted 0."""
+    n, c = logits.shape[:2]
+    probs = logits.float().softmax(1).permute(1, 0, 2, 3).reshape(c, -1)        # C, pixels
+    lab = labels.reshape(-1)
+    keep = (lab != ignore).float()
+    fg = (lab[None, :] == torch.arange(c, device=lab.device)[:, None]).float()  # C, pixels
+    err = (fg - probs).abs() * keep
+    err_sorted, order = torch.sort(err, dim=1, descending=True)
+    fg_sorted = torch.gather(fg, 1, order)
+    gts = fg_sorted.sum(1, keepdim=True)
+    inter = gts - fg_sorted.cumsum(1)                 # foreground not yet in M
+    union = gts + (1 - fg_sorted).cumsum(1)           # |fg u M| (ignored pixels come after e = 0)
+    jac = 1 - inter / union.clamp(min=1)
+    grad = torch.cat([jac[:, :1], jac[:, 1:] - jac[:, :-1]], 1)
+    per_class = (err_sorted * grad).sum(1)
+    present = (gts[:, 0] > 0).float()
+    return (per_class * present).sum() / present.sum().clamp(min=1)
 
 
 def evaluate(net, x, y, dev, batch=8):
@@ -482,6 +511,9 @@ def main():
                          "features and the hidden layer) with probability P while training; evaluation "
                          f"and the exported model are unaffected (default {DEFAULT_DROPOUT:g}, the shipped "
                          "recipe; 0 for none)")
+    ap.add_argument("--lovasz", type=float, default=0.0, metavar="W",
+                    help="add W times the Lovasz-softmax loss (a surrogate of 1 - mean IoU, Berman et al. "
+                         "2018) to the cross-entropy (default 0: none; an option outside the recipe)")
     ap.add_argument("--init", default=None, metavar="MODEL.h5",
                     help="start from this model file's weights and standardisation statistics (fine-tuning; "
                          "its graph must be --network's), not from He initialisation; use a lower --lr")
@@ -552,6 +584,8 @@ def main():
         ap.error(f"--dropout {a.dropout:g}: a probability in [0, 1)")
     if a.mix is not None and not 0 <= a.mix <= 1:
         ap.error(f"--mix {a.mix:g}: a probability, 0-1")
+    if not (math.isfinite(a.lovasz) and 0 <= a.lovasz <= 10):
+        ap.error(f"--lovasz {a.lovasz:g}: a weight from 0 (none) to 10")
     if a.ema is not None and not 0 < a.ema < 1:
         ap.error(f"--ema {a.ema:g}: a decay between 0 and 1 (exclusive), e.g. 0.999")
     if not (math.isfinite(a.weight_decay) and 0 <= a.weight_decay < 1):
@@ -677,6 +711,8 @@ def main():
             xb, yb = batches.next()
             full = step_net(xb, ["full"])["full"]
             loss = F.cross_entropy(full.float(), yb, weight=weights, ignore_index=VOID)
+            if a.lovasz:
+                loss = loss + a.lovasz * lovasz_softmax(full, yb)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
@@ -703,6 +739,7 @@ def main():
         print(json.dumps(rec), flush=True)
         if log:
             log.write(json.dumps(rec) + "\n")
+            log.flush()  # an epoch a line: a run's progress can be read while it trains
         if last:
             break
     batches.stop()
@@ -715,7 +752,7 @@ def main():
     m = metrics(evaluate(model, xva, yva, dev))
     summary = {"network": a.network, "best_epoch": best_epoch, "epochs_run": epoch, "seed": a.seed,
                "selection": selection, "aug": a.aug, "exposure": a.exposure, "gamma": a.gamma, "shading": a.shading,
-               "mix": a.mix, "ema": a.ema, "dropout": a.dropout, "weight_decay": a.weight_decay, "balance": a.balance,
+               "mix": a.mix, "ema": a.ema, "dropout": a.dropout, "lovasz": a.lovasz, "weight_decay": a.weight_decay, "balance": a.balance,
                "compile": a.compile, "workers": a.workers,
                "threads": a.threads if a.workers else torch.get_num_threads(),
                "train_minutes": round((time.time() - t_train) / 60, 2),
