@@ -77,10 +77,11 @@ DEFAULT_DROPOUT = 0.5
 # Threshold, NMS and min_area of both chosen on the three held-out sequences with the 480-epoch
 # recipe's held-out models by tools/select_detect.py's rule (docs/BENCHMARKS.md, "480 epochs");
 # Pedestrian's threshold again with the --balance 0.5 recipe's (docs/BENCHMARKS.md, "milder
-# class weights").
-CAMVID_DETECT = ("Car: heights=3,4,5,7,9,11,14,17,21,26,32,40 threshold=0.35 nms=0.2 min_area=1000; "
+# class weights"); both thresholds again with the dropout and illumination-field recipe's, two
+# seeds (docs/BENCHMARKS.md, "Detection with the dropout and illumination-field models").
+CAMVID_DETECT = ("Car: heights=3,4,5,7,9,11,14,17,21,26,32,40 threshold=0.3 nms=0.2 min_area=1000; "
                  "Pedestrian: heights=3,4,5,6,7,8,10,12,14,17,20,24,29,35,42 aspects=0.25,0.33,0.45,0.6 "
-                 "min_area=1000 threshold=0.25 size_weight=0.03 nms=0.3")
+                 "min_area=1000 threshold=0.27 size_weight=0.03 nms=0.3")
 
 
 def read_rgb(path):
