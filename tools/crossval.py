@@ -21,7 +21,9 @@ first, each on the GPU whose running processes train on the fewest images an epo
 `--workers` processes making its batches (train.py --workers), by default the machine's cores
 less one for each run's training loop, shared by the runs' training images where all run at once
 (so that they end together), else equally (the batches are made on the CPU; more processes than
-cores oversubscribe the machine, weights/MODELS.md).
+cores oversubscribe the machine, weights/MODELS.md). The cores are those this process may run on:
+two crossval.py batches share a machine when each is started on its own cores (`taskset -c 0-41
+python3 tools/crossval.py ...` beside `taskset -c 42-63 ...`; their runs inherit the affinity).
 `--seeds 0,1,2` trains every held-out sequence once a seed (`train.py --seed`; runs named
 NET-AUG-SEQ-seedK): the table then gives each seed's mean over the sequences and their spread
 (largest less smallest), the difference reruns alone make, against which a change to the recipe
