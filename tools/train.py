@@ -568,20 +568,15 @@ def main():
         if not (0 < lo <= hi < 100) or a.aug != "full":
             ap.error(f"--{name} {text}: needs 0 < LO <= HI < 100 and --aug full")
         setattr(a, name, (lo, hi))
-    if a.shading is None:
-        a.shading = DEFAULT_SHADING if a.aug == "full" else None
-    elif a.shading == "none":
-        a.shading = None
-    else:
-        text = a.shading
-        try:
-            a.shading = float(text)
-        except ValueError:
-            ap.error(f"--shading {text}: expected an amplitude such as 0.3, or none")
-        if a.shading == 0:
-            a.shading = None
-        elif not (0 < a.shading <= 2 and a.aug == "full"):
-            ap.error(f"--shading {text}: needs 0 <= AMP <= 2 (0: none) and --aug full")
+    if a.shading is None:  # the recipe's field with --aug full, none with --aug basic
+        a.shading = str(DEFAULT_SHADING) if a.aug == "full" else "none"
+    try:
+        amp = 0.0 if a.shading == "none" else float(a.shading)
+    except ValueError:
+        ap.error(f"--shading {a.shading}: expected an amplitude such as 0.3, or none")
+    if amp and not (0 < amp <= 2 and a.aug == "full"):  # (NaN fails here too)
+        ap.error(f"--shading {a.shading}: needs 0 <= AMP <= 2 (0: none) and --aug full")
+    a.shading = amp or None
     if not 0 <= a.dropout < 1:
         ap.error(f"--dropout {a.dropout:g}: a probability in [0, 1)")
     if a.mix is not None and not 0 <= a.mix <= 1:

@@ -7,6 +7,7 @@ selection) and --final, each exporting a model file, a fine-tuning run (--init) 
     train_smoke_test.py SOURCE_DIR
 """
 import json
+import math
 import os
 import subprocess
 import sys
@@ -62,7 +63,6 @@ def check_shading():
     three channels, smooth (neighbouring pixels' factors close) and of zero mean and unit standard
     deviation in log terms, a at most AMP; a flat image gains texture; repeatable from its seed;
     augment() without it draws nothing more (its batches unchanged)."""
-    import math
     flat = torch.full((1, 3, 96, 128), 0.5)
     shaded, factors = 0, []
     for k in range(40):
@@ -104,7 +104,6 @@ def augment_reference(x, y, crop_h, crop_w, gen, full=True, exposure=None, gamma
     """augment() written plainly (its geometry and last steps are train's own): the sampling grid
     by a matrix product a pixel, the image scaled to [0, 1] and its mean taken out before
     resampling, the photometric jitter one operation at a time, a torch.cat at the end."""
-    import math
     import torch.nn.functional as F
     n = x.shape[0]
     rows = torch.arange(crop_h, dtype=torch.float32) + 0.5
