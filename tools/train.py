@@ -104,6 +104,9 @@ def read_label(path):
 def load_split(root, split, limit=None):
     names = sorted(os.path.splitext(os.path.basename(p))[0]
                    for p in glob.glob(os.path.join(root, split, "images", "*.jpg")))
+    if not names:
+        raise SystemExit(f"train: {os.path.join(root, split, 'images')}: no .jpg images (expected "
+                         f"DATA/{split}/images/*.jpg with labels in DATA/{split}/labels/*.png)")
     if limit:
         names = names[:limit]
     imgs, labs = [], []

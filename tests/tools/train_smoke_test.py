@@ -556,6 +556,11 @@ def main():
                             os.path.join(tmp, "z.h5"), "--aug", "basic", "--exposure", "0.3,1.2"],
                            capture_output=True, text=True, timeout=300)
         assert r.returncode != 0 and "needs 0 < LO <= HI < 100 and --aug full" in r.stderr, r.stderr[-2000:]
+        missing = os.path.join(tmp, "no-such-set")
+        r = subprocess.run([sys.executable, os.path.join(src, "tools", "train.py"), "--data", missing, "--out",
+                            os.path.join(tmp, "z.h5")], capture_output=True, text=True, timeout=300)
+        assert r.returncode != 0 and os.path.join(missing, "train", "images") + ": no .jpg images" in r.stderr \
+            and "Traceback" not in r.stderr, r.stderr[-2000:]
         r = subprocess.run([sys.executable, os.path.join(src, "tools", "train.py"), "--data", root, "--out",
                             os.path.join(tmp, "z.h5"), "--aug", "basic", "--shading", "0.3"],
                            capture_output=True, text=True, timeout=300)
