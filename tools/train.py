@@ -18,8 +18,8 @@ statistics measured on the training set) and the engine's score resampling ('ful
 Loss: cross-entropy on every input pixel, void ignored, with the square roots of SegNet's
 median-frequency class weights (--balance 0.5; 1 the weights themselves, the recipe until
 2026-11-27; 0 none), plus --lovasz W times the Lovasz-softmax loss (an option outside the
-recipe); AdamW, weight decay --weight-decay; dropout 0.5 on the pixel-wise classifier's inputs
-while training (--dropout).
+recipe: 0.5 lost across sequences, weights/MODELS.md); AdamW, weight decay --weight-decay;
+dropout 0.5 on the pixel-wise classifier's inputs while training (--dropout).
 Training uses TF32 tensor cores. Augmentation (--aug full, the default): random scale 0.5-2.0 with
 random crops (padding with void where the scaled image is smaller than the crop), horizontal
 flips, rotations of up to 5 degrees, brightness, contrast and per-channel colour jitter, mild
@@ -518,7 +518,7 @@ def main():
                          "recipe; 0 for none)")
     ap.add_argument("--lovasz", type=float, default=0.0, metavar="W",
                     help="add W times the Lovasz-softmax loss (a surrogate of 1 - mean IoU, Berman et al. "
-                         "2018) to the cross-entropy (default 0: none; an option outside the recipe)")
+                         "2018) to the cross-entropy (default 0: none; 0.5 lost across sequences, weights/MODELS.md)")
     ap.add_argument("--init", default=None, metavar="MODEL.h5",
                     help="start from this model file's weights and standardisation statistics (fine-tuning; "
                          "its graph must be --network's), not from He initialisation; use a lower --lr")
