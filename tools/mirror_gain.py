@@ -97,9 +97,14 @@ def main():
     a = ap.parse_args()
     if a.threads:
         torch.set_num_threads(a.threads)
+    if a.limit is not None and a.limit < 1:
+        ap.error(f"--limit {a.limit}: at least 1")
     if not os.path.exists(a.model):
         raise SystemExit(f"mirror_gain: no model file {a.model}")
-    net, names, _, _ = st.load_model(a.model)
+    try:
+        net, names, _, _ = st.load_model(a.model)
+    except (OSError, KeyError, ValueError) as e:
+        raise SystemExit(f"mirror_gain: {a.model} is not a scenelab model file ({e})")
     net.eval()
     result = {"model": a.model, "sets": {}}
     for folder in a.data:
