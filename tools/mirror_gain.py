@@ -26,20 +26,15 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import scenelab_torch as st  # noqa: E402
+import train  # noqa: E402  (its metrics)
 
 
 def figures(conf, names):
-    """eval_labels' figures from a confusion matrix (rows ground truth, columns prediction)."""
-    conf = conf.astype(np.float64)
-    tp, gt, pred = np.diag(conf), conf.sum(1), conf.sum(0)
-    union = gt + pred - tp
-    present = gt > 0  # the means are over the classes in the ground truth, as eval_labels' are
-    iou = tp / np.maximum(union, 1)
-    return {"global_accuracy": float(tp.sum() / max(conf.sum(), 1)),
-            "class_accuracy": float((tp[present] / gt[present]).mean()) if present.any() else 0.0,
-            "mean_iou": float(iou[present].mean()) if present.any() else 0.0,
-            "classes": [{"name": n, "iou": float(v) if u else None}  # None: neither labelled nor called
-                        for n, v, u in zip(names, iou, union)]}
+    """eval_labels' figures (and its names for them) from a confusion matrix (rows ground truth,
+    columns prediction), by train.py's count, which agrees with eval_labels (weights/MODELS.md)."""
+    m = train.metrics(torch.from_numpy(conf))
+    return {"global_accuracy": m["global_acc"], "class_accuracy": m["class_acc"], "mean_iou": m["mean_iou"],
+            "classes": [{"name": n, "iou": v} for n, v in zip(names, m["iou"])]}
 
 
 def label_pairs(folder, limit=None):
