@@ -487,7 +487,9 @@ def main():
     ap.add_argument("--minutes", type=float, default=120.0, help="stop training after this long")
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--crop", default="288x384", help="HxW")
-    ap.add_argument("--lr", type=float, default=2e-3)
+    ap.add_argument("--lr", type=float, default=2e-3,
+                    help="AdamW's peak learning rate in the one-cycle schedule (default 2e-3, the shipped "
+                         "recipe's; its decay step is lr x --weight-decay)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--eval-every", type=int, default=5)
     ap.add_argument("--limit", type=int, default=None, help="images per split (smoke tests)")
@@ -545,9 +547,10 @@ def main():
                          "shipped recipe since 2026-11-27, chosen across sequences over 1e-4; "
                          "weights/MODELS.md has the figures)")
     ap.add_argument("--balance", type=float, default=0.5, metavar="POWER",
-                    help="class weights (median frequency / frequency) ** POWER: 0.5 (the shipped "
-                         "multiscale model's recipe) their square roots, 1 SegNet's median-frequency "
-                         "balancing (the recipe before 2026-11-27), 0 none (weights/MODELS.md)")
+                    help="class weights (median frequency / frequency) ** POWER: 0.5 (both shipped "
+                         "models' recipe) their square roots, 1 SegNet's median-frequency "
+                         "balancing (the recipe before 2026-11-27), 0 none; 0.25 and 0 cost the thin "
+                         "classes more than they gain (weights/MODELS.md)")
     ap.add_argument("--detect", default=CAMVID_DETECT,
                     help="detection head settings written into the model, 'CLASS: key=value ...; ...' "
                          "('' for none; default: those chosen for CamVid, weights/MODELS.md)")
