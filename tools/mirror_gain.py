@@ -26,7 +26,7 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import scenelab_torch as st  # noqa: E402
-import train  # noqa: E402  (its metrics)
+import train  # noqa: E402  (its metrics and image readers)
 
 
 def figures(conf, names):
@@ -51,24 +51,15 @@ def label_pairs(folder, limit=None):
     return pairs
 
 
-def read(path, flags):
-    import cv2
-    a = cv2.imread(path, flags)
-    if a is None:
-        raise SystemExit(f"mirror_gain: cannot read {path}")
-    return a
-
-
 def confusions(net, pairs, classes):
     """(plain, mirrored) confusion matrices (classes x classes, int64) over the pairs."""
-    import cv2
     plain = np.zeros((classes, classes), np.int64)
     mirrored = plain.copy()
     for img, lab in pairs:
-        rgb = read(img, cv2.IMREAD_COLOR)[:, :, ::-1].copy()
-        y = read(lab, cv2.IMREAD_UNCHANGED)
-        if y.ndim != 2 or y.shape != rgb.shape[:2]:
-            raise SystemExit(f"mirror_gain: {lab} is not a single-channel map of {img}'s size")
+        rgb = train.read_rgb(img)  # train.py's readers: a clear error naming an unreadable file
+        y = train.read_label(lab)
+        if y.shape != rgb.shape[:2]:
+            raise SystemExit(f"mirror_gain: {lab} is not a map of {img}'s size")
         x = torch.from_numpy(rgb).permute(2, 0, 1)[None].float() / 255
         with torch.no_grad():
             full = net(torch.cat([x, x.flip(3)]), ["full"])["full"]
