@@ -522,8 +522,8 @@ def main():
         assert '"shading": null' in s and '"dropout": 0.0' in s, s
         s = run(root, os.path.join(tmp, "shade.h5"), "--last", "--shading", "0.5", "--epochs", "1")
         assert '"shading": 0.5,' in s, s
-        s = run(root, os.path.join(tmp, "lovasz.h5"), "--last", "--lovasz", "0.5", "--epochs", "1")
-        assert '"lovasz": 0.5,' in s, s
+        s = run(root, os.path.join(tmp, "lovasz.h5"), "--last", "--lovasz", "0.5", "--lr", "0.001", "--epochs", "1")
+        assert '"lovasz": 0.5,' in s and '"lr": 0.001,' in s, s  # the summary records the rate
         # --balance: the median-frequency weights to a power (0.5 their square roots, 0 none);
         # --weight-decay reaches the optimiser (recorded in the summary; 0.01, not the default 0.05)
         weights = {}
