@@ -36,8 +36,17 @@ cross-sequence figure; `--final` trains on train + val for --epochs and exports 
 `--last` trains on `train` and exports the last epoch (val takes no part: its figures are honest).
 `--init MODEL.h5` starts from a trained model of the same network instead of He initialisation,
 keeping its standardisation statistics (fine-tuning; give a lower --lr).
+
+Distillation (an option outside the recipe): `--teacher A.h5,B.h5,...` runs those trained models
+(any of the engine's networks, CamVid's classes) on every training batch, and the loss becomes the
+class-weighted cross-entropy against (1 - --distill) x the one-hot label + --distill x the mean of
+the teachers' class probabilities (--teacher-mirror: averaged over the batch's mirror too), still
+over the labelled pixels and normalised as the plain loss is (--distill 0 is that loss exactly).
+`{seq}` in a teacher's path becomes the --holdout sequence (`final` with --final, `train` with
+neither), so one crossval.py argument gives each held-out run teachers that never saw its sequence.
 """
 import argparse
+import contextlib
 import copy
 import functools
 import glob
@@ -473,6 +482,70 @@ def init_weights(net, path, classes):
             mine[key].copy_(t.to(mine[key].device))
 
 
+class Teachers(torch.nn.Module):
+    """--teacher's models: the mean of their class probabilities at the input resolution (the
+    'full' node), over the image and, with mirror, its horizontal mirror (flipped back)."""
+
+    def __init__(self, nets, mirror):
+        super().__init__()
+        self.nets = torch.nn.ModuleList(nets)
+        self.mirror = mirror
+
+    def forward(self, x):
+        xs = torch.cat([x, x.flip(3)]) if self.mirror else x
+        p = None
+        for net in self.nets:
+            # On a GPU the teachers' convolutions run in bfloat16 (autocast): their probabilities are
+            # targets, where a relative error of 1e-2 is nothing, and the teachers cost less of a step.
+            with torch.autocast("cuda", dtype=torch.bfloat16) if x.is_cuda else contextlib.nullcontext():
+                full = net(xs, ["full"])["full"]
+            q = full.float().softmax(1)
+            p = q if p is None else p + q
+        if self.mirror:
+            p = p[:x.shape[0]] + p[x.shape[0]:].flip(3)
+        return p / (len(self.nets) * (2 if self.mirror else 1))
+
+
+def teacher_paths(spec, holdout, final):
+    """--teacher's comma-separated files, `{seq}` replaced by the held-out sequence ('final' with
+    --final, 'train' with neither)."""
+    tag = holdout or ("final" if final else "train")
+    return [p.strip().replace("{seq}", tag) for p in spec.split(",") if p.strip()]
+
+
+def load_teachers(paths, classes, dev, mirror):
+    """The teachers in evaluation mode (no dropout, no gradients); errors name the file."""
+    nets = []
+    for path in paths:
+        if not os.path.exists(path):
+            raise SystemExit(f"train: --teacher {path}: no such file")
+        try:
+            net, names, _, _ = st.load_model(path)
+        except (OSError, KeyError, ValueError) as e:
+            raise SystemExit(f"train: --teacher {path}: cannot read the model: {e}")
+        if list(names) != list(classes):
+            raise SystemExit(f"train: --teacher {path}: its classes {names} are not CamVid's {classes}")
+        for q in net.parameters():
+            q.requires_grad_(False)
+        nets.append(net)
+    return Teachers(nets, mirror).to(dev).eval()
+
+
+def soft_target_loss(full, labels, weights, soft, alpha):
+    """Class-weighted cross-entropy of the scores `full` (N x C x H x W) against (1 - alpha) x the
+    one-hot labels + alpha x the probabilities `soft` (N x C x H x W), over the labelled pixels
+    (void ignored), each weighted by its label's class weight and normalised by their sum, as
+    F.cross_entropy's weighted mean: alpha 0 is F.cross_entropy(full, labels, weight=weights,
+    ignore_index=VOID)."""
+    logp = full.float().log_softmax(1)
+    valid = labels != VOID
+    y = torch.where(valid, labels, torch.zeros_like(labels))
+    w = weights[y] * valid
+    hard = logp.gather(1, y[:, None])[:, 0]
+    per_pixel = (1 - alpha) * hard + alpha * (soft * logp).sum(1)
+    return -(w * per_pixel).sum() / w.sum().clamp_min(1e-12)
+
+
 def sequence_of(name):
     """CamVid file names start with their sequence: 0016E5_07959 -> 0016E5."""
     return name.split("_")[0]
@@ -521,6 +594,15 @@ def main():
     ap.add_argument("--lovasz", type=float, default=0.0, metavar="W",
                     help="add W times the Lovasz-softmax loss (a surrogate of 1 - mean IoU, Berman et al. "
                          "2018) to the cross-entropy (default 0: none; 0.5 lost across sequences, weights/MODELS.md)")
+    ap.add_argument("--teacher", default=None, metavar="A.h5,B.h5",
+                    help="distil from these trained models (comma-separated; `{seq}` in a path becomes the "
+                         "--holdout sequence, 'final' with --final, 'train' with neither): the loss's "
+                         "target mixes their mean class probabilities into the labels (--distill)")
+    ap.add_argument("--distill", type=float, default=0.5, metavar="ALPHA",
+                    help="with --teacher: the teachers' share of the target, (1 - ALPHA) x one-hot label "
+                         "+ ALPHA x their probabilities (default 0.5)")
+    ap.add_argument("--teacher-mirror", action="store_true",
+                    help="with --teacher: average the teachers over each image and its mirror")
     ap.add_argument("--init", default=None, metavar="MODEL.h5",
                     help="start from this model file's weights and standardisation statistics (fine-tuning; "
                          "its graph must be --network's), not from He initialisation; use a lower --lr")
@@ -597,6 +679,13 @@ def main():
         ap.error(f"--balance {a.balance:g}: expected a power from 0 (no balancing) to 2; 1 is median frequency")
     if a.holdout and a.final:
         raise SystemExit("train: --holdout and --final exclude each other")
+    if not (math.isfinite(a.distill) and 0 <= a.distill <= 1):
+        ap.error(f"--distill {a.distill:g}: the teachers' share of the target, 0 to 1")
+    if a.teacher_mirror and not a.teacher:
+        ap.error("--teacher-mirror needs --teacher")
+    a.teacher = teacher_paths(a.teacher, a.holdout, a.final) if a.teacher else None
+    if a.teacher == []:
+        ap.error("--teacher: no file given")
     if a.workers is None:
         a.workers = min(32, max(1, len(os.sched_getaffinity(0)) - 1))
     if a.workers < 0:
@@ -678,6 +767,11 @@ def main():
                           torch.zeros_like(freq)).float().to(dev)
     print("class weights", [round(v, 3) for v in weights.tolist()], flush=True)
 
+    teachers = load_teachers(a.teacher, CLASSES, dev, a.teacher_mirror) if a.teacher else None
+    if teachers is not None:
+        print(f"teachers {a.teacher}" + (" and their mirrors" if a.teacher_mirror else "")
+              + f", share {a.distill:g}", flush=True)
+
     trainable = [p for p in net.parameters() if p.requires_grad]
     # --ema: a second net holding the moving average of every floating-point tensor of the first
     # (state_dict's tensors share the nets' storage), updated after each step by two fused calls;
@@ -703,6 +797,7 @@ def main():
     # it; an epoch's shorter last batch compiles once more); evaluation and export use net itself,
     # whose parameters it shares.
     step_net = torch.compile(net) if a.compile else net
+    teacher_step = (torch.compile(teachers) if a.compile else teachers) if teachers is not None else None
     best, best_state, best_epoch = -1.0, None, -1
     log = open(a.log, "w") if a.log else None
     budget_s = a.minutes * 60
@@ -713,7 +808,12 @@ def main():
         for _ in range(steps_per_epoch):
             xb, yb = batches.next()
             full = step_net(xb, ["full"])["full"]
-            loss = F.cross_entropy(full.float(), yb, weight=weights, ignore_index=VOID)
+            if teacher_step is not None:
+                with torch.no_grad():
+                    soft = teacher_step(xb)
+                loss = soft_target_loss(full, yb, weights, soft, a.distill)
+            else:
+                loss = F.cross_entropy(full.float(), yb, weight=weights, ignore_index=VOID)
             if a.lovasz:
                 loss = loss + a.lovasz * lovasz_softmax(full, yb)
             opt.zero_grad(set_to_none=True)
@@ -756,6 +856,8 @@ def main():
     summary = {"network": a.network, "best_epoch": best_epoch, "epochs_run": epoch, "seed": a.seed,
                "selection": selection, "aug": a.aug, "exposure": a.exposure, "gamma": a.gamma, "shading": a.shading,
                "mix": a.mix, "ema": a.ema, "dropout": a.dropout, "lovasz": a.lovasz, "lr": a.lr, "weight_decay": a.weight_decay, "balance": a.balance,
+               "teacher": a.teacher, "distill": a.distill if a.teacher else None,
+               "teacher_mirror": a.teacher_mirror,
                "compile": a.compile, "workers": a.workers,
                "threads": a.threads if a.workers else torch.get_num_threads(),
                "train_minutes": round((time.time() - t_train) / 60, 2),

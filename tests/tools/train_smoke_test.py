@@ -295,6 +295,75 @@ def check_lovasz():
     assert torch.isfinite(g).all() and g[~keep].abs().max() == 0 and g[keep].abs().max() > 0, g
 
 
+def soft_target_reference(full, labels, weights, soft, alpha):
+    """The distillation loss by its definition, float64, pixel by pixel."""
+    n, c, h, w = full.shape
+    num = den = 0.0
+    for b in range(n):
+        for i in range(h):
+            for j in range(w):
+                y = int(labels[b, i, j])
+                if y == train.VOID:
+                    continue
+                z = [float(full[b, k, i, j]) for k in range(c)]
+                top = max(z)
+                lse = top + math.log(sum(math.exp(v - top) for v in z))
+                target = [(1 - alpha) * (k == y) + alpha * float(soft[b, k, i, j]) for k in range(c)]
+                num += float(weights[y]) * sum(t * (lse - v) for t, v in zip(target, z))
+                den += float(weights[y])
+    return num / den
+
+
+def check_distill():
+    """train.soft_target_loss against its definition (float64) on random scores, labels with void
+    pixels and random soft targets, batch 2, odd sizes (relative error < 1e-5); share 0 is
+    F.cross_entropy's weighted mean (the plain loss) and share 1 with one-hot targets too; void
+    pixels get no gradient. train.Teachers: the mean of the nets' probabilities, mirrored and flipped
+    back with mirror; train.teacher_paths replaces {seq}."""
+    gen = torch.Generator().manual_seed(17)
+    weights = torch.rand(11, generator=gen, dtype=torch.float64) + 0.2
+    for trial, alpha in enumerate((0.0, 0.3, 1.0)):
+        full = torch.randn(2, 11, 5, 7, generator=gen, dtype=torch.float64) * (1 + trial)
+        labels = torch.randint(0, 11, (2, 5, 7), generator=gen)
+        labels[torch.rand(2, 5, 7, generator=gen) < 0.2] = train.VOID
+        soft = torch.rand(2, 11, 5, 7, generator=gen, dtype=torch.float64)
+        soft /= soft.sum(1, keepdim=True)
+        got = train.soft_target_loss(full, labels, weights.float(), soft.float(), alpha).item()
+        want = soft_target_reference(full, labels, weights, soft, alpha)
+        assert abs(got - want) <= 1e-5 * abs(want), (alpha, got, want)
+    ce = torch.nn.functional.cross_entropy(full.float(), labels, weight=weights.float(), ignore_index=train.VOID)
+    got = train.soft_target_loss(full, labels, weights.float(), soft.float(), 0.0)
+    assert abs(got.item() - ce.item()) <= 1e-6 * ce.item(), (got.item(), ce.item())
+    onehot = torch.nn.functional.one_hot(labels.clamp(max=10), 11).permute(0, 3, 1, 2).float()
+    got = train.soft_target_loss(full, labels, weights.float(), onehot, 1.0)
+    assert abs(got.item() - ce.item()) <= 1e-6 * ce.item(), (got.item(), ce.item())
+    x = full.float().clone().requires_grad_(True)
+    train.soft_target_loss(x, labels, weights.float(), soft.float(), 0.5).backward()
+    g = x.grad.permute(0, 2, 3, 1)
+    void = labels == train.VOID
+    assert g[void].abs().max() == 0 and g[~void].abs().max() > 0, "void pixels got a gradient"
+
+    class Net(torch.nn.Module):  # a stand-in with TorchNet's call: scores that differ under mirroring
+        def __init__(self, k):
+            super().__init__()
+            self.k = k
+
+        def forward(self, xb, want):
+            ramp = torch.arange(xb.shape[3], dtype=xb.dtype).expand(xb.shape[0], 1, xb.shape[2], -1)
+            return {"full": torch.cat([xb * self.k, ramp * 0.1 * self.k], 1)}
+    xb = torch.rand(2, 3, 5, 7, generator=gen)
+    p1, p2 = (Net(k)(xb, ["full"])["full"].softmax(1) for k in (1.0, 2.0))
+    got = train.Teachers([Net(1.0), Net(2.0)], mirror=False)(xb)
+    assert torch.allclose(got, (p1 + p2) / 2, atol=1e-6), "Teachers: not the mean of the nets' probabilities"
+    m1, m2 = (Net(k)(xb.flip(3), ["full"])["full"].softmax(1).flip(3) for k in (1.0, 2.0))
+    got = train.Teachers([Net(1.0), Net(2.0)], mirror=True)(xb)
+    assert torch.allclose(got, (p1 + p2 + m1 + m2) / 4, atol=1e-6) and not torch.allclose(got, (p1 + p2) / 2, atol=1e-3)
+    assert torch.allclose(got.sum(1), torch.ones(2, 5, 7), atol=1e-5)
+    assert train.teacher_paths("t/a-{seq}.h5, t/b.h5,", "0001TP", False) == ["t/a-0001TP.h5", "t/b.h5"]
+    assert train.teacher_paths("t/a-{seq}.h5", None, True) == ["t/a-final.h5"]
+    assert train.teacher_paths("t/a-{seq}.h5", None, False) == ["t/a-train.h5"]
+
+
 def check_dropout():
     """--dropout: in training mode each input element of a 1x1 convolution (the classifier's) is
     zeroed with probability P and the rest scaled by 1 / (1 - P); the 7x7 layers' inputs are those of
@@ -498,6 +567,7 @@ def main():
     check_class_mix()
     check_dropout()
     check_lovasz()
+    check_distill()
     with tempfile.TemporaryDirectory() as tmp:
         root = os.path.join(tmp, "camvid")
         make_set(root)
@@ -566,6 +636,24 @@ def main():
                            capture_output=True, text=True, timeout=300)
         assert r.returncode != 0 and "needs 0 <= AMP <= 2 (0: none) and --aug full" in r.stderr, r.stderr[-2000:]
         check_set_detect(os.path.join(tmp, "final.h5"))
+        # --teacher: {seq} becomes the held-out sequence; the summary records the files and share;
+        # a missing teacher is refused naming the file, before any training
+        os.makedirs(os.path.join(tmp, "teachers"))
+        import shutil
+        shutil.copy(os.path.join(tmp, "final.h5"), os.path.join(tmp, "teachers", "t-BBB2.h5"))
+        s = run(root, os.path.join(tmp, "student.h5"), "--holdout", "BBB2", "--epochs", "1", "--teacher",
+                os.path.join(tmp, "teachers", "t-{seq}.h5") + "," + os.path.join(tmp, "holdout.h5"),
+                "--distill", "0.7", "--teacher-mirror")
+        assert ('"teacher": ["%s", "%s"], "distill": 0.7, "teacher_mirror": true' % (
+            os.path.join(tmp, "teachers", "t-BBB2.h5"), os.path.join(tmp, "holdout.h5"))) in s, s
+        for extra, why in ((["--holdout", "AAA1", "--teacher", os.path.join(tmp, "teachers", "t-{seq}.h5")],
+                            "--teacher " + os.path.join(tmp, "teachers", "t-AAA1.h5") + ": no such file"),
+                           (["--teacher", os.path.join(tmp, "holdout.h5"), "--distill", "1.5"],
+                            "--distill 1.5: the teachers' share of the target, 0 to 1"),
+                           (["--teacher-mirror"], "--teacher-mirror needs --teacher")):
+            r = subprocess.run([sys.executable, os.path.join(src, "tools", "train.py"), "--data", root, "--out",
+                                os.path.join(tmp, "z.h5"), *extra], capture_output=True, text=True, timeout=300)
+            assert r.returncode != 0 and why in r.stderr and "Traceback" not in r.stderr, (extra, r.stderr[-2000:])
         # --init: fine-tuning starts from the file's weights and statistics; a file of another network is refused
         s = run(root, os.path.join(tmp, "tuned.h5"), "--final", "--init", os.path.join(tmp, "final.h5"), "--lr", "1e-4")
         import h5py
