@@ -3,10 +3,11 @@
 figures against eval_labels' on the same images, and the mirror-averaged labels' symmetry.
 
 usage: mirror_gain_test.py BUILD_DIR SOURCE_DIR
-1. A small network that is not mirror-symmetric (a random 5x5 convolution to 4 classes, so the
+1. Small networks that are not mirror-symmetric (random 5x5 convolutions to 4 classes, so the
    image and its mirror are labelled differently) on random images of odd sizes: the plain and
-   mirrored confusion matrices equal ones computed here in float64 with NumPy alone (softmax of
-   each pass, the mirror's flipped back, summed, argmax), void and out-of-range labels not counted.
+   mirrored confusion matrices of one, and with two the ensemble's plain and mirrored, equal ones
+   computed here in float64 with NumPy alone (softmax of each pass, the mirror's flipped back,
+   summed over passes and nets, argmax), void and out-of-range labels not counted; --every K.
 2. The shipped multiscale model on three CamVid val images (skipped without ../shared/data):
    the plain figures equal eval_labels' (the engine, CPU) to 0.05 points; on the same images
    mirrored (lossless PNGs of the decoded pixels, labels mirrored too) the mirror-averaged
@@ -61,16 +62,17 @@ def softmax64(s):
     return e / e.sum(0, keepdims=True)
 
 
-def reference(net, pairs, classes):
-    """Plain and mirrored confusion in float64, NumPy only (the convolution by explicit sums)."""
-    w, b = net.w.numpy(), net.b.numpy()
-    plain = np.zeros((classes, classes), np.int64)
-    mirrored = plain.copy()
+def reference(nets, pairs, classes):
+    """Every labelling's confusion in float64, NumPy only (the convolutions by explicit sums):
+    plain and mirrored of the first net, and with several the ensemble's, plain and mirrored."""
+    ways = ("plain", "mirrored") + (("ensemble", "ensemble_mirrored") if len(nets) > 1 else ())
+    conf = {w: np.zeros((classes, classes), np.int64) for w in ways}
     for img, lab in pairs:
         x = cv2.imread(img, cv2.IMREAD_COLOR)[:, :, ::-1].astype(np.float64).transpose(2, 0, 1) / 255
         y = cv2.imread(lab, cv2.IMREAD_UNCHANGED)
 
-        def scores(v):
+        def scores(net, v):
+            w, b = net.w.numpy(), net.b.numpy()
             h, wd = v.shape[1:]
             p = np.pad(v, ((0, 0), (2, 2), (2, 2)))
             out = np.empty((classes, h, wd))
@@ -82,20 +84,24 @@ def reference(net, pairs, classes):
                             acc += w[c, ci, dy, dx] * p[ci, dy:dy + h, dx:dx + wd]
                 out[c] = acc
             return out
-        s = scores(x)
-        avg = softmax64(s) + softmax64(scores(x[:, :, ::-1]))[:, :, ::-1]
-        for conf, pred in ((plain, s.argmax(0)), (mirrored, avg.argmax(0))):
-            for t, q in zip(y.ravel(), pred.ravel()):
+        plain = [softmax64(scores(n, x)) for n in nets]
+        flipped = [softmax64(scores(n, x[:, :, ::-1]))[:, :, ::-1] for n in nets]
+        pred = {"plain": scores(nets[0], x).argmax(0), "mirrored": (plain[0] + flipped[0]).argmax(0)}
+        if len(nets) > 1:
+            pred["ensemble"] = sum(plain).argmax(0)
+            pred["ensemble_mirrored"] = (sum(plain) + sum(flipped)).argmax(0)
+        for w in ways:
+            for t, q in zip(y.ravel(), pred[w].ravel()):
                 if t < classes:
-                    conf[t, q] += 1
-    return plain, mirrored
+                    conf[w][t, q] += 1
+    return conf
 
 
 # 1. against the reference, on synthetic images of odd sizes
 gen = torch.Generator().manual_seed(7)
 rng = np.random.default_rng(7)
 classes = 4
-net = ConvNet(classes, gen)
+nets = [ConvNet(classes, gen), ConvNet(classes, gen)]
 with tempfile.TemporaryDirectory() as tmp:
     os.makedirs(os.path.join(tmp, "images"))
     os.makedirs(os.path.join(tmp, "labels"))
@@ -105,17 +111,25 @@ with tempfile.TemporaryDirectory() as tmp:
         cv2.imwrite(os.path.join(tmp, "images", f"im{i}.png"), img)
         cv2.imwrite(os.path.join(tmp, "labels", f"im{i}.png"), lab)
     pairs = mg.label_pairs(tmp)
-    ours = mg.confusions(net, pairs, classes)
-    ref = reference(net, pairs, classes)
+    check([os.path.basename(p) for p, _ in mg.label_pairs(tmp, every=2)] == ["im0.png", "im2.png"],
+          "--every 2: the first and third images")
+    one = mg.confusions(nets[:1], pairs, classes)
+    ref1 = reference(nets[:1], pairs, classes)
+    ours = mg.confusions(nets, pairs, classes)
+    ref = reference(nets, pairs, classes)
     counted = sum(int((cv2.imread(lab, cv2.IMREAD_UNCHANGED) < classes).sum()) for _, lab in pairs)
-    check(all(np.array_equal(a, r) for a, r in zip(ours, ref)),
-          f"synthetic: plain and mirrored confusion equal the float64 reference ({counted} pixels counted)")
-    check(int(ours[0].sum()) == counted and int(ours[1].sum()) == counted,
+    check(sorted(one) == ["mirrored", "plain"] and all(np.array_equal(one[w], ref1[w]) for w in ref1),
+          f"synthetic, one model: plain and mirrored confusion equal the float64 reference ({counted} pixels counted)")
+    check(sorted(ours) == sorted(ref) and all(np.array_equal(ours[w], ref[w]) for w in ref),
+          "synthetic, two models: plain, mirrored, ensemble and ensemble mirrored equal the float64 reference")
+    check(all(int(c.sum()) == counted for c in ours.values()),
           "synthetic: void and out-of-range labels are not counted")
-    check(not np.array_equal(ref[0], ref[1]), "synthetic: mirroring changes the labelling (the check can fail)")
-    f = mg.figures(ref[0], [f"c{i}" for i in range(classes)])
-    tp, gt = np.diag(ref[0]), ref[0].sum(1)
-    check(abs(f["global_accuracy"] - tp.sum() / ref[0].sum()) < 1e-12 and
+    check(not np.array_equal(ref["plain"], ref["mirrored"]), "synthetic: mirroring changes the labelling (the check can fail)")
+    check(not np.array_equal(ref["plain"], ref["ensemble"]) and not np.array_equal(ref["ensemble"], ref["ensemble_mirrored"]),
+          "synthetic: the ensemble changes the labelling, and mirroring it too")
+    f = mg.figures(ref["plain"], [f"c{i}" for i in range(classes)])
+    tp, gt = np.diag(ref["plain"]), ref["plain"].sum(1)
+    check(abs(f["global_accuracy"] - tp.sum() / ref["plain"].sum()) < 1e-12 and
           abs(f["class_accuracy"] - np.mean(tp / gt)) < 1e-12, "synthetic: global and class-average accuracy")
 
 # 2. the shipped model against the engine, and the symmetry of the mirror average
@@ -146,8 +160,8 @@ else:
                                "--threads", "2", "--json", out], stdout=subprocess.DEVNULL)
         with open(out) as fh:
             engine = json.load(fh)
-        pa, ma = mg.confusions(tnet, mg.label_pairs(a), len(names))
-        pm, mm = mg.confusions(tnet, mg.label_pairs(m), len(names))
+        ca, cm = (mg.confusions([tnet], mg.label_pairs(d), len(names)) for d in (a, m))
+        pa, ma, pm, mm = ca["plain"], ca["mirrored"], cm["plain"], cm["mirrored"]
         fa = mg.figures(pa, names)
         worst = max(abs(fa[k] - engine[k]) for k in ("global_accuracy", "class_accuracy", "mean_iou"))
         check(worst <= 5e-4, f"multiscale: plain figures match eval_labels' (largest difference "
