@@ -37,13 +37,15 @@ cross-sequence figure; `--final` trains on train + val for --epochs and exports 
 `--init MODEL.h5` starts from a trained model of the same network instead of He initialisation,
 keeping its standardisation statistics (fine-tuning; give a lower --lr).
 
-Distillation (an option outside the recipe): `--teacher A.h5,B.h5,...` runs those trained models
-(any of the engine's networks, CamVid's classes) on every training batch, and the loss becomes the
-class-weighted cross-entropy against (1 - --distill) x the one-hot label + --distill x the mean of
-the teachers' class probabilities (--teacher-mirror: averaged over the batch's mirror too), still
-over the labelled pixels and normalised as the plain loss is (--distill 0 is that loss exactly).
-`{seq}` in a teacher's path becomes the --holdout sequence (`final` with --final, `train` with
-neither), so one crossval.py argument gives each held-out run teachers that never saw its sequence.
+Distillation (an option outside the recipe: from three of the multiscale net's own models it was
+level to 2.3 points below across sequences, weights/MODELS.md): `--teacher A.h5,B.h5,...` runs those
+trained models (any of the engine's networks, CamVid's classes) on every training batch, and the
+loss becomes the class-weighted cross-entropy against (1 - --distill) x the one-hot label +
+--distill x the mean of the teachers' class probabilities (--teacher-mirror: averaged over the
+batch's mirror too), still over the labelled pixels and normalised as the plain loss is (--distill
+0 is that loss exactly). `{seq}` in a teacher's path becomes the --holdout sequence (`final` with
+--final, `train` with neither), so one crossval.py argument gives each held-out run teachers that
+never saw its sequence. On a GPU the teachers run under bfloat16 autocast.
 """
 import argparse
 import contextlib
@@ -597,7 +599,8 @@ def main():
     ap.add_argument("--teacher", default=None, metavar="A.h5,B.h5",
                     help="distil from these trained models (comma-separated; `{seq}` in a path becomes the "
                          "--holdout sequence, 'final' with --final, 'train' with neither): the loss's "
-                         "target mixes their mean class probabilities into the labels (--distill)")
+                         "target mixes their mean class probabilities into the labels (--distill); outside "
+                         "the recipe (weights/MODELS.md)")
     ap.add_argument("--distill", type=float, default=0.5, metavar="ALPHA",
                     help="with --teacher: the teachers' share of the target, (1 - ALPHA) x one-hot label "
                          "+ ALPHA x their probabilities (default 0.5)")
