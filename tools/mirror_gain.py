@@ -102,16 +102,8 @@ def main():
     if a.every < 1:
         ap.error(f"--every {a.every}: at least 1")
     nets, names = [], None
-    for path in a.model:
-        if not os.path.exists(path):
-            raise SystemExit(f"mirror_gain: no model file {path}")
-        try:
-            net, classes, _, _ = st.load_model(path)
-        except (OSError, KeyError, ValueError) as e:
-            raise SystemExit(f"mirror_gain: {path} is not a scenelab model file ({e})")
-        if names is not None and list(classes) != list(names):
-            raise SystemExit(f"mirror_gain: {path}'s classes {classes} are not {a.model[0]}'s {names}")
-        names = classes
+    for path in a.model:  # every model's classes those of the first
+        net, names = st.open_model(path, "mirror_gain: --model", names)[:2]
         nets.append(net.eval())
     result = {"model": a.model[0], "models": a.model, "every": a.every, "sets": {}}
     for folder in a.data:

@@ -4,6 +4,7 @@ Used as the peer oracle (tests compare our scores with these), by the exporter a
 Every layer here mirrors one file of layers/; keep them in step (tests/tools check that).
 """
 import math
+import os
 
 import h5py
 import numpy as np
@@ -295,6 +296,21 @@ def load_model(path):
         palette = np.asarray(f["meta/palette"], dtype=np.uint8)
         name = f.attrs.get("name", path)
         name = name.decode() if isinstance(name, bytes) else name
+    return net, names, palette, name
+
+
+def open_model(path, who, classes=None):
+    """load_model for a program: a missing or unreadable file, or one whose class names are not
+    `classes` (when given), ends it with an error naming `who` (e.g. 'train: --teacher') and the
+    file."""
+    if not os.path.exists(path):
+        raise SystemExit(f"{who} {path}: no such file")
+    try:
+        net, names, palette, name = load_model(path)
+    except (OSError, KeyError, ValueError) as e:
+        raise SystemExit(f"{who} {path}: cannot read the model: {e}")
+    if classes is not None and list(names) != list(classes):
+        raise SystemExit(f"{who} {path}: its classes {names} are not {list(classes)}")
     return net, names, palette, name
 
 

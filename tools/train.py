@@ -469,15 +469,10 @@ def jpeg_recompress(xi, quality):
 def init_weights(net, path, classes):
     """Copies a model file's parameters into net (tools/train.py --init), after checking that the
     file holds the same network (graph text) for the same classes; errors name the file."""
-    try:
-        src, names, _, _ = st.load_model(path)
-    except (OSError, KeyError, ValueError) as e:
-        raise SystemExit(f"train: --init {path}: cannot read the model: {e}")
+    src = st.open_model(path, "train: --init", classes)[0]
     if src.text.strip() != net.text.strip():
         raise SystemExit(f"train: --init {path}: its graph is not this --network's "
                          "(the layers or their sizes differ)")
-    if list(names) != list(classes):
-        raise SystemExit(f"train: --init {path}: its classes {names} are not CamVid's {classes}")
     with torch.no_grad():
         mine = dict(net.param_items())
         for key, t in src.param_items():
@@ -519,14 +514,7 @@ def load_teachers(paths, classes, dev, mirror):
     """The teachers in evaluation mode (no dropout, no gradients); errors name the file."""
     nets = []
     for path in paths:
-        if not os.path.exists(path):
-            raise SystemExit(f"train: --teacher {path}: no such file")
-        try:
-            net, names, _, _ = st.load_model(path)
-        except (OSError, KeyError, ValueError) as e:
-            raise SystemExit(f"train: --teacher {path}: cannot read the model: {e}")
-        if list(names) != list(classes):
-            raise SystemExit(f"train: --teacher {path}: its classes {names} are not CamVid's {classes}")
+        net = st.open_model(path, "train: --teacher", classes)[0]
         for q in net.parameters():
             q.requires_grad_(False)
         nets.append(net)

@@ -127,6 +127,14 @@ with tempfile.TemporaryDirectory() as tmp:
     check(not np.array_equal(ref["plain"], ref["mirrored"]), "synthetic: mirroring changes the labelling (the check can fail)")
     check(not np.array_equal(ref["plain"], ref["ensemble"]) and not np.array_equal(ref["ensemble"], ref["ensemble_mirrored"]),
           "synthetic: the ensemble changes the labelling, and mirroring it too")
+    # bad input: a clear error naming the file or the option, no traceback
+    tool = os.path.join(src, "tools", "mirror_gain.py")
+    missing = os.path.join(tmp, "none.h5")
+    for args, why in ((["--model", missing, "--data", tmp], f"mirror_gain: --model {missing}: no such file"),
+                      (["--model", missing, "--data", tmp, "--every", "0"], "--every 0: at least 1")):
+        r = subprocess.run([sys.executable, tool, *args], capture_output=True, text=True, timeout=120)
+        check(r.returncode != 0 and why in r.stderr and "Traceback" not in r.stderr,
+              f"bad input refused: {why}")
     f = mg.figures(ref["plain"], [f"c{i}" for i in range(classes)])
     tp, gt = np.diag(ref["plain"]), ref["plain"].sum(1)
     check(abs(f["global_accuracy"] - tp.sum() / ref["plain"].sum()) < 1e-12 and
