@@ -31,7 +31,7 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import scenelab_torch as st  # noqa: E402
-import train  # noqa: E402  (its metrics and image readers)
+import train  # noqa: E402  (its metrics, image readers and probability averaging)
 
 
 def figures(conf, names):
@@ -72,12 +72,12 @@ def confusions(nets, pairs, classes):
             raise SystemExit(f"mirror_gain: {lab} is not a map of {img}'s size")
         x = torch.from_numpy(rgb).permute(2, 0, 1)[None].float() / 255
         with torch.no_grad():
-            fulls = [net(torch.cat([x, x.flip(3)]), ["full"])["full"] for net in nets]
-            probs = [f.softmax(1) for f in fulls]
-            pred = {"plain": fulls[0][0].argmax(0), "mirrored": (probs[0][0] + probs[0][1].flip(2)).argmax(0)}
+            fulls = [net(torch.cat([x, x.flip(3)]), ["full"])["full"] for net in nets]  # image, mirror
+            pred = {"plain": fulls[0][0].argmax(0),
+                    "mirrored": train.mean_probabilities(fulls[:1], mirror=True)[0].argmax(0)}
             if len(nets) > 1:
-                pred["ensemble"] = sum(p[0] for p in probs).argmax(0)
-                pred["ensemble_mirrored"] = sum(p[0] + p[1].flip(2) for p in probs).argmax(0)
+                pred["ensemble"] = train.mean_probabilities([f[:1] for f in fulls], mirror=False)[0].argmax(0)
+                pred["ensemble_mirrored"] = train.mean_probabilities(fulls, mirror=True)[0].argmax(0)
         keep = y < classes  # void (and any value past the classes) not counted
         truth = y[keep].astype(np.int64)
         for w, c in conf.items():

@@ -479,6 +479,18 @@ def init_weights(net, path, classes):
             mine[key].copy_(t.to(mine[key].device))
 
 
+def mean_probabilities(fulls, mirror):
+    """The mean of softmax(scores) over a list of score batches (N x C x H x W, one a model); with
+    mirror the second half of each batch holds the first half's images mirrored, whose
+    probabilities are flipped back and averaged in (the result has half the batch). --teacher's
+    target, and tools/mirror_gain.py's mirrored and ensemble labellings."""
+    p = sum(f.float().softmax(1) for f in fulls) / len(fulls)
+    if mirror:
+        n = p.shape[0] // 2
+        p = (p[:n] + p[n:].flip(3)) / 2
+    return p
+
+
 class Teachers(torch.nn.Module):
     """--teacher's models: the mean of their class probabilities at the input resolution (the
     'full' node), over the image and, with mirror, its horizontal mirror (flipped back)."""
@@ -490,17 +502,11 @@ class Teachers(torch.nn.Module):
 
     def forward(self, x):
         xs = torch.cat([x, x.flip(3)]) if self.mirror else x
-        p = None
-        for net in self.nets:
-            # On a GPU the teachers' convolutions run in bfloat16 (autocast): their probabilities are
-            # targets, where a relative error of 1e-2 is nothing, and the teachers cost less of a step.
-            with torch.autocast("cuda", dtype=torch.bfloat16) if x.is_cuda else contextlib.nullcontext():
-                full = net(xs, ["full"])["full"]
-            q = full.float().softmax(1)
-            p = q if p is None else p + q
-        if self.mirror:
-            p = p[:x.shape[0]] + p[x.shape[0]:].flip(3)
-        return p / (len(self.nets) * (2 if self.mirror else 1))
+        # On a GPU the teachers' convolutions run in bfloat16 (autocast): their probabilities are
+        # targets, where a relative error of 1e-2 is nothing, and the teachers cost less of a step.
+        with torch.autocast("cuda", dtype=torch.bfloat16) if x.is_cuda else contextlib.nullcontext():
+            fulls = [net(xs, ["full"])["full"] for net in self.nets]
+        return mean_probabilities(fulls, self.mirror)
 
 
 def teacher_paths(spec, holdout, final):
@@ -511,13 +517,9 @@ def teacher_paths(spec, holdout, final):
 
 
 def load_teachers(paths, classes, dev, mirror):
-    """The teachers in evaluation mode (no dropout, no gradients); errors name the file."""
-    nets = []
-    for path in paths:
-        net = st.open_model(path, "train: --teacher", classes)[0]
-        for q in net.parameters():
-            q.requires_grad_(False)
-        nets.append(net)
+    """The teachers in evaluation mode (no dropout; the step runs them without gradients); errors
+    name the file."""
+    nets = [st.open_model(path, "train: --teacher", classes)[0] for path in paths]
     return Teachers(nets, mirror).to(dev).eval()
 
 

@@ -9,6 +9,7 @@ selection) and --final, each exporting a model file, a fine-tuning run (--init) 
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -639,7 +640,6 @@ def main():
         # --teacher: {seq} becomes the held-out sequence; the summary records the files and share;
         # a missing teacher is refused naming the file, before any training
         os.makedirs(os.path.join(tmp, "teachers"))
-        import shutil
         shutil.copy(os.path.join(tmp, "final.h5"), os.path.join(tmp, "teachers", "t-BBB2.h5"))
         s = run(root, os.path.join(tmp, "student.h5"), "--holdout", "BBB2", "--epochs", "1", "--teacher",
                 os.path.join(tmp, "teachers", "t-{seq}.h5") + "," + os.path.join(tmp, "holdout.h5"),
