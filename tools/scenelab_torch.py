@@ -215,6 +215,62 @@ class TorchNet(torch.nn.Module):
         # pixel-wise classifier's features) is zeroed with this probability and the rest scaled by
         # 1 / (1 - p) while the module is in training mode; evaluation and export are unaffected.
         self.dropout = 0.0
+        # Training only (tools/train.py --batchnorm, add_batchnorm): batch normalisation after the
+        # convolutions that feed a ReLU, one per parameter group; folded() exports the net without it.
+        self.norms = torch.nn.ModuleDict()
+
+    def add_batchnorm(self, eps=1e-5, momentum=0.1):
+        """Batch normalisation (a scale and shift per channel, trained, and running statistics)
+        after every convolution whose output feeds a ReLU, one per parameter group: where the
+        multiscale net's shared extractor runs at three scales, the statistics of a batch are those
+        of the group's first use in the pass (full resolution), applied at every scale, so that
+        training normalises as the folded net will. folded() puts it into the weights and biases;
+        the graph, the engine and the model file do not change."""
+        consumers = {}
+        for name, typ, ins, _ in self.nodes:
+            for i in ins:
+                consumers.setdefault(i, []).append(typ)
+        for name, typ, ins, a in self.nodes:
+            group = a.get("params", name)
+            if typ != "conv2d" or consumers.get(name) != ["relu"] or group in self.norms:
+                continue
+            if not int(a.get("bias", 1)):
+                raise ValueError(f"batch normalisation of '{name}': a convolution without a bias cannot hold it")
+            self.norms[group] = torch.nn.BatchNorm2d(int(a["out"]), eps=eps, momentum=momentum,
+                                                     device=self.p(group, "weight").device)
+        return self
+
+    def _normalise(self, group, v, stats):
+        bn = self.norms[group]
+        if self.training:
+            if group not in stats:  # the group's first use in this pass: its batch statistics
+                mean, var = v.mean((0, 2, 3)), v.var((0, 2, 3), unbiased=False)
+                stats[group] = (mean, var)
+                n = v.numel() // v.shape[1]
+                with torch.no_grad():
+                    bn.running_mean.lerp_(mean.detach(), bn.momentum)
+                    bn.running_var.lerp_(var.detach() * (n / max(n - 1, 1)), bn.momentum)
+            mean, var = stats[group]
+        else:
+            mean, var = bn.running_mean, bn.running_var
+        scale = bn.weight * torch.rsqrt(var + bn.eps)
+        return v * scale.view(1, -1, 1, 1) + (bn.bias - mean * scale).view(1, -1, 1, 1)
+
+    def folded(self):
+        """A TorchNet of the same graph without batch normalisation (on the CPU): each normalised
+        convolution's weight scaled by gamma / sqrt(running var + eps) and its bias set to
+        (bias - running mean) * that + beta, in float64 before rounding; the same function as this
+        net in evaluation mode."""
+        out = TorchNet(self.text)
+        with torch.no_grad():
+            for key, t in self.params.items():
+                out.params[key].copy_(t.detach().cpu())
+            for group, bn in self.norms.items():
+                s = bn.weight.detach().cpu().double() * torch.rsqrt(bn.running_var.cpu().double() + bn.eps)
+                w, b = self.p(group, "weight").detach().cpu().double(), self.p(group, "bias").detach().cpu().double()
+                out.p(group, "weight").copy_(w * s.view(-1, 1, 1, 1))
+                out.p(group, "bias").copy_((b - bn.running_mean.cpu().double()) * s + bn.bias.detach().cpu().double())
+        return out
 
     def param_items(self):
         """(dataset name 'group/name', tensor) pairs, as stored under /params in the model file."""
@@ -226,6 +282,7 @@ class TorchNet(torch.nn.Module):
     def forward(self, x, want=None):
         vals = {self.input_name: x}
         geo = {self.input_name: Geometry()}
+        stats = {}  # batch normalisation's statistics of this pass, a group (add_batchnorm)
         for name, typ, ins, a in self.nodes:
             v = vals[ins[0]]
             g = geo[ins[0]]
@@ -237,6 +294,8 @@ class TorchNet(torch.nn.Module):
                 if k == 1 and self.dropout > 0 and self.training:
                     v = F.dropout(v, self.dropout, training=True)
                 v = F.conv2d(v, self.p(group, "weight"), b, padding=pad)
+                if group in self.norms:
+                    v = self._normalise(group, v, stats)
                 g = g.window(k, 1, pad)
             elif typ == "relu":
                 v = F.relu(v)

@@ -583,6 +583,11 @@ def main():
                          "features and the hidden layer) with probability P while training; evaluation "
                          f"and the exported model are unaffected (default {DEFAULT_DROPOUT:g}, the shipped "
                          "recipe; 0 for none)")
+    ap.add_argument("--batchnorm", action="store_true",
+                    help="train with batch normalisation after every convolution that feeds a ReLU (one a "
+                         "parameter group: the multiscale extractor's three scales share the full-resolution "
+                         "pass's batch statistics), folded into the weights and biases at export, so the "
+                         "model file and the engine are unchanged; outside the recipe (weights/MODELS.md)")
     ap.add_argument("--lovasz", type=float, default=0.0, metavar="W",
                     help="add W times the Lovasz-softmax loss (a surrogate of 1 - mean IoU, Berman et al. "
                          "2018) to the cross-entropy (default 0: none; 0.5 lost across sequences, weights/MODELS.md)")
@@ -676,6 +681,9 @@ def main():
         ap.error(f"--distill {a.distill:g}: the teachers' share of the target, 0 to 1")
     if a.teacher_mirror and not a.teacher:
         ap.error("--teacher-mirror needs --teacher")
+    if a.batchnorm and a.init:
+        ap.error("--batchnorm with --init: a model file holds no batch statistics (they were folded into "
+                 "its weights), so fine-tuning with batch normalisation would not start from the model")
     a.teacher = teacher_paths(a.teacher, a.holdout, a.final) if a.teacher else None
     if a.teacher == []:
         ap.error("--teacher: no file given")
@@ -725,7 +733,10 @@ def main():
     print(f"train {tuple(xtr.shape)}  selection set {tuple(xva.shape)} ({selection})  device {dev}",
           flush=True)
 
-    net = st.TorchNet(st.network_text(a.network, 11)).to(dev)
+    net = st.TorchNet(st.network_text(a.network, 11))
+    if a.batchnorm:
+        net.add_batchnorm()
+    net = net.to(dev)
     net.dropout = a.dropout
     if a.init:  # the file's weights and standardisation statistics (its weights were trained on them)
         init_weights(net, a.init, CLASSES)
@@ -777,7 +788,13 @@ def main():
         ema_src = [t for t in net.state_dict().values() if t.is_floating_point()]
         ema_dst = [t for t in ema_net.state_dict().values() if t.is_floating_point()]
     model = ema_net if ema_net is not None else net  # what is evaluated, selected and exported
-    opt = torch.optim.AdamW(trainable, lr=a.lr, weight_decay=a.weight_decay)
+    # Batch normalisation's scales and shifts are not decayed (as is usual: decay would pull each
+    # channel's scale towards 0 while the convolution before it is free to grow).
+    norm_ids = {id(p) for p in net.norms.parameters()}
+    groups = [{"params": [p for p in trainable if id(p) not in norm_ids]}]
+    if norm_ids:
+        groups.append({"params": [p for p in trainable if id(p) in norm_ids], "weight_decay": 0.0})
+    opt = torch.optim.AdamW(groups, lr=a.lr, weight_decay=a.weight_decay)
     steps_per_epoch = math.ceil(xtr.shape[0] / a.batch)
     total_steps = a.epochs * steps_per_epoch
     if total_steps >= 4:  # one cycle: warm-up over 10% of the steps (at least 2), then cosine decay
@@ -848,7 +865,7 @@ def main():
     m = metrics(evaluate(model, xva, yva, dev))
     summary = {"network": a.network, "best_epoch": best_epoch, "epochs_run": epoch, "seed": a.seed,
                "selection": selection, "aug": a.aug, "exposure": a.exposure, "gamma": a.gamma, "shading": a.shading,
-               "mix": a.mix, "ema": a.ema, "dropout": a.dropout, "lovasz": a.lovasz, "lr": a.lr, "weight_decay": a.weight_decay, "balance": a.balance,
+               "mix": a.mix, "ema": a.ema, "dropout": a.dropout, "batchnorm": a.batchnorm, "lovasz": a.lovasz, "lr": a.lr, "weight_decay": a.weight_decay, "balance": a.balance,
                "teacher": a.teacher, "distill": a.distill if a.teacher else None,
                "teacher_mirror": a.teacher_mirror,
                "compile": a.compile, "workers": a.workers,
@@ -863,7 +880,8 @@ def main():
     print("SUMMARY " + json.dumps(summary), flush=True)
     if log:
         log.write("SUMMARY " + json.dumps(summary) + "\n")
-    st.save_model(a.out, model.cpu(), CLASSES, PALETTE,
+    # With --batchnorm the file holds the folded net: the graph's own parameters, nothing more.
+    st.save_model(a.out, model.cpu().folded() if a.batchnorm else model.cpu(), CLASSES, PALETTE,
                   f"camvid-{a.network} (tools/train.py seed {a.seed}, epoch {best_epoch})", detect)
     print(f"exported {a.out}", flush=True)
 

@@ -413,6 +413,55 @@ def check_dropout():
     assert torch.equal(evaluated, plain_out), "dropout changed the evaluation-mode output"
 
 
+def check_batchnorm():
+    """--batchnorm: in training mode a normalised convolution's output is (conv - batch mean) /
+    sqrt(batch var + eps) x gamma + beta, with the statistics of the group's first use in the pass
+    (the multiscale extractor's full-resolution one) applied at every scale, and the running
+    statistics move towards them by the momentum; in evaluation mode the net equals its folded()
+    copy, a net of the plain graph, within 1e-5 of the largest score (float64 folding)."""
+    import scenelab_torch as st
+    torch.manual_seed(5)
+    net = st.TorchNet(st.network_text("multiscale", 11)).add_batchnorm()
+    plain = st.TorchNet(st.network_text("multiscale", 11))
+    assert sorted(net.norms.keys()) == ["conv1", "conv2", "conv3", "fc1"], list(net.norms.keys())
+    with torch.no_grad():
+        for key, t in net.params.items():
+            if t.requires_grad:
+                t.normal_(std=0.1)
+            plain.params[key].copy_(t)
+        for bn in net.norms.values():
+            bn.weight.uniform_(0.5, 1.5)
+            bn.bias.normal_(std=0.2)
+    x = torch.rand(3, 3, 45, 61)
+    ref = plain(x, ["s1c1", "s2c1"])  # the first layer's convolutions, before any normalisation
+    net.train()
+    out = net(x, ["s1c1", "s2c1"])
+    bn = net.norms["conv1"]
+    c1 = ref["s1c1"].double()
+    mean, var = c1.mean((0, 2, 3)), c1.var((0, 2, 3), unbiased=False)
+    for node in ("s1c1", "s2c1"):  # both scales normalised by the full resolution's statistics
+        want = ((ref[node].double() - mean.view(1, -1, 1, 1)) / (var + bn.eps).sqrt().view(1, -1, 1, 1)
+                * bn.weight.double().view(1, -1, 1, 1) + bn.bias.double().view(1, -1, 1, 1))
+        err = (out[node].double() - want).abs().max() / want.abs().max()
+        assert err < 1e-5, (node, err.item())
+    own = ref["s2c1"].double().mean((0, 2, 3))  # the half scale's own statistics differ: not used
+    assert (own - mean).abs().max() > 1e-3, "the test cannot tell the scales' statistics apart"
+    n = c1.numel() // c1.shape[1]
+    assert torch.allclose(bn.running_mean.double(), 0.1 * mean, atol=1e-6), "running mean"
+    assert torch.allclose(bn.running_var.double(), 0.9 + 0.1 * var * n / (n - 1), atol=1e-5), "running var"
+    net(x)  # a second pass moves the running statistics again: fold non-trivial statistics
+    net.eval()
+    folded = net.folded()
+    assert not folded.norms and [k for k, _ in folded.param_items()] == [k for k, _ in plain.param_items()]
+    y = torch.rand(2, 3, 53, 47)
+    a, b = net(y, ["full"])["full"], folded(y, ["full"])["full"]
+    err = ((a - b).abs().max() / a.abs().max()).item()
+    assert err < 1e-5, err
+    assert not torch.allclose(a, plain(y, ["full"])["full"], atol=1e-3), "normalisation changed nothing"
+    ref_net = st.TorchNet(st.network_text("reference", 11)).add_batchnorm()
+    assert sorted(ref_net.norms.keys()) == ["conv1", "conv2", "conv3", "fc1"], list(ref_net.norms.keys())
+
+
 def make_set(root):
     rng = np.random.default_rng(0)
     for split, seqs in (("train", ["AAA1", "BBB2"]), ("val", ["CCC3"])):
@@ -567,6 +616,7 @@ def main():
     check_batches()
     check_class_mix()
     check_dropout()
+    check_batchnorm()
     check_lovasz()
     check_distill()
     with tempfile.TemporaryDirectory() as tmp:
@@ -591,6 +641,16 @@ def main():
         assert '"dropout": 0.3' in s, s
         s = run(root, os.path.join(tmp, "noshade.h5"), "--last", "--dropout", "0", "--shading", "none", "--epochs", "1")
         assert '"shading": null' in s and '"dropout": 0.0' in s, s
+        # --batchnorm: the file holds the plain graph's parameters (folded), and labels as trained
+        s = run(root, os.path.join(tmp, "bn.h5"), "--last", "--batchnorm", "--epochs", "2")
+        assert '"batchnorm": true,' in s, s
+        import scenelab_torch as st
+        bn_net = st.load_model(os.path.join(tmp, "bn.h5"))[0]
+        assert [k for k, _ in bn_net.param_items()] == [k for k, _ in st.TorchNet(bn_net.text).param_items()]
+        summary = json.loads([l for l in s.splitlines() if l.startswith("SUMMARY ")][0][len("SUMMARY "):])
+        _, xv, yv = train.load_split(root, "val")
+        m = train.metrics(train.evaluate(bn_net, xv, yv, torch.device("cpu")))
+        assert abs(m["global_acc"] - summary["val"]["global_acc"]) < 1e-3, (m, summary["val"])
         s = run(root, os.path.join(tmp, "shade.h5"), "--last", "--shading", "0.5", "--epochs", "1")
         assert '"shading": 0.5,' in s, s
         s = run(root, os.path.join(tmp, "lovasz.h5"), "--last", "--lovasz", "0.5", "--lr", "0.001", "--epochs", "1")
@@ -617,11 +677,13 @@ def main():
                          ("--shading=-1", "--shading -1: needs 0 <= AMP <= 2"),
                          ("--shading=x", "--shading x: expected an amplitude"),
                          ("--dropout=1", "--dropout 1: a probability in [0, 1)"),
+                         (["--batchnorm", "--init", "x.h5"], "--batchnorm with --init: a model file holds no batch"),
                          ("--lovasz=-1", "--lovasz -1: a weight from 0 (none) to 10"), ("--workers=-1", "--workers -1: 0 or more"),
                          *((("--compile=on", "--compile on: needs torch.compile (PyTorch 2)"),)
                            if not hasattr(torch, "compile") else ())):
             r = subprocess.run([sys.executable, os.path.join(src, "tools", "train.py"), "--data", root, "--out",
-                                os.path.join(tmp, "z.h5"), bad], capture_output=True, text=True, timeout=300)
+                                os.path.join(tmp, "z.h5"), *([bad] if isinstance(bad, str) else bad)],
+                               capture_output=True, text=True, timeout=300)
             assert r.returncode != 0 and why in r.stderr, (bad, r.stderr[-2000:])
         r = subprocess.run([sys.executable, os.path.join(src, "tools", "train.py"), "--data", root, "--out",
                             os.path.join(tmp, "z.h5"), "--aug", "basic", "--exposure", "0.3,1.2"],
