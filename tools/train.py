@@ -20,6 +20,9 @@ median-frequency class weights (--balance 0.5; 1 the weights themselves, the rec
 2026-11-27; 0 none), plus --lovasz W times the Lovasz-softmax loss (an option outside the
 recipe: 0.5 lost across sequences, weights/MODELS.md); AdamW, weight decay --weight-decay;
 dropout 0.5 on the pixel-wise classifier's inputs while training (--dropout).
+--batchnorm trains with batch normalisation after the convolutions that feed a ReLU and folds it
+into their weights at export (the model file unchanged); it gained on the thin classes across
+sequences and is the next models' recipe, not yet the shipped ones' (weights/MODELS.md).
 Training uses TF32 tensor cores. Augmentation (--aug full, the default): random scale 0.5-2.0 with
 random crops (padding with void where the scaled image is smaller than the crop), horizontal
 flips, rotations of up to 5 degrees, brightness, contrast and per-channel colour jitter, mild
