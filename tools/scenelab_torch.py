@@ -260,7 +260,7 @@ class TorchNet(torch.nn.Module):
         """A TorchNet of the same graph without batch normalisation (on the CPU): each normalised
         convolution's weight scaled by gamma / sqrt(running var + eps) and its bias set to
         (bias - running mean) * that + beta, in float64 before rounding; the same function as this
-        net in evaluation mode."""
+        net in evaluation mode (without normalisation, a copy of the net)."""
         out = TorchNet(self.text)
         with torch.no_grad():
             for key, t in self.params.items():

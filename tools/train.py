@@ -883,8 +883,9 @@ def main():
     print("SUMMARY " + json.dumps(summary), flush=True)
     if log:
         log.write("SUMMARY " + json.dumps(summary) + "\n")
-    # With --batchnorm the file holds the folded net: the graph's own parameters, nothing more.
-    st.save_model(a.out, model.cpu().folded() if a.batchnorm else model.cpu(), CLASSES, PALETTE,
+    # The folded net: the graph's own parameters, nothing more (with --batchnorm its normalisation
+    # in the weights and biases; without, a copy).
+    st.save_model(a.out, model.cpu().folded(), CLASSES, PALETTE,
                   f"camvid-{a.network} (tools/train.py seed {a.seed}, epoch {best_epoch})", detect)
     print(f"exported {a.out}", flush=True)
 

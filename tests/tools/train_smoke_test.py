@@ -647,7 +647,7 @@ def main():
         import scenelab_torch as st
         bn_net = st.load_model(os.path.join(tmp, "bn.h5"))[0]
         assert [k for k, _ in bn_net.param_items()] == [k for k, _ in st.TorchNet(bn_net.text).param_items()]
-        summary = json.loads([l for l in s.splitlines() if l.startswith("SUMMARY ")][0][len("SUMMARY "):])
+        summary = json.loads(s[len("SUMMARY "):])  # run() returns the SUMMARY line
         _, xv, yv = train.load_split(root, "val")
         m = train.metrics(train.evaluate(bn_net, xv, yv, torch.device("cpu")))
         assert abs(m["global_acc"] - summary["val"]["global_acc"]) < 1e-3, (m, summary["val"])
