@@ -20,9 +20,10 @@ median-frequency class weights (--balance 0.5; 1 the weights themselves, the rec
 2026-11-27; 0 none), plus --lovasz W times the Lovasz-softmax loss (an option outside the
 recipe: 0.5 lost across sequences, weights/MODELS.md); AdamW, weight decay --weight-decay;
 dropout 0.5 on the pixel-wise classifier's inputs while training (--dropout).
---batchnorm trains with batch normalisation after the convolutions that feed a ReLU and folds it
-into their weights at export (the model file unchanged); it gained on the thin classes across
-sequences and is the next models' recipe, not yet the shipped ones' (weights/MODELS.md).
+Batch normalisation after the convolutions that feed a ReLU while training, folded into their
+weights at export (the model file unchanged; the recipe since 2026-11-28: it gained on the thin
+classes across sequences, weights/MODELS.md; --no-batchnorm leaves it out, and --init, whose file
+holds no batch statistics, fine-tunes without it).
 Training uses TF32 tensor cores. Augmentation (--aug full, the default): random scale 0.5-2.0 with
 random crops (padding with void where the scaled image is smaller than the crop), horizontal
 flips, rotations of up to 5 degrees, brightness, contrast and per-channel colour jitter, mild
@@ -93,10 +94,12 @@ DEFAULT_DROPOUT = 0.5
 # recipe's held-out models by tools/select_detect.py's rule (docs/BENCHMARKS.md, "480 epochs");
 # Pedestrian's threshold again with the --balance 0.5 recipe's (docs/BENCHMARKS.md, "milder
 # class weights"); both thresholds again with the dropout and illumination-field recipe's, two
-# seeds (docs/BENCHMARKS.md, "Detection with the dropout and illumination-field models").
+# seeds (docs/BENCHMARKS.md, "Detection with the dropout and illumination-field models");
+# Pedestrian's min_area, threshold and NMS again with the batch-normalised recipe's six held-out
+# models (docs/BENCHMARKS.md, "Detection with the batch-normalised held-out models").
 CAMVID_DETECT = ("Car: heights=3,4,5,7,9,11,14,17,21,26,32,40 threshold=0.3 nms=0.2 min_area=1000; "
                  "Pedestrian: heights=3,4,5,6,7,8,10,12,14,17,20,24,29,35,42 aspects=0.25,0.33,0.45,0.6 "
-                 "min_area=1000 threshold=0.27 size_weight=0.03 nms=0.3")
+                 "min_area=600 threshold=0.33 size_weight=0.03 nms=0.4")
 
 
 def read_rgb(path):
@@ -586,11 +589,12 @@ def main():
                          "features and the hidden layer) with probability P while training; evaluation "
                          f"and the exported model are unaffected (default {DEFAULT_DROPOUT:g}, the shipped "
                          "recipe; 0 for none)")
-    ap.add_argument("--batchnorm", action="store_true",
+    ap.add_argument("--batchnorm", action=argparse.BooleanOptionalAction, default=None,
                     help="train with batch normalisation after every convolution that feeds a ReLU (one a "
                          "parameter group: the multiscale extractor's three scales share the full-resolution "
                          "pass's batch statistics), folded into the weights and biases at export, so the "
-                         "model file and the engine are unchanged; outside the recipe (weights/MODELS.md)")
+                         "model file and the engine are unchanged (default: on, the shipped recipe since "
+                         "2026-11-28, weights/MODELS.md; off with --init, whose file holds no batch statistics)")
     ap.add_argument("--lovasz", type=float, default=0.0, metavar="W",
                     help="add W times the Lovasz-softmax loss (a surrogate of 1 - mean IoU, Berman et al. "
                          "2018) to the cross-entropy (default 0: none; 0.5 lost across sequences, weights/MODELS.md)")
@@ -687,6 +691,8 @@ def main():
     if a.batchnorm and a.init:
         ap.error("--batchnorm with --init: a model file holds no batch statistics (they were folded into "
                  "its weights), so fine-tuning with batch normalisation would not start from the model")
+    if a.batchnorm is None:  # the recipe's, except when fine-tuning a file (no statistics to start from)
+        a.batchnorm = not a.init
     a.teacher = teacher_paths(a.teacher, a.holdout, a.final) if a.teacher else None
     if a.teacher == []:
         ap.error("--teacher: no file given")

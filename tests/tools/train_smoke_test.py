@@ -624,8 +624,9 @@ def main():
         make_set(root)
         s = run(root, os.path.join(tmp, "holdout.h5"), "--holdout", "BBB2")
         assert '"selection": "sequence BBB2"' in s and '"exposure": [0.3, 1.2], "gamma": null' in s, s
-        # the recipe's defaults: the illumination field with --aug full, dropout on the classifier
-        assert '"shading": 0.3,' in s and '"dropout": 0.5,' in s, s
+        # the recipe's defaults: the illumination field with --aug full, dropout on the classifier,
+        # batch normalisation (folded at export)
+        assert '"shading": 0.3,' in s and '"dropout": 0.5,' in s and '"batchnorm": true,' in s, s
         check_crossval(root, os.path.join(tmp, "cv"))
         check_crossval_seeds(root, os.path.join(tmp, "cv-seeds"))
         s = run(root, os.path.join(tmp, "final.h5"), "--final", "--aug", "basic")
@@ -639,8 +640,9 @@ def main():
         assert '"mix": 0.5, "ema": 0.9' in s and '"val_raw_last": {' in s, s
         s = run(root, os.path.join(tmp, "dropout.h5"), "--last", "--dropout", "0.3", "--epochs", "1")
         assert '"dropout": 0.3' in s, s
-        s = run(root, os.path.join(tmp, "noshade.h5"), "--last", "--dropout", "0", "--shading", "none", "--epochs", "1")
-        assert '"shading": null' in s and '"dropout": 0.0' in s, s
+        s = run(root, os.path.join(tmp, "noshade.h5"), "--last", "--dropout", "0", "--shading", "none", "--epochs", "1",
+                "--no-batchnorm")
+        assert '"shading": null' in s and '"dropout": 0.0' in s and '"batchnorm": false,' in s, s
         # --batchnorm: the file holds the plain graph's parameters (folded), and labels as trained
         s = run(root, os.path.join(tmp, "bn.h5"), "--last", "--batchnorm", "--epochs", "2")
         assert '"batchnorm": true,' in s, s
@@ -718,6 +720,7 @@ def main():
             assert r.returncode != 0 and why in r.stderr and "Traceback" not in r.stderr, (extra, r.stderr[-2000:])
         # --init: fine-tuning starts from the file's weights and statistics; a file of another network is refused
         s = run(root, os.path.join(tmp, "tuned.h5"), "--final", "--init", os.path.join(tmp, "final.h5"), "--lr", "1e-4")
+        assert '"batchnorm": false,' in s, s  # a file holds no batch statistics: fine-tuned without them
         import h5py
         with h5py.File(os.path.join(tmp, "final.h5"), "r") as f0, h5py.File(os.path.join(tmp, "tuned.h5"), "r") as f1:
             assert np.array_equal(f0["params/pre/mean"][()], f1["params/pre/mean"][()]), "statistics not kept"
