@@ -18,14 +18,16 @@ statistics measured on the training set) and the engine's score resampling ('ful
 Loss: cross-entropy on every input pixel, void ignored, with the square roots of SegNet's
 median-frequency class weights (--balance 0.5; 1 the weights themselves, the recipe until
 2026-11-27; 0 none), plus --lovasz W times the Lovasz-softmax loss (an option outside the
-recipe: 0.5 lost across sequences, weights/MODELS.md); AdamW, weight decay --weight-decay;
+recipe: 0.5 lost across sequences, weights/MODELS.md), or --ohem F, the loss over the hardest
+fraction F of each batch's labelled pixels only (outside the recipe: 0.3 lost across sequences);
+AdamW, weight decay --weight-decay;
 dropout 0.5 on the pixel-wise classifier's inputs while training (--dropout).
 Batch normalisation after the convolutions that feed a ReLU while training, folded into their
 weights at export (the model file unchanged; the recipe since 2026-11-28: it gained on the thin
 classes across sequences, weights/MODELS.md; --no-batchnorm leaves it out, and --init, whose file
 holds no batch statistics, fine-tunes without it).
-Training uses TF32 tensor cores. Augmentation (--aug full, the default): random scale 0.5-2.0 with
-random crops (padding with void where the scaled image is smaller than the crop), horizontal
+Training uses TF32 tensor cores. Augmentation (--aug full, the default): random scale 0.5-2.0
+(--scale; 0.75-1.5 lost across sequences) with random crops (padding with void where the scaled image is smaller than the crop), horizontal
 flips, rotations of up to 5 degrees, brightness, contrast and per-channel colour jitter, mild
 blur or noise, an exposure factor 0.3-1.2 (--exposure; `--exposure none` leaves it out; --gamma
 is an option outside the recipe), a smooth random illumination field on half the images
@@ -80,6 +82,8 @@ VOID = 11
 # --aug full's exposure range (weights/MODELS.md): chosen across sequences, where it lifted the
 # dusk sequence 0001TP held out by 2.5 points and the mean by 1.1.
 DEFAULT_EXPOSURE = "0.3,1.2"
+# --aug full's range of random scales, drawn log-uniformly (the recipe since 2026-11-23).
+DEFAULT_SCALE = (0.5, 2.0)
 # The classifier's dropout and --aug full's illumination field (weights/MODELS.md, 2026-11-27),
 # each chosen across sequences over two seeds: dropout lifted the multiscale net by 0.45 points of
 # global accuracy and 0.86 of mean IoU, the field then by 2.41 and 1.44 more (the dusk sequence
@@ -194,7 +198,8 @@ def evaluate(net, x, y, dev, batch=8):
     return conf
 
 
-def augment(x, y, crop_h, crop_w, gen, dev, full=True, exposure=None, gamma=None, shading=None):
+def augment(x, y, crop_h, crop_w, gen, dev, full=True, exposure=None, gamma=None, shading=None,
+            scale=DEFAULT_SCALE):
     """A batch for training: x uint8 N,3,H,W, y N,H,W -> float N,3,crop_h,crop_w in [0, 1] and
     labels N,crop_h,crop_w, on x's device (the training loop runs it on the CPU in a thread while
     the GPU trains). basic: scale so the crop fits up to 1.35x, flip, crop. full: scale 0.5-2.0
@@ -209,13 +214,14 @@ def augment(x, y, crop_h, crop_w, gen, dev, full=True, exposure=None, gamma=None
     (above 1 darkens the mid-tones and keeps the highlights: the dusk frames' sky is 3-5x their
     median, daylight's 2-3x); None draws nothing. shading AMP, full only: after those, shade()
     (a smooth random illumination field on half the images); None draws nothing. (dev: unused,
-    kept for callers.)"""
+    kept for callers.) scale (lo, hi), full only: the range of the random scale, drawn
+    log-uniformly (default 0.5-2.0)."""
     n = x.shape[0]
     u = functools.partial(uniform, gen)
     # Each output pixel's place in the source image, one affine map an image: grid = pc*a + pr*b + c.
     pr = (torch.arange(crop_h, dtype=torch.float32) + 0.5).view(1, crop_h, 1, 1)  # pixel centres
     pc = (torch.arange(crop_w, dtype=torch.float32) + 0.5).view(1, 1, crop_w, 1)
-    maps = affine_maps(x.shape, crop_h, crop_w, gen, full).permute(0, 2, 1).reshape(n, 3, 1, 1, 2)
+    maps = affine_maps(x.shape, crop_h, crop_w, gen, full, scale).permute(0, 2, 1).reshape(n, 3, 1, 1, 2)
     grid = (pc * maps[:, 0] + pr * maps[:, 1] + maps[:, 2]).to(x.device)
     # Outside the image: its mean colour and void labels. Resampling is linear, so the image less
     # its mean, resampled with zeros outside, plus the mean, is that; in 0-255 until the end.
@@ -253,7 +259,7 @@ def uniform(gen, lo, hi):
     return lo + (hi - lo) * torch.rand(1, generator=gen).item()
 
 
-def affine_maps(shape, crop_h, crop_w, gen, full):
+def affine_maps(shape, crop_h, crop_w, gen, full, scale=DEFAULT_SCALE):
     """augment()'s geometry, drawn from gen in a fixed order: for each of the batch's images (shape
     N,C,H,W) the map (2,3) from an output pixel centre (col, row, 1) to grid_sample's [-1, 1]
     source coordinates (x, y) (align_corners=False): scaled, rotated, flipped and cropped."""
@@ -262,7 +268,7 @@ def affine_maps(shape, crop_h, crop_w, gen, full):
     maps = []
     for _ in range(n):
         if full:
-            s = math.exp(u(math.log(0.5), math.log(2.0)))
+            s = math.exp(u(math.log(scale[0]), math.log(scale[1])))
         else:
             s = u(max(crop_h / h, crop_w / w), 1.35)
         nh, nw = max(1, round(h * s)), max(1, round(w * s))
@@ -367,7 +373,8 @@ class Batches(torch.utils.data.Dataset):
     def __init__(self, x, y, a, crop_h, crop_w, steps_per_epoch):
         self.x, self.y, self.crop = x, y, (crop_h, crop_w)
         self.seed, self.batch, self.epochs, self.steps = a.seed, a.batch, a.epochs, steps_per_epoch
-        self.aug = dict(full=a.aug == "full", exposure=a.exposure, gamma=a.gamma, shading=a.shading)
+        self.aug = dict(full=a.aug == "full", exposure=a.exposure, gamma=a.gamma, shading=a.shading,
+                        scale=a.scale)
         self.mix = a.mix
         self.perm_epoch, self.perm = None, None
 
@@ -544,6 +551,26 @@ def soft_target_loss(full, labels, weights, soft, alpha):
     return -(w * per_pixel).sum() / w.sum().clamp_min(1e-12)
 
 
+def hard_pixel_loss(full, labels, weights, fraction):
+    """Hard-pixel mining (OHEM for segmentation): the class-weighted cross-entropy of the scores
+    `full` (N x C x H x W) over the fraction of the labelled pixels (void ignored) whose
+    cross-entropy is largest, each weighted by its label's class weight and normalised by the sum
+    of the kept pixels' weights, as F.cross_entropy's weighted mean; fraction 1 keeps every
+    labelled pixel and is that mean. The easy pixels (most of the road and sky once learnt) then
+    give no gradient, and the thin classes' and the boundaries' pixels weigh more."""
+    ce = F.cross_entropy(full.float(), labels, reduction="none", ignore_index=VOID).flatten()
+    valid = (labels != VOID).flatten()
+    y = torch.where(valid, labels.flatten(), torch.zeros_like(labels.flatten()))
+    k = (valid.sum() * fraction).ceil().long().clamp_min(1)
+    # The k-th largest cross-entropy among the labelled pixels, without a host sync: sort the
+    # labelled pixels' losses (void ones as -1) and read the threshold on the device.
+    ranked = torch.where(valid, ce, torch.full_like(ce, -1.0)).sort(descending=True).values
+    threshold = ranked.gather(0, (k - 1).view(1))
+    kept = valid & (ce >= threshold)
+    w = weights[y] * kept
+    return (w * ce).sum() / w.sum().clamp_min(1e-12)
+
+
 def sequence_of(name):
     """CamVid file names start with their sequence: 0016E5_07959 -> 0016E5."""
     return name.split("_")[0]
@@ -570,6 +597,10 @@ def main():
                     help="with --aug full: also scale each image's intensities by a factor in [LO, HI] "
                          "(log-uniform); default 0.3,1.2 with --aug full (the shipped recipe), "
                          "'none' for no such factor (weights/MODELS.md)")
+    ap.add_argument("--scale", default=None, metavar="LO,HI",
+                    help="with --aug full: the range of the random scale, drawn log-uniformly "
+                         f"(default {DEFAULT_SCALE[0]:g},{DEFAULT_SCALE[1]:g}, the shipped recipe; 0.75,1.5 lost "
+                         "across sequences, weights/MODELS.md)")
     ap.add_argument("--gamma", default=None, metavar="LO,HI",
                     help="with --aug full: also raise each image's intensities to a power in [LO, HI] "
                          "(log-uniform) before --exposure, e.g. 1,2 (weights/MODELS.md)")
@@ -595,6 +626,10 @@ def main():
                          "pass's batch statistics), folded into the weights and biases at export, so the "
                          "model file and the engine are unchanged (default: on, the shipped recipe since "
                          "2026-11-28, weights/MODELS.md; off with --init, whose file holds no batch statistics)")
+    ap.add_argument("--ohem", type=float, default=1.0, metavar="F",
+                    help="hard-pixel mining: the loss over the hardest fraction F of each batch's labelled "
+                         "pixels (by their cross-entropy), class-weighted as the plain loss (default 1: "
+                         "every pixel, the shipped recipe; 0.3 lost across sequences, weights/MODELS.md)")
     ap.add_argument("--lovasz", type=float, default=0.0, metavar="W",
                     help="add W times the Lovasz-softmax loss (a surrogate of 1 - mean IoU, Berman et al. "
                          "2018) to the cross-entropy (default 0: none; 0.5 lost across sequences, weights/MODELS.md)")
@@ -661,6 +696,20 @@ def main():
         if not (0 < lo <= hi < 100) or a.aug != "full":
             ap.error(f"--{name} {text}: needs 0 < LO <= HI < 100 and --aug full")
         setattr(a, name, (lo, hi))
+    if a.scale is None:
+        a.scale = DEFAULT_SCALE
+    else:
+        try:
+            lo, hi = (float(v) for v in a.scale.split(","))
+        except ValueError:
+            ap.error(f"--scale {a.scale}: expected LO,HI, e.g. 0.5,2")
+        if not (0.1 <= lo <= hi <= 10) or a.aug != "full":
+            ap.error(f"--scale {a.scale}: needs 0.1 <= LO <= HI <= 10 and --aug full")
+        a.scale = (lo, hi)
+    if not (math.isfinite(a.ohem) and 0 < a.ohem <= 1):
+        ap.error(f"--ohem {a.ohem:g}: the fraction of pixels kept, 0 < F <= 1 (1: all)")
+    if a.ohem < 1 and a.teacher:
+        ap.error("--ohem with --teacher: not supported (the distillation loss takes every pixel)")
     if a.shading is None:  # the recipe's field with --aug full, none with --aug basic
         a.shading = str(DEFAULT_SHADING) if a.aug == "full" else "none"
     try:
@@ -831,6 +880,8 @@ def main():
                 with torch.no_grad():
                     soft = teacher_step(xb)
                 loss = soft_target_loss(full, yb, weights, soft, a.distill)
+            elif a.ohem < 1:
+                loss = hard_pixel_loss(full, yb, weights, a.ohem)
             else:
                 loss = F.cross_entropy(full.float(), yb, weight=weights, ignore_index=VOID)
             if a.lovasz:
@@ -874,6 +925,7 @@ def main():
     m = metrics(evaluate(model, xva, yva, dev))
     summary = {"network": a.network, "best_epoch": best_epoch, "epochs_run": epoch, "seed": a.seed,
                "selection": selection, "aug": a.aug, "exposure": a.exposure, "gamma": a.gamma, "shading": a.shading,
+               "scale": list(a.scale), "ohem": a.ohem,
                "mix": a.mix, "ema": a.ema, "dropout": a.dropout, "batchnorm": a.batchnorm, "lovasz": a.lovasz, "lr": a.lr, "weight_decay": a.weight_decay, "balance": a.balance,
                "teacher": a.teacher, "distill": a.distill if a.teacher else None,
                "teacher_mirror": a.teacher_mirror,

@@ -57,6 +57,16 @@ def check_augment():
     xh, _ = train.augment(x, y, 64, 80, torch.Generator().manual_seed(6), "cpu", full=True, gamma=(2.0, 2.0))
     assert torch.equal(xg, xh), "gamma augmentation not repeatable from its seed"
     assert xg.median() < 0.8 * xb.median() and xg.max() > 0.8 * xb.max(), (xg.median(), xb.median(), xg.max(), xb.max())
+    # --scale: at a fixed 0.5 the 36x48 image always leaves void around most of the 64x80 crop; from
+    # 1.0 up the crop fits (void only where a rotation of at most 5 degrees turns a corner out);
+    # repeatable from its seed
+    for k in range(6):
+        _, ys = train.augment(x, y, 64, 80, torch.Generator().manual_seed(k), "cpu", full=True, scale=(0.5, 0.5))
+        assert (ys == train.VOID).float().mean() > 0.5, "a half-size image filled the crop"
+        xl, yl = train.augment(x, y, 64, 80, torch.Generator().manual_seed(k), "cpu", full=True, scale=(1.0, 1.4))
+        assert (yl == train.VOID).float().mean() < 0.05, "an image of at least its size left void in the crop"
+        xm, ym = train.augment(x, y, 64, 80, torch.Generator().manual_seed(k), "cpu", full=True, scale=(1.0, 1.4))
+        assert torch.equal(xl, xm) and torch.equal(yl, ym), "scale augmentation not repeatable from its seed"
 
 
 def check_shading():
@@ -183,7 +193,7 @@ def check_batches():
     gen = torch.Generator().manual_seed(4)
     x = torch.randint(0, 256, (10, 3, 72, 96), dtype=torch.uint8, generator=gen)
     y = torch.randint(0, 12, (10, 72, 96), generator=gen)
-    a = types.SimpleNamespace(seed=7, batch=4, epochs=2, aug="full", exposure=(0.3, 1.2), gamma=None, mix=0.5,
+    a = types.SimpleNamespace(seed=7, batch=4, epochs=2, aug="full", scale=train.DEFAULT_SCALE, exposure=(0.3, 1.2), gamma=None, mix=0.5,
                               shading=0.3)
     dev = torch.device("cpu")
     ds = train.Batches(x, y, a, 64, 80, 3)
@@ -296,10 +306,10 @@ def check_lovasz():
     assert torch.isfinite(g).all() and g[~keep].abs().max() == 0 and g[keep].abs().max() > 0, g
 
 
-def soft_target_reference(full, labels, weights, soft, alpha):
-    """The distillation loss by its definition, float64, pixel by pixel."""
+def labelled_pixels(full, labels):
+    """Each labelled pixel (void skipped) of scores `full` (N x C x H x W), in float64 one at a time:
+    (position (b, i, j), label y, the scores z as a list, their log-sum-exp)."""
     n, c, h, w = full.shape
-    num = den = 0.0
     for b in range(n):
         for i in range(h):
             for j in range(w):
@@ -308,11 +318,49 @@ def soft_target_reference(full, labels, weights, soft, alpha):
                     continue
                 z = [float(full[b, k, i, j]) for k in range(c)]
                 top = max(z)
-                lse = top + math.log(sum(math.exp(v - top) for v in z))
-                target = [(1 - alpha) * (k == y) + alpha * float(soft[b, k, i, j]) for k in range(c)]
-                num += float(weights[y]) * sum(t * (lse - v) for t, v in zip(target, z))
-                den += float(weights[y])
+                yield (b, i, j), y, z, top + math.log(sum(math.exp(v - top) for v in z))
+
+
+def soft_target_reference(full, labels, weights, soft, alpha):
+    """The distillation loss by its definition, float64, pixel by pixel."""
+    num = den = 0.0
+    for (b, i, j), y, z, lse in labelled_pixels(full, labels):
+        target = [(1 - alpha) * (k == y) + alpha * float(soft[b, k, i, j]) for k in range(len(z))]
+        num += float(weights[y]) * sum(t * (lse - v) for t, v in zip(target, z))
+        den += float(weights[y])
     return num / den
+
+
+def hard_pixel_reference(full, labels, weights, fraction):
+    """Hard-pixel mining by its definition, float64: every labelled pixel's cross-entropy, the
+    ceil(fraction x count) largest kept, their class-weighted mean."""
+    losses = sorted(((lse - z[y], y) for _, y, z, lse in labelled_pixels(full, labels)), key=lambda t: -t[0])
+    kept = losses[:math.ceil(len(losses) * fraction)]
+    return sum(float(weights[y]) * l for l, y in kept) / sum(float(weights[y]) for _, y in kept)
+
+
+def check_ohem():
+    """train.hard_pixel_loss (--ohem) against its definition (float64) on random scores and labels
+    with void pixels, batch 2, odd sizes, relative error < 1e-5; fraction 1 is F.cross_entropy's
+    weighted mean; only the kept (hardest) pixels get a gradient, void ones none."""
+    gen = torch.Generator().manual_seed(23)
+    weights = torch.rand(11, generator=gen, dtype=torch.float64) + 0.2
+    for trial, fraction in enumerate((1.0, 0.5, 0.3, 0.01)):
+        full = torch.randn(2, 11, 5, 7, generator=gen, dtype=torch.float64) * (1 + trial)
+        labels = torch.randint(0, 11, (2, 5, 7), generator=gen)
+        labels[torch.rand(2, 5, 7, generator=gen) < 0.2] = train.VOID
+        got = train.hard_pixel_loss(full.float(), labels, weights.float(), fraction).item()
+        want = hard_pixel_reference(full, labels, weights, fraction)
+        assert abs(got - want) <= 1e-5 * abs(want), (fraction, got, want)
+    ce = torch.nn.functional.cross_entropy(full.float(), labels, weight=weights.float(), ignore_index=train.VOID)
+    got = train.hard_pixel_loss(full.float(), labels, weights.float(), 1.0)
+    assert abs(got.item() - ce.item()) <= 1e-6 * ce.item(), (got.item(), ce.item())
+    x = full.float().clone().requires_grad_(True)
+    train.hard_pixel_loss(x, labels, weights.float(), 0.3).backward()
+    touched = (x.grad.abs().sum(1) > 0)
+    valid = labels != train.VOID
+    assert not touched[~valid].any(), "void pixels got a gradient"
+    assert touched.sum() == math.ceil(int(valid.sum()) * 0.3), (int(touched.sum()), int(valid.sum()))
 
 
 def check_distill():
@@ -619,6 +667,7 @@ def main():
     check_batchnorm()
     check_lovasz()
     check_distill()
+    check_ohem()
     with tempfile.TemporaryDirectory() as tmp:
         root = os.path.join(tmp, "camvid")
         make_set(root)
@@ -627,6 +676,7 @@ def main():
         # the recipe's defaults: the illumination field with --aug full, dropout on the classifier,
         # batch normalisation (folded at export)
         assert '"shading": 0.3,' in s and '"dropout": 0.5,' in s and '"batchnorm": true,' in s, s
+        assert '"scale": [0.5, 2.0], "ohem": 1.0,' in s, s  # the recipe: scale 0.5-2, every pixel
         check_crossval(root, os.path.join(tmp, "cv"))
         check_crossval_seeds(root, os.path.join(tmp, "cv-seeds"))
         s = run(root, os.path.join(tmp, "final.h5"), "--final", "--aug", "basic")
@@ -653,6 +703,8 @@ def main():
         _, xv, yv = train.load_split(root, "val")
         m = train.metrics(train.evaluate(bn_net, xv, yv, torch.device("cpu")))
         assert abs(m["global_acc"] - summary["val"]["global_acc"]) < 1e-3, (m, summary["val"])
+        s = run(root, os.path.join(tmp, "ohem.h5"), "--last", "--scale", "0.75,1.5", "--ohem", "0.3", "--epochs", "1")
+        assert '"scale": [0.75, 1.5], "ohem": 0.3,' in s, s
         s = run(root, os.path.join(tmp, "shade.h5"), "--last", "--shading", "0.5", "--epochs", "1")
         assert '"shading": 0.5,' in s, s
         s = run(root, os.path.join(tmp, "lovasz.h5"), "--last", "--lovasz", "0.5", "--lr", "0.001", "--epochs", "1")
@@ -679,6 +731,12 @@ def main():
                          ("--shading=-1", "--shading -1: needs 0 <= AMP <= 2"),
                          ("--shading=x", "--shading x: expected an amplitude"),
                          ("--dropout=1", "--dropout 1: a probability in [0, 1)"),
+                         ("--scale=0,1", "--scale 0,1: needs 0.1 <= LO <= HI <= 10"),
+                         ("--scale=2", "--scale 2: expected LO,HI"),
+                         (["--aug", "basic", "--scale", "1,2"], "--scale 1,2: needs 0.1 <= LO <= HI <= 10 and --aug full"),
+                         ("--ohem=0", "--ohem 0: the fraction of pixels kept"),
+                         ("--ohem=nan", "--ohem nan: the fraction of pixels kept"),
+                         (["--ohem", "0.5", "--teacher", "t.h5"], "--ohem with --teacher: not supported"),
                          (["--batchnorm", "--init", "x.h5"], "--batchnorm with --init: a model file holds no batch"),
                          ("--lovasz=-1", "--lovasz -1: a weight from 0 (none) to 10"), ("--workers=-1", "--workers -1: 0 or more"),
                          *((("--compile=on", "--compile on: needs torch.compile (PyTorch 2)"),)
