@@ -696,8 +696,8 @@ def main():
         if not (0 < lo <= hi < 100) or a.aug != "full":
             ap.error(f"--{name} {text}: needs 0 < LO <= HI < 100 and --aug full")
         setattr(a, name, (lo, hi))
-    if a.scale is None:
-        a.scale = DEFAULT_SCALE
+    if a.scale is None:  # the recipe's range with --aug full; --aug basic has its own scales
+        a.scale = DEFAULT_SCALE if a.aug == "full" else None
     else:
         try:
             lo, hi = (float(v) for v in a.scale.split(","))
@@ -925,7 +925,7 @@ def main():
     m = metrics(evaluate(model, xva, yva, dev))
     summary = {"network": a.network, "best_epoch": best_epoch, "epochs_run": epoch, "seed": a.seed,
                "selection": selection, "aug": a.aug, "exposure": a.exposure, "gamma": a.gamma, "shading": a.shading,
-               "scale": list(a.scale), "ohem": a.ohem,
+               "scale": list(a.scale) if a.scale else None, "ohem": a.ohem,
                "mix": a.mix, "ema": a.ema, "dropout": a.dropout, "batchnorm": a.batchnorm, "lovasz": a.lovasz, "lr": a.lr, "weight_decay": a.weight_decay, "balance": a.balance,
                "teacher": a.teacher, "distill": a.distill if a.teacher else None,
                "teacher_mirror": a.teacher_mirror,

@@ -681,6 +681,7 @@ def main():
         check_crossval_seeds(root, os.path.join(tmp, "cv-seeds"))
         s = run(root, os.path.join(tmp, "final.h5"), "--final", "--aug", "basic")
         assert '"best_epoch": 2' in s and "--final" in s and '"exposure": null' in s and '"shading": null' in s, s
+        assert '"scale": null,' in s, s  # --aug basic draws its own scales
         s = run(root, os.path.join(tmp, "plain.h5"), "--last", "--exposure", "none", "--gamma", "1,2", "--epochs", "1",
                 "--threads", "2", "--workers", "0")
         assert '"exposure": null, "gamma": [1.0, 2.0]' in s and '"workers": 0, "threads": 2,' in s, s
