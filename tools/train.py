@@ -27,9 +27,9 @@ weights at export (the model file unchanged; the recipe since 2026-11-28: it gai
 classes across sequences, weights/MODELS.md; --no-batchnorm leaves it out, and --init, whose file
 holds no batch statistics, fine-tunes without it).
 Training uses TF32 tensor cores. Augmentation (--aug full, the default): random scale 0.5-2.0
-(--scale; 0.75-1.5 lost across sequences) with random crops (padding with void where the scaled image is smaller than the crop), horizontal
-flips, rotations of up to 5 degrees, brightness, contrast and per-channel colour jitter, mild
-blur or noise, an exposure factor 0.3-1.2 (--exposure; `--exposure none` leaves it out; --gamma
+(--scale; 0.75-1.5 lost across sequences) with random crops (padding with void where the scaled
+image is smaller than the crop), horizontal flips, rotations of up to 5 degrees, brightness,
+contrast and per-channel colour jitter, mild blur or noise, an exposure factor 0.3-1.2 (--exposure; `--exposure none` leaves it out; --gamma
 is an option outside the recipe), a smooth random illumination field on half the images
 (--shading 0.3; `--shading none` leaves it out), and JPEG
 re-compression at a random quality 50-95 with 4:2:0 chroma (OpenCV's encoder on the CPU);
@@ -202,7 +202,7 @@ def augment(x, y, crop_h, crop_w, gen, dev, full=True, exposure=None, gamma=None
             scale=DEFAULT_SCALE):
     """A batch for training: x uint8 N,3,H,W, y N,H,W -> float N,3,crop_h,crop_w in [0, 1] and
     labels N,crop_h,crop_w, on x's device (the training loop runs it on the CPU in a thread while
-    the GPU trains). basic: scale so the crop fits up to 1.35x, flip, crop. full: scale 0.5-2.0
+    the GPU trains). basic: scale so the crop fits up to 1.35x, flip, crop. full: scale (below)
     (void around an image smaller than the crop), flip, rotation, photometric jitter, blur or
     noise, then JPEG re-compression (see the module's text). Scale, rotation, flip and crop are
     one resampling per image (one grid_sample for the batch), so the work is the crop's size
@@ -557,7 +557,8 @@ def hard_pixel_loss(full, labels, weights, fraction):
     cross-entropy is largest, each weighted by its label's class weight and normalised by the sum
     of the kept pixels' weights, as F.cross_entropy's weighted mean; fraction 1 keeps every
     labelled pixel and is that mean. The easy pixels (most of the road and sky once learnt) then
-    give no gradient, and the thin classes' and the boundaries' pixels weigh more."""
+    give no gradient. An option outside the recipe: 0.3 lost on every figure across sequences
+    (weights/MODELS.md)."""
     ce = F.cross_entropy(full.float(), labels, reduction="none", ignore_index=VOID).flatten()
     valid = (labels != VOID).flatten()
     y = torch.where(valid, labels.flatten(), torch.zeros_like(labels.flatten()))
