@@ -29,10 +29,10 @@ holds no batch statistics, fine-tunes without it).
 Training uses TF32 tensor cores. Augmentation (--aug full, the default): random scale 0.5-2.0
 (--scale; 0.75-1.5 lost across sequences) with random crops (padding with void where the scaled
 image is smaller than the crop), horizontal flips, rotations of up to 5 degrees, brightness,
-contrast and per-channel colour jitter, mild blur or noise, an exposure factor 0.3-1.2 (--exposure; `--exposure none` leaves it out; --gamma
-is an option outside the recipe), a smooth random illumination field on half the images
-(--shading 0.3; `--shading none` leaves it out), and JPEG
-re-compression at a random quality 50-95 with 4:2:0 chroma (OpenCV's encoder on the CPU);
+contrast and per-channel colour jitter, mild blur or noise, an exposure factor 0.3-1.2
+(--exposure; `--exposure none` leaves it out; --gamma is an option outside the recipe), a smooth
+random illumination field on half the images (--shading 0.3; `--shading none` leaves it out), and
+JPEG re-compression at a random quality 50-95 with 4:2:0 chroma (OpenCV's encoder on the CPU);
 --aug basic is the earlier scale 1-1.35, flip and crop. Fixed seed. Logs loss
 and metrics each eval; keeps the epoch with the best mean IoU on the selection set and exports it.
 
@@ -560,8 +560,9 @@ def hard_pixel_loss(full, labels, weights, fraction):
     give no gradient. An option outside the recipe: 0.3 lost on every figure across sequences
     (weights/MODELS.md)."""
     ce = F.cross_entropy(full.float(), labels, reduction="none", ignore_index=VOID).flatten()
-    valid = (labels != VOID).flatten()
-    y = torch.where(valid, labels.flatten(), torch.zeros_like(labels.flatten()))
+    flat = labels.flatten()
+    valid = flat != VOID
+    y = torch.where(valid, flat, torch.zeros_like(flat))
     k = (valid.sum() * fraction).ceil().long().clamp_min(1)
     # The k-th largest cross-entropy among the labelled pixels, without a host sync: sort the
     # labelled pixels' losses (void ones as -1) and read the threshold on the device.
@@ -685,28 +686,25 @@ def main():
         ap.error(f"--detect: {e}")
     if a.exposure is None and a.aug == "full":
         a.exposure = DEFAULT_EXPOSURE
-    for name in ("exposure", "gamma"):
+    if a.scale is None and a.aug == "full":  # --aug basic draws its own scales
+        a.scale = "%g,%g" % DEFAULT_SCALE
+    # --aug full's ranges, LO,HI: what a valid pair is, and an example ('none': no such draw,
+    # where the option allows it)
+    ranges = (("exposure", "0.3,1.2", "0 < LO <= HI < 100", lambda lo, hi: 0 < lo <= hi < 100, True),
+              ("gamma", "1,2", "0 < LO <= HI < 100", lambda lo, hi: 0 < lo <= hi < 100, True),
+              ("scale", "0.5,2", "0.1 <= LO <= HI <= 10", lambda lo, hi: 0.1 <= lo <= hi <= 10, False))
+    for name, example, valid, ok, can_be_none in ranges:
         text = getattr(a, name)
-        if text is None or text == "none":
+        if text is None or (can_be_none and text == "none"):
             setattr(a, name, None)
             continue
         try:
             lo, hi = (float(v) for v in text.split(","))
         except ValueError:
-            ap.error(f"--{name} {text}: expected LO,HI, e.g. {'0.3,1.2' if name == 'exposure' else '1,2'}")
-        if not (0 < lo <= hi < 100) or a.aug != "full":
-            ap.error(f"--{name} {text}: needs 0 < LO <= HI < 100 and --aug full")
+            ap.error(f"--{name} {text}: expected LO,HI, e.g. {example}")
+        if not ok(lo, hi) or a.aug != "full":
+            ap.error(f"--{name} {text}: needs {valid} and --aug full")
         setattr(a, name, (lo, hi))
-    if a.scale is None:  # the recipe's range with --aug full; --aug basic has its own scales
-        a.scale = DEFAULT_SCALE if a.aug == "full" else None
-    else:
-        try:
-            lo, hi = (float(v) for v in a.scale.split(","))
-        except ValueError:
-            ap.error(f"--scale {a.scale}: expected LO,HI, e.g. 0.5,2")
-        if not (0.1 <= lo <= hi <= 10) or a.aug != "full":
-            ap.error(f"--scale {a.scale}: needs 0.1 <= LO <= HI <= 10 and --aug full")
-        a.scale = (lo, hi)
     if not (math.isfinite(a.ohem) and 0 < a.ohem <= 1):
         ap.error(f"--ohem {a.ohem:g}: the fraction of pixels kept, 0 < F <= 1 (1: all)")
     if a.ohem < 1 and a.teacher:

@@ -734,6 +734,8 @@ def main():
                          ("--dropout=1", "--dropout 1: a probability in [0, 1)"),
                          ("--scale=0,1", "--scale 0,1: needs 0.1 <= LO <= HI <= 10"),
                          ("--scale=2", "--scale 2: expected LO,HI"),
+                         ("--scale=none", "--scale none: expected LO,HI, e.g. 0.5,2"),
+                         ("--gamma=x", "--gamma x: expected LO,HI, e.g. 1,2"),
                          (["--aug", "basic", "--scale", "1,2"], "--scale 1,2: needs 0.1 <= LO <= HI <= 10 and --aug full"),
                          ("--ohem=0", "--ohem 0: the fraction of pixels kept"),
                          ("--ohem=nan", "--ohem nan: the fraction of pixels kept"),
