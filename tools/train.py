@@ -30,11 +30,12 @@ Training uses TF32 tensor cores. Augmentation (--aug full, the default): random 
 (--scale; 0.75-1.5 lost across sequences) with random crops (padding with void where the scaled
 image is smaller than the crop), horizontal flips, rotations of up to 5 degrees, brightness,
 contrast and per-channel colour jitter, mild blur or noise, an exposure factor 0.3-1.2
-(--exposure; `--exposure none` leaves it out; --gamma is an option outside the recipe), a smooth
-random illumination field on half the images (--shading 0.3; `--shading none` leaves it out), and
-JPEG re-compression at a random quality 50-95 with 4:2:0 chroma (OpenCV's encoder on the CPU);
---aug basic is the earlier scale 1-1.35, flip and crop. Fixed seed. Logs loss
-and metrics each eval; keeps the epoch with the best mean IoU on the selection set and exports it.
+(--exposure; `--exposure none` leaves it out, 0.2,1.2 was level across sequences; --gamma is an
+option outside the recipe), a smooth random illumination field on half the images (--shading 0.3;
+`--shading none` leaves it out), and JPEG re-compression at a random quality 50-95 with 4:2:0
+chroma (OpenCV's encoder on the CPU); --aug basic is the earlier scale 1-1.35, flip and crop.
+Fixed seed. Logs loss and metrics each eval; keeps the epoch with the best mean IoU on the
+selection set and exports it.
 
 Selection: by default train on `train`, select on `val`. `--holdout SEQ` pools train and val and
 holds out one sequence (file names start with it: 0001TP, 0006R0, 0016E5) for selection - the
@@ -598,7 +599,8 @@ def main():
     ap.add_argument("--exposure", default=None, metavar="LO,HI",
                     help="with --aug full: also scale each image's intensities by a factor in [LO, HI] "
                          "(log-uniform); default 0.3,1.2 with --aug full (the shipped recipe), "
-                         "'none' for no such factor (weights/MODELS.md)")
+                         "'none' for no such factor (0.2,1.2 was level over two seeds across "
+                         "sequences, weights/MODELS.md)")
     ap.add_argument("--scale", default=None, metavar="LO,HI",
                     help="with --aug full: the range of the random scale, drawn log-uniformly "
                          f"(default {DEFAULT_SCALE[0]:g},{DEFAULT_SCALE[1]:g}, the shipped recipe; 0.75,1.5 lost "
