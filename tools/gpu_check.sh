@@ -225,7 +225,13 @@ EOF
       log "bench_train_step --network $net"
       python3 tools/bench_train_step.py --network $net 2>&1 | grep -v Warning | tee -a "$OUT/train_step.log" |
         tail -7 | tee -a "$OUT/summary.txt"
-    done ;;
+    done
+    # and its CPU side: the batches one batch worker makes (the runs' bound when the steps outrun them)
+    if [ -d .gpu/camvid/train ]; then
+      log "bench_batches: one batch worker's images a second"
+      python3 tools/bench_batches.py --data .gpu/camvid 2>&1 | tee -a "$OUT/train_step.log" | tail -2 |
+        tee -a "$OUT/summary.txt"
+    fi ;;
   python)
     log "pytest: the Python module's cases (the GPU ones: CUDA tensors in and out)"
     SCENELAB_BUILD_DIR=build-gpu python3 -m pytest -q tests/python/test_module.py 2>&1 | tee "$OUT/pytest.log" |

@@ -178,6 +178,38 @@ def check_augment_against_reference():
                     assert d.max() < 1e-5, (k, kw, d.max())
 
 
+def check_grid_and_jpeg_bit_exact():
+    """The two faster forms in augment() give the floats of the plain forms they replaced, bit for
+    bit (so the recipe's batches are unchanged): sampling_grid() against the broadcast over the
+    interleaved (x, y) pair, and jpeg_recompress() (OpenCV's merge and split) against numpy's
+    channel reversal and copies; odd sizes, three images, JPEG at four qualities."""
+    import cv2
+    import torch.nn.functional as F
+    gen = torch.Generator().manual_seed(11)
+    for full, shape in ((True, (3, 3, 75, 101)), (False, (3, 3, 97, 131)), (True, (3, 3, 61, 83))):
+        maps = train.affine_maps(shape, 61, 83, gen, full)
+        pr = (torch.arange(61, dtype=torch.float32) + 0.5).view(1, 61, 1, 1)
+        pc = (torch.arange(83, dtype=torch.float32) + 0.5).view(1, 1, 83, 1)
+        m = maps.permute(0, 2, 1).reshape(3, 3, 1, 1, 2)
+        plain = pc * m[:, 0] + pr * m[:, 1] + m[:, 2]
+        fast = train.sampling_grid(maps, 61, 83)
+        assert fast.shape == plain.shape and torch.equal(fast, plain), (full, (fast - plain).abs().max())
+    # a smooth image (JPEG keeps it), some values outside [0, 1]
+    xi = F.avg_pool2d(torch.rand(1, 3, 61, 83, generator=gen), 7, 1, 3) * 1.6 - 0.3
+    for quality in (50, 67, 90, 95):
+        rgb = (xi[0].permute(1, 2, 0).clamp(0, 1) * 255 + 0.5).byte().numpy()
+        params = [cv2.IMWRITE_JPEG_QUALITY, quality]
+        if hasattr(cv2, "IMWRITE_JPEG_SAMPLING_FACTOR"):
+            params += [cv2.IMWRITE_JPEG_SAMPLING_FACTOR, cv2.IMWRITE_JPEG_SAMPLING_FACTOR_420]
+        ok, buf = cv2.imencode(".jpg", np.ascontiguousarray(rgb[:, :, ::-1]), params)
+        assert ok
+        back = cv2.imdecode(buf, cv2.IMREAD_COLOR)[:, :, ::-1].copy()
+        plain = torch.from_numpy(back).permute(2, 0, 1)[None].float() / 255
+        fast = train.jpeg_recompress(xi, quality)
+        assert fast.shape == plain.shape and torch.equal(fast, plain), (quality, (fast - plain).abs().max())
+        assert (fast - xi.clamp(0, 1)).abs().mean() < 0.05, "the JPEG round trip lost the image"
+
+
 class FailingBatches(train.Batches):
     def __getitem__(self, k):
         if k == 3:
@@ -538,6 +570,26 @@ def run(root, out, *extra):
     return summary[0]
 
 
+def check_bench_batches(root, tmp):
+    """tools/bench_batches.py runs on a set, reports images a second for this train.py and a peer
+    (here a copy of itself: bit-identical batches), and refuses a peer that is not a train.py."""
+    peer = os.path.join(tmp, "peer_train.py")
+    shutil.copy(os.path.join(src, "tools", "train.py"), peer)
+    bench = [sys.executable, os.path.join(src, "tools", "bench_batches.py"), "--data", root, "--images", "4",
+             "--batch", "2", "--batches", "2", "--rounds", "2", "--crop", "64x80"]
+    r = subprocess.run(bench + ["--peer", peer], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert r.stdout.count(" images/s ") == 2 and "bit-identical to the peer's: yes" in r.stdout, r.stdout
+    # train.py's own checks apply to the augmentation arguments
+    r = subprocess.run(bench + ["--", "--exposure", "none"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and "augmentation --exposure none" in r.stdout, r.stdout[-2000:] + r.stderr[-2000:]
+    r = subprocess.run(bench + ["--", "--scale", "9,1"], capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0 and "--scale 9,1: needs" in r.stderr, r.stderr[-2000:]
+    r = subprocess.run(bench + ["--peer", os.path.join(src, "tools", "crossval.py")], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode != 0 and "no Batches class" in r.stderr and "Traceback" not in r.stderr, r.stderr[-2000:]
+
+
 def check_crossval(root, work):
     """tools/crossval.py: one run per held-out sequence plus the final and the train-only run, a
     table of the three, the gap between val and their mean; spread over two GPUs by image count."""
@@ -661,6 +713,7 @@ def main():
     check_augment()
     check_shading()
     check_augment_against_reference()
+    check_grid_and_jpeg_bit_exact()
     check_batches()
     check_class_mix()
     check_dropout()
@@ -671,6 +724,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         root = os.path.join(tmp, "camvid")
         make_set(root)
+        check_bench_batches(root, tmp)
         s = run(root, os.path.join(tmp, "holdout.h5"), "--holdout", "BBB2")
         assert '"selection": "sequence BBB2"' in s and '"exposure": [0.3, 1.2], "gamma": null' in s, s
         # the recipe's defaults: the illumination field with --aug full, dropout on the classifier,
