@@ -9,7 +9,9 @@ For every network x augmentation x sequence (0001TP, 0006R0, 0016E5: the prefixe
 names in train + val) it runs `train.py --holdout SEQ` - the sequence held out is never trained on
 and is where the epoch is chosen - as parallel processes (one GPU serves them all), then prints
 and writes (WORK/crossval.json) each held-out sequence's global accuracy, class-average accuracy
-and mean IoU, their mean over the sequences and the best epochs. `--final` also trains, in the same
+and mean IoU, their mean over the sequences and the best epochs (crossval.json is also rewritten
+as each run ends, with the runs still to finish under "pending": a batch cut short keeps the
+figures of the runs it finished). `--final` also trains, in the same
 batch of processes, each network on train + val for --epochs with the first augmentation listed
 (`train.py --final`, the last epoch exported to WORK/camvid-NET.h5): the candidates to ship.
 `--trainonly NETS` also trains those networks on train alone (`train.py --last`, the last epoch,
@@ -57,6 +59,9 @@ def images_of(data, splits, but=None):
 
 
 def summary_of(out_path):
+    """A run's SUMMARY (train.py's last line), or None where it wrote none or never started."""
+    if not os.path.exists(out_path):
+        return None
     with open(out_path) as f:
         for line in f:
             if line.startswith("SUMMARY "):
@@ -81,6 +86,72 @@ def share_workers(cores, images, at_once):
     for i in sorted(range(len(out)), key=lambda i: out[i] - share[i])[:free - sum(out)]:
         out[i] += 1
     return [max(1, n) for n in out]
+
+
+def report(a, runs, nets, augs, seeds, seqs, only, tag, pending=(), show=True):
+    """The batch's table: each finished run's figures, each network x augmentation's mean over the
+    held-out sequences (over every seed, with each seed's mean and their spread when there are
+    several), the train-only gap; printed when show, and written to WORK/crossval.json, with the
+    runs still pending named there ('pending'). Called as each run ends (show False), so that a
+    batch cut short leaves the figures of the runs it finished; and at the end. Returns whether a
+    run gave no summary."""
+    table = {}
+    failed = False
+    for name, _, _ in runs:
+        if name in pending:
+            continue
+        s = summary_of(os.path.join(a.work, name + ".out"))
+        if s is None:
+            print(f"crossval: {name} gave no summary (see {a.work}/{name}.out)", file=sys.stderr)
+            failed = True
+            continue
+        table[name] = {"best_epoch": s["best_epoch"], "epochs_run": s["epochs_run"],
+                       "train_minutes": s["train_minutes"],
+                       **{k: s["val"][k] for k in ("global_acc", "class_acc", "mean_iou")}}
+    say = print if show else (lambda *args, **kw: None)
+    say(f"{'run':34s} {'global':>7s} {'class':>7s} {'mIoU':>7s}  best/run epochs  minutes")
+    for name, r in table.items():
+        say(f"{name:34s} {100 * r['global_acc']:7.2f} {100 * r['class_acc']:7.2f} "
+            f"{100 * r['mean_iou']:7.2f}  {r['best_epoch']:4d}/{r['epochs_run']:<4d}  {r['train_minutes']:6.2f}")
+    metrics = ("global_acc", "class_acc", "mean_iou")
+    mean_of = lambda rows: {k: sum(r[k] for r in rows) / len(rows) for k in metrics}
+    row = lambda label, m: say(f"{label:34s} {100 * m['global_acc']:7.2f} "
+                               f"{100 * m['class_acc']:7.2f} {100 * m['mean_iou']:7.2f}")
+    means, seed_means, spread = {}, {}, {}
+    for n in nets:
+        for g in augs:
+            key = f"{n}-{g}"
+            per_seed = {}
+            for k in seeds:
+                rows = [table[x] for x in (f"{key}-{s}{tag(k)}" for s in seqs) if x in table]
+                if len(rows) == len(seqs):
+                    per_seed[k] = mean_of(rows)
+                    if len(seeds) > 1:
+                        row(f"mean {key} seed {k}", per_seed[k])
+            if len(per_seed) == len(seeds):  # every run of every seed: the mean over all of them
+                means[key] = mean_of(list(per_seed.values()))
+                row(f"mean {key}", means[key])
+                if len(seeds) > 1:
+                    seed_means[key] = {str(k): v for k, v in per_seed.items()}
+                    spread[key] = {m: max(v[m] for v in per_seed.values()) - min(v[m] for v in per_seed.values())
+                                   for m in metrics}
+                    row(f"spread {key} ({len(seeds)} seeds)", spread[key])
+    gaps = {}
+    for n in only:
+        key = f"{n}-{augs[0]}"
+        if key in means and key + "-trainonly" in table:
+            v = table[key + "-trainonly"]
+            gaps[key] = {k: v[k] - means[key][k] for k in ("global_acc", "class_acc", "mean_iou")}
+            say(f"{'val (train only) - mean ' + key:34s} {100 * gaps[key]['global_acc']:7.2f} "
+                f"{100 * gaps[key]['class_acc']:7.2f} {100 * gaps[key]['mean_iou']:7.2f}")
+    # written whole to a temporary name and renamed: a batch cut short leaves a complete file
+    path = os.path.join(a.work, "crossval.json")
+    with open(path + ".tmp", "w") as f:
+        json.dump({"sequences": seqs, "epochs": a.epochs, "seeds": seeds, "runs": table, "means": means,
+                   "seed_means": seed_means, "spread": spread, "gaps": gaps,
+                   "pending": sorted(pending)}, f, indent=1)
+    os.replace(path + ".tmp", path)
+    return failed
 
 
 def main():
@@ -174,56 +245,10 @@ def main():
             live.remove(item)
             item[2].close()
             print(f"{item[0]}: exit {item[1].returncode} after {time.time() - t0:.0f} s", flush=True)
-    table = {}
-    failed = False
-    for name, _, _ in runs:
-        s = summary_of(os.path.join(a.work, name + ".out"))
-        if s is None:
-            print(f"crossval: {name} gave no summary (see {a.work}/{name}.out)", file=sys.stderr)
-            failed = True
-            continue
-        table[name] = {"best_epoch": s["best_epoch"], "epochs_run": s["epochs_run"],
-                       "train_minutes": s["train_minutes"],
-                       **{k: s["val"][k] for k in ("global_acc", "class_acc", "mean_iou")}}
-    print(f"{'run':34s} {'global':>7s} {'class':>7s} {'mIoU':>7s}  best/run epochs  minutes")
-    for name, r in table.items():
-        print(f"{name:34s} {100 * r['global_acc']:7.2f} {100 * r['class_acc']:7.2f} "
-              f"{100 * r['mean_iou']:7.2f}  {r['best_epoch']:4d}/{r['epochs_run']:<4d}  {r['train_minutes']:6.2f}")
-    metrics = ("global_acc", "class_acc", "mean_iou")
-    mean_of = lambda rows: {k: sum(r[k] for r in rows) / len(rows) for k in metrics}
-    row = lambda label, m: print(f"{label:34s} {100 * m['global_acc']:7.2f} "
-                                 f"{100 * m['class_acc']:7.2f} {100 * m['mean_iou']:7.2f}")
-    means, seed_means, spread = {}, {}, {}
-    for n in nets:
-        for g in augs:
-            key = f"{n}-{g}"
-            per_seed = {}
-            for k in seeds:
-                rows = [table[x] for x in (f"{key}-{s}{tag(k)}" for s in seqs) if x in table]
-                if len(rows) == len(seqs):
-                    per_seed[k] = mean_of(rows)
-                    if len(seeds) > 1:
-                        row(f"mean {key} seed {k}", per_seed[k])
-            if len(per_seed) == len(seeds):  # every run of every seed: the mean over all of them
-                means[key] = mean_of(list(per_seed.values()))
-                row(f"mean {key}", means[key])
-                if len(seeds) > 1:
-                    seed_means[key] = {str(k): v for k, v in per_seed.items()}
-                    spread[key] = {m: max(v[m] for v in per_seed.values()) - min(v[m] for v in per_seed.values())
-                                   for m in metrics}
-                    row(f"spread {key} ({len(seeds)} seeds)", spread[key])
-    gaps = {}
-    for n in only:
-        key = f"{n}-{augs[0]}"
-        if key in means and key + "-trainonly" in table:
-            v = table[key + "-trainonly"]
-            gaps[key] = {k: v[k] - means[key][k] for k in ("global_acc", "class_acc", "mean_iou")}
-            print(f"{'val (train only) - mean ' + key:34s} {100 * gaps[key]['global_acc']:7.2f} "
-                  f"{100 * gaps[key]['class_acc']:7.2f} {100 * gaps[key]['mean_iou']:7.2f}")
-    with open(os.path.join(a.work, "crossval.json"), "w") as f:
-        json.dump({"sequences": seqs, "epochs": a.epochs, "seeds": seeds, "runs": table, "means": means,
-                   "seed_means": seed_means, "spread": spread, "gaps": gaps}, f, indent=1)
-    sys.exit(1 if failed else 0)
+            if todo or live:  # the figures so far (the last exit's are written below)
+                report(a, runs, nets, augs, seeds, seqs, only, tag,
+                       pending={x[0] for x in live} | {r[0] for r in todo}, show=False)
+    sys.exit(1 if report(a, runs, nets, augs, seeds, seqs, only, tag) else 0)
 
 
 if __name__ == "__main__":

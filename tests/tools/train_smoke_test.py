@@ -629,6 +629,23 @@ def check_crossval(root, work):
                           "reference-full-BBB2: GPU 1, 6 images an epoch"], placed
     assert os.path.getsize(os.path.join(work, "camvid-reference.h5")) > 0
     assert "mean reference-full" in r.stdout, r.stdout
+    assert cv["pending"] == [], cv["pending"]
+    # as each run ends crossval.json is rewritten with the figures so far and the runs pending (a
+    # batch cut short keeps what it finished): report() on this batch's logs, two runs pending
+    import types
+    a = types.SimpleNamespace(work=work, epochs=1)
+    runs = [(n, [], 0) for n in sorted(cv["runs"])]
+    pending = {"reference-full-CCC3", "camvid-reference"}
+    failed = crossval.report(a, runs, ["reference"], ["full"], [0], cv["sequences"], ["reference"],
+                             lambda k: "", pending=pending, show=False)
+    part = json.load(open(os.path.join(work, "crossval.json")))
+    assert not failed and part["pending"] == sorted(pending), part["pending"]
+    assert sorted(part["runs"]) == ["reference-full-AAA1", "reference-full-BBB2", "reference-full-trainonly"], part
+    assert part["runs"]["reference-full-AAA1"] == cv["runs"]["reference-full-AAA1"], part["runs"]
+    assert part["means"] == {} and part["gaps"] == {}, part  # no mean until every sequence is in
+    # a run that ended without a summary is reported (and fails the batch); pending ones are not
+    assert crossval.report(a, runs + [("reference-full-ZZZ9", [], 0)], ["reference"], ["full"], [0],
+                           cv["sequences"], [], lambda k: "", show=False)
 
 
 def check_crossval_seeds(root, work):
