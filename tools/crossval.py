@@ -11,7 +11,8 @@ and is where the epoch is chosen - as parallel processes (one GPU serves them al
 and writes (WORK/crossval.json) each held-out sequence's global accuracy, class-average accuracy
 and mean IoU, their mean over the sequences and the best epochs (crossval.json is also rewritten
 as each run ends, with the runs still to finish under "pending": a batch cut short keeps the
-figures of the runs it finished). `--final` also trains, in the same
+figures of the runs it finished; every --progress seconds it prints each running run's epoch
+and the minutes it has left at its pace). `--final` also trains, in the same
 batch of processes, each network on train + val for --epochs with the first augmentation listed
 (`train.py --final`, the last epoch exported to WORK/camvid-NET.h5): the candidates to ship.
 `--trainonly NETS` also trains those networks on train alone (`train.py --last`, the last epoch,
@@ -67,6 +68,29 @@ def summary_of(out_path):
             if line.startswith("SUMMARY "):
                 return json.loads(line[len("SUMMARY "):])
     return None
+
+
+def progress_of(log_path, epochs):
+    """(epoch, seconds so far, seconds left) of a running train.py from its JSON lines log, the
+    time left at the pace since its first epoch (which holds the start-up and compilation); None
+    before its second epoch is logged."""
+    first = last = None
+    try:
+        with open(log_path) as f:
+            for line in f:
+                try:
+                    j = json.loads(line)
+                except ValueError:
+                    continue  # a line being written
+                if isinstance(j, dict) and "epoch" in j and "time_s" in j:
+                    first = first or j
+                    last = j
+    except FileNotFoundError:
+        return None
+    if last is None or last["epoch"] <= first["epoch"]:
+        return None
+    pace = (last["time_s"] - first["time_s"]) / (last["epoch"] - first["epoch"])
+    return last["epoch"], last["time_s"], max(0.0, (epochs - last["epoch"]) * pace)
 
 
 def share_workers(cores, images, at_once):
@@ -173,6 +197,9 @@ def main():
     ap.add_argument("--seeds", default="0", metavar="K,...",
                     help="train.py --seed of the held-out runs, each sequence once a seed (default 0); with "
                          "several, each seed's mean and their spread are reported")
+    ap.add_argument("--progress", type=float, default=300, metavar="S",
+                    help="every S seconds, each running run's epoch and the minutes it has left at its "
+                         "pace (default 300; 0: never)")
     ap.add_argument("extra", nargs="*", help="after --: more train.py arguments")
     a = ap.parse_args()
     try:
@@ -209,6 +236,7 @@ def main():
     # with several GPUs the longest runs go first, each to the least loaded GPU
     todo = sorted(runs, key=lambda r: -r[2]) if gpus else list(runs)
     live, t0 = [], time.time()
+    shown = t0  # when the runs' progress was last printed
     jobs = a.jobs or len(runs)
     # each run's batch-making processes: the cores shared out, one a run kept for its training loop
     # (train.py's default, the cores less one, in every run would oversubscribe the machine)
@@ -241,6 +269,13 @@ def main():
             live.append((name, subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env), out,
                          gpu, images))
         time.sleep(2)
+        if a.progress > 0 and time.time() - shown >= a.progress:
+            shown = time.time()
+            for name, *_ in live:
+                p = progress_of(os.path.join(a.work, name + ".log"), a.epochs)
+                if p:
+                    print(f"{name}: epoch {p[0]}/{a.epochs} after {p[1] / 60:.1f} min, "
+                          f"about {p[2] / 60:.1f} min left", flush=True)
         for item in [x for x in live if x[1].poll() is not None]:
             live.remove(item)
             item[2].close()

@@ -643,6 +643,16 @@ def check_crossval(root, work):
     assert sorted(part["runs"]) == ["reference-full-AAA1", "reference-full-BBB2", "reference-full-trainonly"], part
     assert part["runs"]["reference-full-AAA1"] == cv["runs"]["reference-full-AAA1"], part["runs"]
     assert part["means"] == {} and part["gaps"] == {}, part  # no mean until every sequence is in
+    # --progress: a running run's epoch and time left at its pace since its first epoch (which
+    # holds the start-up), from its log, a line being written skipped; nothing before two epochs
+    log = os.path.join(work, "progress.log")
+    with open(log, "w") as f:
+        f.write('{"epoch": 1, "loss": 2.5, "time_s": 60.0}\n{"epoch": 2, "loss": 2.0, "time_s": 62.0}\n'
+                '{"epoch": 11, "loss": 1.0, "time_s": 80.0, "global_acc": 0.5}\n{"epoch": 12, "lo')
+    assert crossval.progress_of(log, 100) == (11, 80.0, 178.0), crossval.progress_of(log, 100)
+    with open(log, "w") as f:
+        f.write('{"epoch": 1, "loss": 2.5, "time_s": 60.0}\n')
+    assert crossval.progress_of(log, 100) is None and crossval.progress_of(log + ".none", 100) is None
     # a run that ended without a summary is reported (and fails the batch); pending ones are not
     assert crossval.report(a, runs + [("reference-full-ZZZ9", [], 0)], ["reference"], ["full"], [0],
                            cv["sequences"], [], lambda k: "", show=False)
