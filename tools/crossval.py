@@ -34,6 +34,7 @@ is judged; the means are over every seed. The final and train-only runs use the 
 Logs: WORK/*.log (train.py's JSON lines) and WORK/*.out (its stdout).
 """
 import argparse
+import dataclasses
 import glob
 import json
 import os
@@ -112,7 +113,24 @@ def share_workers(cores, images, at_once):
     return [max(1, n) for n in out]
 
 
-def report(a, runs, nets, augs, seeds, seqs, only, tag, pending=(), show=True):
+@dataclasses.dataclass
+class Plan:
+    """A batch: the networks, augmentations, seeds, sequences and train-only networks it covers, and
+    its runs, (name, train.py arguments, training images an epoch) each."""
+    nets: list
+    augs: list
+    seeds: list
+    seqs: list
+    only: list
+    runs: list = dataclasses.field(default_factory=list)
+
+    def held_out(self, net, aug, seq, seed):
+        """A held-out run's name: NET-AUG-SEQ, -seedK added where there are several seeds (a single
+        seed keeps the names runs had before --seeds)."""
+        return f"{net}-{aug}-{seq}" + (f"-seed{seed}" if len(self.seeds) > 1 else "")
+
+
+def report(a, plan, pending=(), show=True):
     """The batch's table: each finished run's figures, each network x augmentation's mean over the
     held-out sequences (over every seed, with each seed's mean and their spread when there are
     several), the train-only gap; printed when show, and written to WORK/crossval.json, with the
@@ -121,7 +139,8 @@ def report(a, runs, nets, augs, seeds, seqs, only, tag, pending=(), show=True):
     run gave no summary."""
     table = {}
     failed = False
-    for name, _, _ in runs:
+    nets, augs, seeds, seqs = plan.nets, plan.augs, plan.seeds, plan.seqs
+    for name, _, _ in plan.runs:
         if name in pending:
             continue
         s = summary_of(os.path.join(a.work, name + ".out"))
@@ -147,7 +166,7 @@ def report(a, runs, nets, augs, seeds, seqs, only, tag, pending=(), show=True):
             key = f"{n}-{g}"
             per_seed = {}
             for k in seeds:
-                rows = [table[x] for x in (f"{key}-{s}{tag(k)}" for s in seqs) if x in table]
+                rows = [table[x] for x in (plan.held_out(n, g, s, k) for s in seqs) if x in table]
                 if len(rows) == len(seqs):
                     per_seed[k] = mean_of(rows)
                     if len(seeds) > 1:
@@ -161,7 +180,7 @@ def report(a, runs, nets, augs, seeds, seqs, only, tag, pending=(), show=True):
                                    for m in metrics}
                     row(f"spread {key} ({len(seeds)} seeds)", spread[key])
     gaps = {}
-    for n in only:
+    for n in plan.only:
         key = f"{n}-{augs[0]}"
         if key in means and key + "-trainonly" in table:
             v = table[key + "-trainonly"]
@@ -222,11 +241,10 @@ def main():
         gpus = [int(g) for g in a.gpus.split(",") if g != ""]
     except ValueError:
         raise SystemExit(f"crossval: --gpus {a.gpus}: expected GPU numbers such as 0,1")
-    # (name, train.py arguments, training images an epoch)
-    # (a single seed keeps the names runs had before --seeds)
-    tag = (lambda k: "") if len(seeds) == 1 else (lambda k: f"-seed{k}")
-    runs = [(f"{n}-{g}-{s}{tag(k)}", ["--network", n, "--aug", g, "--holdout", s, "--seed", str(k)],
-             images_of(a.data, ("train", "val"), but=s)) for n in nets for g in augs for k in seeds for s in seqs]
+    plan = Plan(nets, augs, seeds, seqs, only)
+    runs = plan.runs  # (name, train.py arguments, training images an epoch), filled in place
+    runs += [(plan.held_out(n, g, s, k), ["--network", n, "--aug", g, "--holdout", s, "--seed", str(k)],
+              images_of(a.data, ("train", "val"), but=s)) for n in nets for g in augs for k in seeds for s in seqs]
     first = ["--seed", str(seeds[0])]
     if a.final:
         runs += [(f"camvid-{n}", ["--network", n, "--aug", augs[0], "--final"] + first,
@@ -281,9 +299,8 @@ def main():
             item[2].close()
             print(f"{item[0]}: exit {item[1].returncode} after {time.time() - t0:.0f} s", flush=True)
             if todo or live:  # the figures so far (the last exit's are written below)
-                report(a, runs, nets, augs, seeds, seqs, only, tag,
-                       pending={x[0] for x in live} | {r[0] for r in todo}, show=False)
-    sys.exit(1 if report(a, runs, nets, augs, seeds, seqs, only, tag) else 0)
+                report(a, plan, pending={x[0] for x in live} | {r[0] for r in todo}, show=False)
+    sys.exit(1 if report(a, plan) else 0)
 
 
 if __name__ == "__main__":

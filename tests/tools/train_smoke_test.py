@@ -635,9 +635,9 @@ def check_crossval(root, work):
     import types
     a = types.SimpleNamespace(work=work, epochs=1)
     runs = [(n, [], 0) for n in sorted(cv["runs"])]
+    plan = crossval.Plan(["reference"], ["full"], [0], cv["sequences"], ["reference"], runs)
     pending = {"reference-full-CCC3", "camvid-reference"}
-    failed = crossval.report(a, runs, ["reference"], ["full"], [0], cv["sequences"], ["reference"],
-                             lambda k: "", pending=pending, show=False)
+    failed = crossval.report(a, plan, pending=pending, show=False)
     part = json.load(open(os.path.join(work, "crossval.json")))
     assert not failed and part["pending"] == sorted(pending), part["pending"]
     assert sorted(part["runs"]) == ["reference-full-AAA1", "reference-full-BBB2", "reference-full-trainonly"], part
@@ -654,8 +654,8 @@ def check_crossval(root, work):
         f.write('{"epoch": 1, "loss": 2.5, "time_s": 60.0}\n')
     assert crossval.progress_of(log, 100) is None and crossval.progress_of(log + ".none", 100) is None
     # a run that ended without a summary is reported (and fails the batch); pending ones are not
-    assert crossval.report(a, runs + [("reference-full-ZZZ9", [], 0)], ["reference"], ["full"], [0],
-                           cv["sequences"], [], lambda k: "", show=False)
+    assert crossval.report(a, crossval.Plan(["reference"], ["full"], [0], cv["sequences"], [],
+                                            runs + [("reference-full-ZZZ9", [], 0)]), show=False)
 
 
 def check_crossval_seeds(root, work):
