@@ -34,6 +34,8 @@ contrast and per-channel colour jitter, mild blur or noise, an exposure factor 0
 option outside the recipe), a smooth random illumination field on half the images (--shading 0.3;
 `--shading none` leaves it out), and JPEG re-compression at a random quality 50-95 with 4:2:0
 chroma (OpenCV's encoder on the CPU); --aug basic is the earlier scale 1-1.35, flip and crop.
+--rare P (an option outside the recipe: level across sequences, weights/MODELS.md) places the
+crop of a share P of the images about a pixel of one of the rarer classes the image shows.
 Fixed seed. Logs loss and metrics each eval; keeps the epoch with the best mean IoU on the
 selection set and exports it.
 
@@ -200,7 +202,7 @@ def evaluate(net, x, y, dev, batch=8):
 
 
 def augment(x, y, crop_h, crop_w, gen, dev, full=True, exposure=None, gamma=None, shading=None,
-            scale=DEFAULT_SCALE):
+            scale=DEFAULT_SCALE, rare=None):
     """A batch for training: x uint8 N,3,H,W, y N,H,W -> float N,3,crop_h,crop_w in [0, 1] and
     labels N,crop_h,crop_w, on x's device (the training loop runs it on the CPU in a thread while
     the GPU trains). basic: scale so the crop fits up to 1.35x, flip, crop. full: scale (below)
@@ -216,10 +218,13 @@ def augment(x, y, crop_h, crop_w, gen, dev, full=True, exposure=None, gamma=None
     median, daylight's 2-3x); None draws nothing. shading AMP, full only: after those, shade()
     (a smooth random illumination field on half the images); None draws nothing. (dev: unused,
     kept for callers.) scale (lo, hi), full only: the range of the random scale, drawn
-    log-uniformly (default 0.5-2.0)."""
+    log-uniformly (default 0.5-2.0). rare (P, class weights), full only: rare_anchors()' crops
+    about a pixel of a rare class; None draws nothing."""
     n = x.shape[0]
     u = functools.partial(uniform, gen)
-    grid = sampling_grid(affine_maps(x.shape, crop_h, crop_w, gen, full, scale), crop_h, crop_w).to(x.device)
+    anchors = rare_anchors(y, *rare, gen) if full and rare is not None else None
+    grid = sampling_grid(affine_maps(x.shape, crop_h, crop_w, gen, full, scale, anchors),
+                         crop_h, crop_w).to(x.device)
     # Outside the image: its mean colour and void labels. Resampling is linear, so the image less
     # its mean, resampled with zeros outside, plus the mean, is that; in 0-255 until the end.
     xf = x.float()
@@ -272,14 +277,40 @@ def sampling_grid(maps, crop_h, crop_w):
     return grid
 
 
-def affine_maps(shape, crop_h, crop_w, gen, full, scale=DEFAULT_SCALE):
+def rare_anchors(y, p, weights, gen):
+    """--rare's draws for a batch's labels y (N,H,W), from gen in a fixed order: for each image, with
+    probability p, a class among those it shows (16 pixels or more) drawn in proportion to weights
+    (a weight a class: the training set's median-frequency weights, so the thin and rare classes
+    come most often), then one of that class's pixels, uniformly: (row, col); else None."""
+    anchors = []
+    for i in range(y.shape[0]):
+        if uniform(gen, 0, 1) >= p:
+            anchors.append(None)
+            continue
+        counts = torch.bincount(y[i].flatten().long(), minlength=len(weights) + 1)[:len(weights)]
+        w = torch.where(counts >= 16, weights, torch.zeros_like(weights))
+        if w.sum() <= 0:
+            anchors.append(None)
+            continue
+        c = int(torch.multinomial(w.double(), 1, generator=gen))
+        k = int(torch.randint(0, int(counts[c]), (1,), generator=gen))
+        where = torch.nonzero(y[i].flatten() == c)[k, 0].item()
+        anchors.append(divmod(where, y.shape[2]))
+    return anchors
+
+
+def affine_maps(shape, crop_h, crop_w, gen, full, scale=DEFAULT_SCALE, anchors=None):
     """augment()'s geometry, drawn from gen in a fixed order: for each of the batch's images (shape
     N,C,H,W) the map (2,3) from an output pixel centre (col, row, 1) to grid_sample's [-1, 1]
-    source coordinates (x, y) (align_corners=False): scaled, rotated, flipped and cropped."""
+    source coordinates (x, y) (align_corners=False): scaled, rotated, flipped and cropped.
+    anchors (full only): None, or a (row, col) or None an image; where given, the crop is placed so
+    that the source pixel (row, col) lands at a place drawn uniformly from the crop's middle half
+    (scale, rotation and flip as drawn), the crop then moved as little as keeps it on the scaled
+    image (or, where that image is smaller than the crop, the image inside the crop)."""
     n, _, h, w = shape
     u = functools.partial(uniform, gen)
     maps = []
-    for _ in range(n):
+    for i in range(n):
         if full:
             s = math.exp(u(math.log(scale[0]), math.log(scale[1])))
         else:
@@ -289,15 +320,30 @@ def affine_maps(shape, crop_h, crop_w, gen, full, scale=DEFAULT_SCALE):
             nh, nw = max(crop_h, nh), max(crop_w, nw)
         flip = u(0, 1) < 0.5
         a = math.radians(u(-5, 5)) if full and u(0, 1) < 0.5 else 0.0
-        # The crop's top-left corner in the scaled image: negative where the scaled image is
-        # smaller than the crop (it then lies at a random place on void).
-        oy = -int(u(0, crop_h - nh + 1 - 1e-9)) if nh < crop_h else \
-            int(torch.randint(0, nh - crop_h + 1, (1,), generator=gen))
-        ox = -int(u(0, crop_w - nw + 1 - 1e-9)) if nw < crop_w else \
-            int(torch.randint(0, nw - crop_w + 1, (1,), generator=gen))
+        ca, sa = math.cos(a), math.sin(a)
+        anchor = anchors[i] if anchors is not None and full else None
+        if anchor is None:
+            # The crop's top-left corner in the scaled image: negative where the scaled image is
+            # smaller than the crop (it then lies at a random place on void).
+            oy = -int(u(0, crop_h - nh + 1 - 1e-9)) if nh < crop_h else \
+                int(torch.randint(0, nh - crop_h + 1, (1,), generator=gen))
+            ox = -int(u(0, crop_w - nw + 1 - 1e-9)) if nw < crop_w else \
+                int(torch.randint(0, nw - crop_w + 1, (1,), generator=gen))
+        else:
+            # The anchor's centre in the scaled image (mirrored back if flipped), taken through the
+            # inverse rotation to the crop's frame, less its drawn place in the crop.
+            tx = (anchor[1] + 0.5) * nw / w
+            ty = (anchor[0] + 0.5) * nh / h
+            if flip:
+                tx = nw - tx
+            px, py = u(0.25, 0.75) * crop_w, u(0.25, 0.75) * crop_h
+            ex, ey = tx - nw / 2, ty - nh / 2
+            ox = round(ca * ex + sa * ey + nw / 2 - px)
+            oy = round(-sa * ex + ca * ey + nh / 2 - py)
+            ox = min(max(ox, min(0, nw - crop_w)), max(0, nw - crop_w))
+            oy = min(max(oy, min(0, nh - crop_h)), max(0, nh - crop_h))
         # output pixel (pc, pr) -> scaled image (pc + ox, pr + oy) -> rotated by a about the
         # scaled image's centre -> mirrored if flip -> grid_sample's [-1, 1] (align_corners=False)
-        ca, sa = math.cos(a), math.sin(a)
         dx, dy = ox - nw / 2, oy - nh / 2
         cx = [ca, -sa, ca * dx - sa * dy + nw / 2]
         if flip:
@@ -370,6 +416,16 @@ def class_mix(xb, yb, p, gen):
     return xs, ys
 
 
+def median_frequency_weights(y, power):
+    """SegNet's median-frequency class weights of labels y (median class frequency / the class's
+    frequency, void left out) raised to power; a class y lacks weighs 0. float64, one a class."""
+    counts = torch.bincount(y[y != VOID].flatten().long(), minlength=VOID).double()
+    freq = counts / counts.sum()
+    present = freq > 0
+    return torch.where(present, (freq[present].median() / freq.clamp(min=1e-12)) ** power,
+                       torch.zeros_like(freq))
+
+
 def batch_seed(seed, *key):
     """A seed for one batch's draws, from the run's seed and the batch's place (e.g. "batch", epoch,
     step): the batches are the same whichever process makes them and in whatever order."""
@@ -388,6 +444,8 @@ class Batches(torch.utils.data.Dataset):
         self.seed, self.batch, self.epochs, self.steps = a.seed, a.batch, a.epochs, steps_per_epoch
         self.aug = dict(full=a.aug == "full", exposure=a.exposure, gamma=a.gamma, shading=a.shading,
                         scale=a.scale)
+        if getattr(a, "rare", None) is not None:
+            self.aug["rare"] = (a.rare, median_frequency_weights(y, 1.0))
         self.mix = a.mix
         self.perm_epoch, self.perm = None, None
 
@@ -633,6 +691,12 @@ def parse_args(argv=None):
     ap.add_argument("--mix", type=float, default=None, metavar="P",
                     help="ClassMix: with probability P an image also gets half the classes of the next "
                          "image of its batch pasted onto it, pixels and labels (weights/MODELS.md)")
+    ap.add_argument("--rare", type=float, default=None, metavar="P",
+                    help="rare-class crops: with probability P an image's crop is placed about one of its "
+                         "pixels of a class drawn in proportion to the classes' median-frequency weights "
+                         "(Pole, SignSymbol, Pedestrian, Bicyclist and Fence most often), that pixel in the "
+                         "crop's middle half; none by default, the recipe (0.5 and 1 were level across "
+                         "sequences, weights/MODELS.md)")
     ap.add_argument("--ema", type=float, default=None, metavar="DECAY",
                     help="keep an exponential moving average of the weights (e.g. 0.999); it is what is "
                          "evaluated, selected and exported (the raw weights' figures are logged beside it)")
@@ -739,6 +803,10 @@ def parse_args(argv=None):
     a.shading = amp or None
     if not 0 <= a.dropout < 1:
         ap.error(f"--dropout {a.dropout:g}: a probability in [0, 1)")
+    if a.rare is not None and not (0 <= a.rare <= 1 and a.aug == "full"):
+        ap.error(f"--rare {a.rare:g}: a probability, 0-1, and --aug full")
+    if a.rare == 0:
+        a.rare = None
     if a.mix is not None and not 0 <= a.mix <= 1:
         ap.error(f"--mix {a.mix:g}: a probability, 0-1")
     if not (math.isfinite(a.lovasz) and 0 <= a.lovasz <= 10):
@@ -845,11 +913,7 @@ def main():
     print(f"standardisation mean {net.p('pre', 'mean').tolist()} std {net.p('pre', 'std').tolist()}"
           + (f" (from {a.init})" if a.init else ""), flush=True)
     # Median-frequency class weights (SegNet's), to the power --balance; absent classes weigh 0.
-    counts = torch.bincount(ytr[ytr != VOID].flatten(), minlength=11).double()
-    freq = counts / counts.sum()
-    present = freq > 0
-    weights = torch.where(present, (freq[present].median() / freq.clamp(min=1e-12)) ** a.balance,
-                          torch.zeros_like(freq)).float().to(dev)
+    weights = median_frequency_weights(ytr, a.balance).float().to(dev)
     print("class weights", [round(v, 3) for v in weights.tolist()], flush=True)
 
     teachers = load_teachers(a.teacher, CLASSES, dev, a.teacher_mirror) if a.teacher else None
@@ -949,7 +1013,7 @@ def main():
     summary = {"network": a.network, "best_epoch": best_epoch, "epochs_run": epoch, "seed": a.seed,
                "selection": selection, "aug": a.aug, "exposure": a.exposure, "gamma": a.gamma, "shading": a.shading,
                "scale": list(a.scale) if a.scale else None, "ohem": a.ohem,
-               "mix": a.mix, "ema": a.ema, "dropout": a.dropout, "batchnorm": a.batchnorm, "lovasz": a.lovasz, "lr": a.lr, "weight_decay": a.weight_decay, "balance": a.balance,
+               "mix": a.mix, "ema": a.ema, "rare": a.rare, "dropout": a.dropout, "batchnorm": a.batchnorm, "lovasz": a.lovasz, "lr": a.lr, "weight_decay": a.weight_decay, "balance": a.balance,
                "teacher": a.teacher, "distill": a.distill if a.teacher else None,
                "teacher_mirror": a.teacher_mirror,
                "compile": a.compile, "workers": a.workers,
