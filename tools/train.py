@@ -218,8 +218,8 @@ def augment(x, y, crop_h, crop_w, gen, dev, full=True, exposure=None, gamma=None
     median, daylight's 2-3x); None draws nothing. shading AMP, full only: after those, shade()
     (a smooth random illumination field on half the images); None draws nothing. (dev: unused,
     kept for callers.) scale (lo, hi), full only: the range of the random scale, drawn
-    log-uniformly (default 0.5-2.0). rare (P, class weights), full only: rare_anchors()' crops
-    about a pixel of a rare class; None draws nothing."""
+    log-uniformly (default 0.5-2.0). rare (P, class weights), full only: crops placed by
+    rare_anchors() about a pixel of a rarer class; None draws nothing."""
     n = x.shape[0]
     u = functools.partial(uniform, gen)
     anchors = rare_anchors(y, *rare, gen) if full and rare is not None else None
