@@ -303,10 +303,11 @@ def affine_maps(shape, crop_h, crop_w, gen, full, scale=DEFAULT_SCALE, anchors=N
     """augment()'s geometry, drawn from gen in a fixed order: for each of the batch's images (shape
     N,C,H,W) the map (2,3) from an output pixel centre (col, row, 1) to grid_sample's [-1, 1]
     source coordinates (x, y) (align_corners=False): scaled, rotated, flipped and cropped.
-    anchors (full only): None, or a (row, col) or None an image; where given, the crop is placed so
-    that the source pixel (row, col) lands at a place drawn uniformly from the crop's middle half
-    (scale, rotation and flip as drawn), the crop then moved as little as keeps it on the scaled
-    image (or, where that image is smaller than the crop, the image inside the crop)."""
+    anchors (augment() gives them with full only): None, or a (row, col) or None an image; where
+    given, the crop is placed so that the source pixel (row, col) lands at a place drawn uniformly
+    from the crop's middle half (scale, rotation and flip as drawn), the crop then moved as little
+    as keeps it on the scaled image (or, where that image is smaller than the crop, the image
+    inside the crop)."""
     n, _, h, w = shape
     u = functools.partial(uniform, gen)
     maps = []
@@ -321,7 +322,7 @@ def affine_maps(shape, crop_h, crop_w, gen, full, scale=DEFAULT_SCALE, anchors=N
         flip = u(0, 1) < 0.5
         a = math.radians(u(-5, 5)) if full and u(0, 1) < 0.5 else 0.0
         ca, sa = math.cos(a), math.sin(a)
-        anchor = anchors[i] if anchors is not None and full else None
+        anchor = anchors[i] if anchors is not None else None
         if anchor is None:
             # The crop's top-left corner in the scaled image: negative where the scaled image is
             # smaller than the crop (it then lies at a random place on void).

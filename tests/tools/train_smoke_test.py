@@ -282,10 +282,10 @@ def check_class_mix():
 def check_rare():
     """--rare: the anchor is a pixel of a class the image shows (16 pixels or more), drawn in
     proportion to the weights; crops placed about it show it (a 5x5 block in a corner of 360x480:
-    in at least 95% of 160 crops, where random crops show it in under 80%); where the scaled
-    image covers the crop and the anchor lies well inside it, the block lands in the crop's middle
-    half (a pixel of slack for the 5 degrees of rotation); repeatable from the seed; p 0 draws
-    nothing."""
+    in at least 95% of 160 crops, where random crops show it in under 80%); where the crop is not
+    held back by the image's edge, the block lands in the crop's middle half through the drawn
+    scale, rotation and flip (3 pixels of slack: the anchor is any pixel of the 5x5 block, plus
+    rounding); repeatable from the seed; p 0 draws nothing."""
     y = torch.full((4, 360, 480), 3, dtype=torch.long)
     y[:, :50] = 0                 # Sky
     y[:, 300:305, 20:25] = 2      # a Pole block near the bottom-left corner
