@@ -7,6 +7,7 @@
 #include <chrono>
 #include <mutex>
 
+#include "engine/combine.h"
 #include "engine/error.h"
 #include "engine/graph.h"
 #ifdef SCENELAB_WITH_CUDA
@@ -59,6 +60,7 @@ Labeler::Labeler(const ModelOptions& o) : impl_(std::make_unique<Impl>()) {
   impl_->path = o.path.empty() ? find_default_model() : o.path;
   impl_->options = o;
   impl_->model = read_model(impl_->path);
+  if (o.mirror) impl_->model = combine_models({impl_->model}, true);
   CudaOptions co;
   co.precision = o.precision;
   impl_->single = std::make_unique<scenelab::Labeler>(impl_->model, make_backend(o.device, o.threads, co));

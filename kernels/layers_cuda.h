@@ -36,6 +36,10 @@ void softmax(const TensorView& x, const TensorView& y, cudaStream_t s);
 // NHWC type), computed as engine/labeler.h's class_probabilities does, into out (h x w floats).
 void class_probability(const TensorView& x, int frame, int cls, float* out, cudaStream_t s);
 void concat(const std::vector<TensorView>& xs, const TensorView& y, cudaStream_t s);
+// Mirror of each plane (f32 NCHW): each row reversed, or the rows (rows = true).
+void flip(const TensorView& x, const TensorView& y, bool rows, cudaStream_t s);
+// y = log(mean_k softmax(x_k)) over channels (f32 NCHW, 1-kSoftmaxMeanMaxInputs inputs alike).
+void softmax_mean(const std::vector<TensorView>& xs, const TensorView& y, cudaStream_t s);
 // y = act(y + b[c]) in place on an NHWC tensor of any dtype (the cuDNN convolutions' epilogue).
 void bias_act_nhwc(const TensorView& y, const float* b, bool relu, cudaStream_t s);
 void rgb_to_yuv(const float* x, float* y, int n, size_t plane, cudaStream_t s);

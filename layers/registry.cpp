@@ -21,6 +21,8 @@ std::unique_ptr<Layer> make_standardize(const NodeDesc&);
 std::unique_ptr<Layer> make_hog_gradient(const NodeDesc&);
 std::unique_ptr<Layer> make_hog_blocks(const NodeDesc&);
 std::unique_ptr<Layer> make_linear_window(const NodeDesc&);
+std::unique_ptr<Layer> make_flip(const NodeDesc&);
+std::unique_ptr<Layer> make_softmax_mean(const NodeDesc&);
 
 namespace {
 struct Entry {
@@ -35,6 +37,7 @@ constexpr Entry kLayers[] = {
     {"rgb_to_yuv", make_rgb_to_yuv},   {"contrast_norm", make_contrast_norm},
     {"standardize", make_standardize}, {"hog_gradient", make_hog_gradient},
     {"hog_blocks", make_hog_blocks},   {"linear_window", make_linear_window},
+    {"flip", make_flip},               {"softmax_mean", make_softmax_mean},
 };
 }  // namespace
 

@@ -2,7 +2,7 @@
 # The GPU machine's run, in one call (../shared/gpu/README.md): build, every test (the gpu-labelled
 # ones run there), compute-sanitizer over the GPU tests, then the benchmarks named by $BENCH
 # (space-separated: pipeline peer1080 plan batch gops torch power compile hog nms detect python train
-# cluster soak twoproc allgpus half fp32 ncu;
+# cluster soak twoproc allgpus half fp32 ncu mirror;
 # default: the first four). Logs go to $OUT
 # (or ./gpu-out), a summary at the end of stdout.
 #   source .gpu/env.sh && tools/gpu_check.sh
@@ -186,6 +186,17 @@ for b in $BENCH; do
       log "peer_pipeline 1010 x 480x360 $args"
       python3 tools/peer_pipeline.py --build build-gpu --images "$VAL" --repeat 10 $args 2>&1 |
         tee -a "$OUT/pipeline.log" | tail -5 | tee -a "$OUT/summary.txt"
+    done ;;
+  mirror)
+    # test-time mirroring (label_image --mirror; engine/combine.h) against the plain model, each
+    # against PyTorch running the same graph (the file make_model --combine --mirror writes)
+    build-gpu/tools/make_model --combine weights/camvid-multiscale.h5 --mirror --out /tmp/mirrored.h5
+    for prec in fp16 fp32; do
+      for model in weights/camvid-multiscale.h5 /tmp/mirrored.h5; do
+        log "peer_pipeline 1010 x 480x360 --precision $prec --save classes, model $model"
+        python3 tools/peer_pipeline.py --build build-gpu --images "$VAL" --repeat 10 --precision $prec \
+          --save classes --model $model 2>&1 | tee -a "$OUT/mirror.log" | tail -5 | tee -a "$OUT/summary.txt"
+      done
     done ;;
   png)
     # the PNG writers on this machine's cores: one thread, then all of them at once

@@ -1,10 +1,15 @@
 // make_model: writes a model file with deterministic random weights for a named network, or
-// prints a network's graph description.
+// prints a network's graph description, or combines labelling models into one file: an
+// ensemble (their class probabilities averaged) and/or test-time mirroring (engine/combine.h).
 //   make_model --network multiscale --classes 8 --seed 1 --out model.h5
 //   make_model --network reference --print-graph
+//   make_model --combine A.h5,B.h5,C.h5 [--mirror] --out ensemble.h5
 #include <cstdio>
 #include <iostream>
+#include <sstream>
+#include <vector>
 
+#include "engine/combine.h"
 #include "engine/networks.h"
 #include "tools/cli.h"
 #include "weights/default_model.h"
@@ -14,10 +19,30 @@ using namespace scenelab;
 
 int main(int argc, char** argv) {
   try {
-    Cli cli(argc, argv, {"network", "classes", "seed", "out"}, {"print-graph", "help"});
+    Cli cli(argc, argv, {"network", "classes", "seed", "out", "combine"}, {"print-graph", "help", "mirror"});
     if (cli.has("help")) {
       std::puts("usage: make_model --network reference|multiscale [--classes N] [--seed S] "
-                "(--out FILE.h5 | --print-graph)");
+                "(--out FILE.h5 | --print-graph)\n"
+                "       make_model --combine A.h5[,B.h5...] [--mirror] (--out FILE.h5 | --print-graph)");
+      return 0;
+    }
+    if (cli.has("combine") || cli.has("mirror")) {
+      SL_REQUIRE(cli.has("combine"), "--mirror needs --combine FILE.h5[,FILE.h5...]");
+      SL_REQUIRE(!cli.has("network") && !cli.has("classes") && !cli.has("seed"),
+                 "--combine takes trained models: --network, --classes and --seed do not apply");
+      std::vector<Model> members;
+      std::stringstream list(cli.get("combine"));
+      for (std::string path; std::getline(list, path, ',');) {
+        SL_REQUIRE(!path.empty(), "--combine: an empty file name in '", cli.get("combine"), "'");
+        members.push_back(read_model(path));
+      }
+      Model m = combine_models(members, cli.has("mirror"));
+      if (cli.has("print-graph")) {
+        std::cout << m.graph.to_text();
+        return 0;
+      }
+      SL_REQUIRE(cli.has("out"), "--out FILE.h5 is required");
+      write_model(cli.get("out"), m);
       return 0;
     }
     const std::string net = cli.get("network", "multiscale");

@@ -325,6 +325,11 @@ class TorchNet(torch.nn.Module):
                 v = torch.argmax(v, dim=1, keepdim=True).to(x.dtype)
             elif typ == "softmax":
                 v = torch.softmax(v, dim=1)
+            elif typ == "flip":  # engine/combine.h: test-time mirroring
+                v = torch.flip(v, dims=[3 if a.get("axis", "w") == "w" else 2])
+            elif typ == "softmax_mean":  # log of the mean of the inputs' softmax probabilities
+                logp = torch.stack([torch.log_softmax(vals[i], dim=1) for i in ins])
+                v = torch.logsumexp(logp, dim=0) - math.log(len(ins))
             elif typ == "rgb_to_yuv":
                 v = rgb_to_yuv(v)
             elif typ == "contrast_norm":

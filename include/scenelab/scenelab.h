@@ -14,7 +14,7 @@
 #include "scenelab/nms.h"
 
 #define SCENELAB_VERSION_MAJOR 0
-#define SCENELAB_VERSION_MINOR 2
+#define SCENELAB_VERSION_MINOR 3
 #define SCENELAB_VERSION_PATCH 0
 
 namespace scenelab::api {
@@ -71,6 +71,9 @@ struct ModelOptions {
   std::string device = "auto";   // cpu | cuda | cuda:N | auto
   std::string precision = "fp32";  // fp32 | tf32 | fp16 | bf16 (GPU)
   int threads = 0;               // CPU threads (0: all)
+  // Label with the mean class probabilities of the image and its left-right mirror (twice the
+  // work; scores() and detect() read the mean too).
+  bool mirror = false;
 };
 
 class Labeler {

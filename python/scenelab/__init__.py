@@ -101,14 +101,16 @@ class Model:
 
     path: an HDF5 model file (None: the shipped model). device: "cpu", "cuda", "cuda:N" or
     "auto" (a GPU when there is one). precision: "fp32", "tf32", "fp16" or "bf16" (GPU).
-    threads: CPU threads (0: all). Calls from several threads run one at a time.
+    threads: CPU threads (0: all). mirror: label with the mean class probabilities of the image
+    and its left-right mirror (twice the work; scores() and detect() read the mean too). Calls
+    from several threads run one at a time.
     """
 
     def __init__(self, path: str | os.PathLike | None = None, device: str = "auto",
-                 precision: str = "fp32", threads: int = 0):
+                 precision: str = "fp32", threads: int = 0, mirror: bool = False):
         if path is None:
             path = default_model_path() or ""
-        self._m = _scenelab.NativeModel(os.fspath(path), device, precision, int(threads))
+        self._m = _scenelab.NativeModel(os.fspath(path), device, precision, int(threads), bool(mirror))
         self.classes: list[str] = list(self._m.classes)
         self.palette: np.ndarray = self._m.palette
 

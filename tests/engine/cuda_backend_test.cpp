@@ -1,5 +1,5 @@
 // The CUDA backend against the CPU path (GPU tests, label gpu): every layer type on random
-// weights and odd sizes, every convolution algorithm (direct, gemm, gemm2s, cudnn, auto), fp32
+// weights and odd sizes (flip and softmax_mean included), every convolution algorithm (direct, gemm, gemm2s, cudnn, auto), fp32
 // (relative error < 1e-4), tf32 (< 5e-3) and fp16 (< 2e-2); whole networks: labels agreeing with
 // the CPU on >= 99.9% of pixels in fp32, >= 99% in tf32 and fp16.
 #include <gtest/gtest.h>
@@ -10,6 +10,7 @@
 #include <random>
 #include <tuple>
 
+#include "engine/combine.h"
 #include "engine/graph.h"
 #include "engine/networks.h"
 #include "engine/pyramid_detector.h"
@@ -192,7 +193,10 @@ TEST(CudaBackend, EveryOtherLayer) {
       "r = relu(cat)\n"
       "sm = softmax(cat)\n"
       "labels = argmax(cat)\n"
-      "output yuv lcn pre mp half quarter upb upn upg cat r sm labels\n";
+      "fw = flip(cat)\n"
+      "fh = flip(upg) axis=h\n"
+      "smean = softmax_mean(cat, fw, r)\n"
+      "output yuv lcn pre mp half quarter upb upn upg cat r sm labels fw fh smean\n";
   Model m = random_model_from_text(text, 6);
   compare(m, Shape(2, 3, 37, 53), opts("gemm"), 1e-4, "layers", 1.0);
   // The NHWC kernels: under fp16/bf16 with cuDNN, standardize writes half-precision NHWC and
@@ -274,6 +278,18 @@ TEST(CudaBackend, WholeNetworksAgreeWithCpu) {
         compare(m, shape, opts(conv, "bf16"), 5e-2, std::string(net) + " bf16 " + conv, 0.93);
     }
   }
+}
+
+// Test-time mirroring and ensembles (engine/combine.h: flip, the net, flip back, softmax_mean):
+// the CPU's labels in fp32 and fp16, through CUDA graphs as compare() runs them.
+TEST(CudaBackend, MirroredAndEnsembleModelsAgreeWithCpu) {
+  SCENELAB_REQUIRE_GPU();
+  const Shape shape = scenelab_test_quick() ? Shape(2, 3, 61, 67) : Shape(2, 3, 97, 131);
+  const Model ms = make_random_model("multiscale", 11, 7), ref = make_random_model("reference", 11, 8);
+  const Model mirrored = combine_models({ms}, true), ens = combine_models({ms, ref}, true);
+  compare(mirrored, shape, opts("auto"), 1e-4, "multiscale mirrored fp32", 0.999);
+  compare(mirrored, shape, opts("auto", "fp16"), 2e-2, "multiscale mirrored fp16", 0.99);
+  compare(ens, shape, opts("auto"), 1e-4, "ensemble mirrored fp32", 0.999);
 }
 
 // An environment variable set for a scope, then restored to what it was (also where a test's

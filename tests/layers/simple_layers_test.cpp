@@ -1,4 +1,5 @@
-// relu, maxpool2d, downscale, concat, argmax, softmax against float64 references on odd sizes.
+// relu, maxpool2d, downscale, concat, argmax, softmax, flip, softmax_mean against float64
+// references on odd sizes.
 // Bounds: exact (0) for selection layers, 1e-6 relative for arithmetic ones.
 #include <gtest/gtest.h>
 
@@ -77,4 +78,55 @@ TEST(Softmax, MatchesReference) {
 TEST(Layers, UnknownAttributeIsAnError) {
   Tensor x = random_tensor(Shape(1, 3, 8, 8), 1);
   EXPECT_THROW(run_layer("y = maxpool2d(x0) kernel=2", {&x}, {}), Error);
+}
+
+TEST(Flip, MirrorsRowsOrColumnsExactly) {
+  Tensor x = random_tensor(Shape(2, 3, 13, 17), 13);
+  for (const char* axis : {"w", "h"}) {
+    LayerRun r = run_layer(std::string("y = flip(x0) axis=") + axis, {&x}, {});
+    const bool rows = axis[0] == 'h';
+    Ref want(x.shape());
+    for (int n = 0; n < 2; ++n)
+      for (int c = 0; c < 3; ++c)
+        for (int y = 0; y < 13; ++y)
+          for (int xx = 0; xx < 17; ++xx)
+            want.at(n, c, y, xx) = to_ref(x.view()).at(n, c, rows ? 12 - y : y, rows ? xx : 16 - xx);
+    EXPECT_EQ(rel_error(r.out.view(), want), 0.0) << axis;
+  }
+  LayerRun d = run_layer("y = flip(x0)", {&x}, {});  // axis w by default
+  EXPECT_EQ(d.out[0], x[16]);
+  EXPECT_THROW(run_layer("y = flip(x0) axis=c", {&x}, {}), Error);
+}
+
+// log(mean_k softmax(x_k)) against float64, scores up to +-60 (exp overflows float beyond 88:
+// the layer works in log space, so every output is finite); one input gives the log softmax.
+TEST(SoftmaxMean, MatchesReference) {
+  std::vector<Tensor> xs;
+  for (uint32_t k = 0; k < 3; ++k) xs.push_back(random_tensor(Shape(2, 11, 7, 9), 20 + k, -60.f, 60.f));
+  for (size_t count : {size_t(1), size_t(3)}) {
+    std::vector<const Tensor*> in;
+    std::string line = "y = softmax_mean(";
+    for (size_t k = 0; k < count; ++k) {
+      in.push_back(&xs[k]);
+      line += (k ? ", x" : "x") + std::to_string(k);
+    }
+    LayerRun r = run_layer(line + ")", in, {});
+    Ref want(xs[0].shape());
+    std::vector<Ref> p;
+    for (size_t k = 0; k < count; ++k) p.push_back(ref_softmax(to_ref(xs[k].view())));
+    for (size_t i = 0; i < want.v.size(); ++i) {
+      double s = 0;
+      for (const Ref& q : p) s += q.v[i];
+      // where every probability underflows double too, the log softmax is the exact value
+      want.v[i] = s > 1e-300 ? std::log(s / double(count)) : 0;
+    }
+    double worst = 0;
+    for (size_t i = 0; i < want.v.size(); ++i) {
+      ASSERT_TRUE(std::isfinite(r.out[i])) << i;
+      if (want.v[i] != 0) worst = std::max(worst, std::abs(r.out[i] - want.v[i]) / std::max(1.0, std::abs(want.v[i])));
+    }
+    EXPECT_LT(worst, 1e-5) << count << " inputs";
+  }
+  Tensor other = random_tensor(Shape(2, 11, 7, 8), 30);
+  EXPECT_THROW(run_layer("y = softmax_mean(x0, x1)", {&xs[0], &other}, {}), Error);
 }

@@ -64,6 +64,18 @@ def test_equals_label_image_and_names_failures(client, inputs, reference, tmp_pa
     same_outputs(tmp_path / "out", reference)
 
 
+def test_mirror_equals_label_image_mirror(client, inputs, label_image, tmp_path):
+    """mirror=True reaches the workers' models: the outputs are label_image --mirror's."""
+    ref = tmp_path / "ref"
+    subprocess.run([str(label_image), str(inputs), "--device", "cpu", "--out", str(ref), "--quiet", "--mirror",
+                    "--save", "classes,labels", "--plan-cache", "off"], capture_output=True)
+    assert len(list(ref.glob("*_classes.png"))) == 12
+    files = cluster.expand_inputs([str(inputs)])
+    s = cluster.run(files, str(tmp_path / "out"), client, device="cpu", threads=1, chunk=4, mirror=True)
+    assert s["images"] == 12 and s["failed"] == 1
+    same_outputs(tmp_path / "out", ref)
+
+
 def test_a_killed_worker_is_replaced_and_nothing_is_lost(client, inputs, reference, tmp_path):
     pids = client.run(os.getpid)
     killed = []

@@ -66,6 +66,21 @@ def test_batch_list_and_views_equal_one_by_one(cpu_model):
     np.testing.assert_array_equal(cpu_model.label(bgr[:, :, ::-1]), one[0])
 
 
+def test_mirror_equals_label_image_mirror_and_is_symmetric(cpu_model, sample, label_image, tmp_path):
+    """mirror=True labels as label_image --mirror does; its labels of the mirrored image are the
+    mirror of its labels (it averages the same two passes), where the plain model's are not."""
+    run_label_image(label_image, [sample], tmp_path, "--save", "classes", "--mirror")
+    img = scenelab.load_image(sample)
+    m = scenelab.Model(device="cpu", threads=2, mirror=True)
+    labels = m.label(img)
+    np.testing.assert_array_equal(labels, scenelab.load_image(tmp_path / "street_classes.png")[:, :, 0])
+    flipped = np.ascontiguousarray(img[:, ::-1])
+    np.testing.assert_array_equal(m.label(flipped)[:, ::-1], labels)
+    plain = cpu_model.label(img)
+    assert (cpu_model.label(flipped)[:, ::-1] != plain).any()
+    assert (plain != labels).any()
+
+
 def test_contiguous_input_is_not_copied():
     a = np.zeros((5, 7, 3), np.uint8)
     assert scenelab._pixels(a, "t") is a

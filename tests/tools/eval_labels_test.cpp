@@ -1,5 +1,6 @@
-// ConfusionMatrix metrics on a hand-made example, and eval_labels end to end on a generated
-// labelled folder with one image whose label has another size (fails by name, the rest count).
+// ConfusionMatrix metrics on a hand-made example, eval_labels end to end on a generated labelled
+// folder with one image whose label has another size (fails by name, the rest count), and
+// eval_labels --mirror against the file make_model --combine --mirror writes (the same figures).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -65,4 +66,59 @@ TEST(EvalLabels, SizeMismatchFailsByNameOthersCount) {
   EXPECT_NE(js.str().find("\"images\": 1"), std::string::npos) << js.str();
   EXPECT_NE(js.str().find("\"failed\": 1"), std::string::npos) << js.str();
   EXPECT_NE(js.str().find("m\\\"q.h5"), std::string::npos) << js.str();
+}
+
+namespace {
+std::string read_text(const fs::path& p) {
+  std::stringstream s;
+  s << std::ifstream(p).rdbuf();
+  return s.str();
+}
+// The report's line holding `key`.
+std::string json_line(const std::string& js, const std::string& key) {
+  const size_t at = js.find("\"" + key + "\"");
+  return at == std::string::npos ? "" : js.substr(at, js.find('\n', at) - at);
+}
+}  // namespace
+
+TEST(EvalLabels, MirrorEqualsTheCombinedFile) {
+  fs::path dir = fs::path(::testing::TempDir()) / "scenelab_eval_mirror";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "data/images");
+  fs::create_directories(dir / "data/labels");
+  for (int k = 0; k < 2; ++k) {
+    Image8 im{67, 45, 3, std::vector<uint8_t>(67 * 45 * 3)}, lab{67, 45, 1, std::vector<uint8_t>(67 * 45)};
+    for (size_t i = 0; i < im.pixels.size(); ++i) im.pixels[i] = uint8_t((i * (7 + k)) % 251);
+    for (size_t i = 0; i < lab.pixels.size(); ++i) lab.pixels[i] = uint8_t((i / 67) % 8);
+    save_png((dir / "data/images" / ("f" + std::to_string(k) + ".png")).string(), im);
+    save_png((dir / "data/labels" / ("f" + std::to_string(k) + ".png")).string(), lab);
+  }
+  const std::string model = (dir / "m.h5").string(), combined = (dir / "mirrored.h5").string();
+  write_model(model, make_random_model("multiscale", 8, 3));
+  auto run = [&](const std::string& args, const std::string& name) {
+    const std::string cmd = std::string(EVAL_LABELS_BIN) + " --data " + (dir / "data").string() + " --threads 2 " +
+                            args + " --json " + (dir / name).string() + " > /dev/null";
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    return read_text(dir / name);
+  };
+  const std::string make = std::string(MAKE_MODEL_BIN) + " --combine " + model + " --mirror --out " + combined;
+  ASSERT_EQ(std::system(make.c_str()), 0) << make;
+  const std::string plain = run("--model " + model, "p.json"), mirrored = run("--model " + model + " --mirror", "m.json"),
+                    file = run("--model " + combined, "c.json");
+  for (const char* key : {"global_accuracy", "class_accuracy", "mean_iou"}) {
+    EXPECT_FALSE(json_line(mirrored, key).empty()) << key;
+    EXPECT_EQ(json_line(mirrored, key), json_line(file, key)) << key;
+  }
+  // mirroring changes the confusion (else the comparison says nothing)
+  EXPECT_NE(json_line(plain, "confusion"), json_line(mirrored, "confusion"));
+  // make_model's errors: the file, and what is missing
+  auto fails = [&](const std::string& args, const std::string& want) {
+    const std::string cmd = std::string(MAKE_MODEL_BIN) + " " + args + " 2> " + (dir / "err.txt").string();
+    EXPECT_EQ(WEXITSTATUS(std::system(cmd.c_str())), 2) << cmd;
+    EXPECT_NE(read_text(dir / "err.txt").find(want), std::string::npos) << read_text(dir / "err.txt");
+  };
+  fails("--mirror --out x.h5", "--mirror needs --combine");
+  fails("--combine " + model + ",," + model + " --out x.h5", "an empty file name");
+  fails("--combine " + (dir / "none.h5").string() + " --out x.h5", "none.h5");
+  fails("--combine " + model + " --network reference --out x.h5", "--network, --classes and --seed do not apply");
 }

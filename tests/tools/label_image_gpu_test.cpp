@@ -1,6 +1,6 @@
 // label_image --device cuda gives the same class-index PNG as --device cpu (fp32) with the
-// shipped model on the generated sample street scene, and the overlay made on the GPU is the
-// host's file.
+// shipped model on the generated sample street scene, plain and --mirror, and the overlay made on
+// the GPU is the host's file.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -21,18 +21,25 @@ TEST(LabelImageGpu, SameLabelsAsCpu) {
   const fs::path dir = fs::path(::testing::TempDir()) / "scenelab_label_gpu";
   fs::remove_all(dir);
   const std::string img = std::string(SCENELAB_BUILD_DIR) + "/samples/street.png";
-  for (const char* dev : {"cpu", "cuda"}) {
-    std::string cmd = std::string(LABEL_IMAGE_BIN) + " --quiet --device " + dev + " --out " +
-                      (dir / dev).string() + " " + img;
-    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  // plain, and --mirror (the image and its mirror through the net, engine/combine.h)
+  for (const std::string mode : {"", "mirror"}) {
+    for (const char* dev : {"cpu", "cuda"}) {
+      std::string cmd = std::string(LABEL_IMAGE_BIN) + " --quiet --device " + dev + " --out " +
+                        (dir / (dev + mode)).string() + (mode.empty() ? "" : " --mirror") + " " + img;
+      ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    }
+    Image8 a = load_image((dir / ("cpu" + mode) / "street_classes.png").string(), 1);
+    Image8 b = load_image((dir / ("cuda" + mode) / "street_classes.png").string(), 1);
+    ASSERT_EQ(a.pixels.size(), b.pixels.size());
+    size_t diff = 0;
+    for (size_t i = 0; i < a.pixels.size(); ++i) diff += a.pixels[i] != b.pixels[i];
+    EXPECT_LE(double(diff), 0.001 * double(a.pixels.size())) << diff << " pixels differ " << mode;
+    std::printf("label_image %s cpu vs cuda: %zu of %zu pixels differ\n", mode.c_str(), diff, a.pixels.size());
   }
-  Image8 a = load_image((dir / "cpu/street_classes.png").string(), 1);
-  Image8 b = load_image((dir / "cuda/street_classes.png").string(), 1);
-  ASSERT_EQ(a.pixels.size(), b.pixels.size());
-  size_t diff = 0;
-  for (size_t i = 0; i < a.pixels.size(); ++i) diff += a.pixels[i] != b.pixels[i];
-  EXPECT_LE(double(diff), 0.001 * double(a.pixels.size())) << diff << " pixels differ";
-  std::printf("label_image cpu vs cuda: %zu of %zu pixels differ\n", diff, a.pixels.size());
+  // mirroring changes some labels (so the mirrored comparison is not the plain one again)
+  Image8 p = load_image((dir / "cpu/street_classes.png").string(), 1);
+  Image8 m = load_image((dir / "cpumirror/street_classes.png").string(), 1);
+  EXPECT_NE(p.pixels, m.pixels);
 }
 
 // On the GPU the overlay is blended and filtered there (engine/overlay_rows.h): its file is the

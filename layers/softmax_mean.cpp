@@ -1,0 +1,76 @@
+// The mean of several class-score maps' softmax probabilities, as class scores: at each pixel
+// y_c = log(mean_k softmax(x_k)_c), so that softmax(y) is the mean probability and argmax(y) the
+// class it favours. Computed in log space (log softmax, then a log-sum-exp over the inputs), so
+// every output is finite for finite inputs however large the scores. Inputs: one or more maps of
+// one shape. Used by test-time mirroring and ensembles (engine/combine.h). f32 NCHW.
+#include <algorithm>
+#include <cmath>
+
+#include "engine/error.h"
+#include "engine/layer.h"
+#include "engine/parallel.h"
+#include "layers/softmax_mean.h"
+#ifdef SCENELAB_WITH_CUDA
+#include "engine/cuda_backend.h"
+#include "kernels/layers_cuda.h"
+#endif
+
+namespace scenelab {
+namespace {
+
+class SoftmaxMean : public Layer {
+ public:
+  explicit SoftmaxMean(const NodeDesc& d) : Layer(d) {
+    d.attrs.check_known({});
+    SL_REQUIRE(d.inputs.size() <= size_t(kSoftmaxMeanMaxInputs), "softmax_mean '", d.name, "': at most ",
+               kSoftmaxMeanMaxInputs, " inputs, got ", d.inputs.size());
+  }
+  const char* type() const override { return "softmax_mean"; }
+  int num_inputs() const override { return -1; }
+  Shape infer_shape(const std::vector<Shape>& in) const override {
+    for (size_t k = 1; k < in.size(); ++k)
+      SL_REQUIRE(in[k] == in[0], "softmax_mean '", name(), "': input ", k + 1, " has shape ", in[k].str(),
+                 ", input 1 ", in[0].str(), " (the inputs must be alike)");
+    return in[0];
+  }
+  void forward_cpu(const ForwardArgs& a) const override {
+    const Shape& s = a.out.shape;
+    const int K = int(a.in.size()), C = s.c;
+    const float log_k = std::log(float(K));
+    for (int n = 0; n < s.n; ++n)
+      parallel_for(int64_t(s.h), a.threads, [&](int64_t row) {
+        float lse[kSoftmaxMeanMaxInputs];
+        for (size_t i = size_t(row) * s.w; i < size_t(row + 1) * s.w; ++i) {
+          for (int k = 0; k < K; ++k) lse[k] = log_sum_exp(a.in[size_t(k)], n, i, C);
+          for (int c = 0; c < C; ++c) {
+            float m = -INFINITY;
+            for (int k = 0; k < K; ++k) m = std::max(m, a.in[size_t(k)].channel(n, c)[i] - lse[k]);
+            float sum = 0;
+            for (int k = 0; k < K; ++k) sum += std::exp(a.in[size_t(k)].channel(n, c)[i] - lse[k] - m);
+            a.out.channel(n, c)[i] = m + std::log(sum) - log_k;
+          }
+        }
+      });
+  }
+#ifdef SCENELAB_WITH_CUDA
+  void forward_cuda(const ForwardArgs& a, const CudaContext& ctx) const override {
+    cuda::softmax_mean(a.in, a.out, ctx.stream);
+  }
+#endif
+
+ private:
+  // log(sum_c exp(x_c)) at pixel i of frame n, max-subtracted.
+  static float log_sum_exp(const TensorView& x, int n, size_t i, int C) {
+    float m = x.channel(n, 0)[i];
+    for (int c = 1; c < C; ++c) m = std::max(m, x.channel(n, c)[i]);
+    float s = 0;
+    for (int c = 0; c < C; ++c) s += std::exp(x.channel(n, c)[i] - m);
+    return m + std::log(s);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> make_softmax_mean(const NodeDesc& d) { return std::make_unique<SoftmaxMean>(d); }
+
+}  // namespace scenelab

@@ -1,0 +1,9 @@
+// What the softmax_mean layer (layers/softmax_mean.cpp) and its GPU kernel share.
+#pragma once
+
+namespace scenelab {
+
+// Inputs of one softmax_mean node, at most (a mirrored ensemble of eight models).
+constexpr int kSoftmaxMeanMaxInputs = 16;
+
+}  // namespace scenelab
