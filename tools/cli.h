@@ -4,15 +4,18 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "engine/backend.h"
+#include "engine/combine.h"
 #include "engine/error.h"
 #include "engine/parse_number.h"
 #include "engine/pipeline.h"
+#include "weights/model_file.h"
 
 namespace scenelab {
 
@@ -108,6 +111,27 @@ inline PipelineOptions pipeline_options(const Cli& cli) {
   const std::string pc = cli.get("plan-cache", PlanCache::default_dir());
   po.plan_cache = pc == "off" ? "" : pc;
   return po;
+}
+
+// The labelling model of --model and --mirror: one file, or several separated by commas (an
+// ensemble: their class probabilities averaged), mirrored or not (engine/combine.h). A path that
+// exists as it is is one file, commas and all.
+inline Model labelling_model(const std::string& spec, bool mirror, const char* option = "--model") {
+  std::vector<std::string> paths;
+  if (std::filesystem::exists(spec)) {
+    paths.push_back(spec);
+  } else {
+    size_t from = 0;
+    for (size_t comma; (comma = spec.find(',', from)) != std::string::npos; from = comma + 1)
+      paths.push_back(spec.substr(from, comma - from));
+    paths.push_back(spec.substr(from));
+  }
+  std::vector<Model> members;
+  for (const auto& p : paths) {
+    SL_REQUIRE(!p.empty(), option, " ", spec, ": an empty file name in the list");
+    members.push_back(read_model(p));
+  }
+  return combine_models(members, mirror);
 }
 
 // A string as JSON string content (quotes, backslashes, control characters escaped).

@@ -1,7 +1,7 @@
 // eval_labels: runs a model over a labelled folder (CamVid layout: images/NAME.jpg|png,
 // labels/NAME.png, 8-bit class index, void index configurable) and prints global pixel
 // accuracy, class-average accuracy, mean IoU, per-class IoU and the confusion matrix.
-//   eval_labels --data DIR [--model FILE.h5] [--mirror] [--void 11] [--device cpu] [--threads N]
+//   eval_labels --data DIR [--model FILE.h5[,FILE.h5...]] [--mirror] [--void 11] [--device cpu] [--threads N]
 //               [--limit N] [--json FILE|-]
 #include <algorithm>
 #include <cmath>
@@ -11,7 +11,6 @@
 #include <iostream>
 #include <sstream>
 
-#include "engine/combine.h"
 #include "engine/label_metrics.h"
 #include "engine/labeler.h"
 #include "engine/pipeline.h"
@@ -71,7 +70,7 @@ int main(int argc, char** argv) {
                          "precision", "conv-workspace", "batch", "streams", "io-threads", "plan-cache", "queue-depth"},
             {"help", "mirror"});
     if (cli.has("help") || !cli.has("data")) {
-      std::fputs("usage: eval_labels --data DIR [--model FILE.h5] [--mirror] [--void 11] [--device cpu|cuda|cuda:N|auto]\n"
+      std::fputs("usage: eval_labels --data DIR [--model FILE.h5[,FILE.h5...]] [--mirror] [--void 11] [--device cpu|cuda|cuda:N|auto]\n"
                  "                   [--precision fp32|tf32|fp16] [--conv A] [--threads N] [--io-threads N]\n"
                  "                   [--batch N] [--streams N] [--plan-cache DIR|off] [--limit N] [--json FILE|-]\n",
                  cli.has("help") ? stdout : stderr);
@@ -80,9 +79,8 @@ int main(int argc, char** argv) {
     void_index = cli.get_int("void", 11);
     json_path = cli.get("json");
     model_path = cli.has("model") ? cli.get("model") : find_default_model();
-    model = read_model(model_path);
     mirror = cli.has("mirror");
-    if (mirror) model = combine_models({model}, true);
+    model = labelling_model(model_path, mirror);
     po = pipeline_options(cli);
     const fs::path data = cli.get("data");
     SL_REQUIRE(fs::is_directory(data / "images") && fs::is_directory(data / "labels"), data.string(),

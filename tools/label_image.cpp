@@ -19,7 +19,6 @@
 #include <thread>
 #include <sstream>
 
-#include "engine/combine.h"
 #include "engine/labeler.h"
 #include "engine/pipeline.h"
 #include "engine/pyramid_detector.h"
@@ -38,7 +37,8 @@ namespace {
 
 const char* kUsage =
     "usage: label_image [options] IMAGE|VIDEO|DIR|GLOB...\n"
-    "  --model FILE.h5      model (default: the model shipped in weights/)\n"
+    "  --model FILE.h5[,FILE.h5...]  model (default: the model shipped in weights/);\n"
+    "                       several: an ensemble, their class probabilities averaged\n"
     "  --mirror             label with the mean class probabilities of the image and its\n"
     "                       left-right mirror (twice the work; about +0.5 points of\n"
     "                       accuracy on unseen CamVid sequences, weights/MODELS.md)\n"
@@ -446,8 +446,7 @@ int main(int argc, char** argv) {
       model_path = detector;
     } else {
       model_path = cli.has("model") ? cli.get("model") : find_default_model();
-      model = read_model(model_path);
-      if (cli.has("mirror")) model = combine_models({model}, true);
+      model = labelling_model(model_path, cli.has("mirror"));
     }
     if (cli.has("detect") && !use_hog) detect_classes = parse_classes(cli.get("detect"), model.class_names);
     // Each class's head: the defaults, the model's settings for it, then --det-threshold.

@@ -6,10 +6,7 @@
 //   make_model --combine A.h5,B.h5,C.h5 [--mirror] --out ensemble.h5
 #include <cstdio>
 #include <iostream>
-#include <sstream>
-#include <vector>
 
-#include "engine/combine.h"
 #include "engine/networks.h"
 #include "tools/cli.h"
 #include "weights/default_model.h"
@@ -30,13 +27,7 @@ int main(int argc, char** argv) {
       SL_REQUIRE(cli.has("combine"), "--mirror needs --combine FILE.h5[,FILE.h5...]");
       SL_REQUIRE(!cli.has("network") && !cli.has("classes") && !cli.has("seed"),
                  "--combine takes trained models: --network, --classes and --seed do not apply");
-      std::vector<Model> members;
-      std::stringstream list(cli.get("combine"));
-      for (std::string path; std::getline(list, path, ',');) {
-        SL_REQUIRE(!path.empty(), "--combine: an empty file name in '", cli.get("combine"), "'");
-        members.push_back(read_model(path));
-      }
-      Model m = combine_models(members, cli.has("mirror"));
+      Model m = labelling_model(cli.get("combine"), cli.has("mirror"), "--combine");
       if (cli.has("print-graph")) {
         std::cout << m.graph.to_text();
         return 0;

@@ -1,6 +1,7 @@
 // ConfusionMatrix metrics on a hand-made example, eval_labels end to end on a generated labelled
 // folder with one image whose label has another size (fails by name, the rest count), and
-// eval_labels --mirror against the file make_model --combine --mirror writes (the same figures).
+// eval_labels --mirror and --model A,B (an ensemble) against the files make_model --combine
+// writes (the same figures).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -81,7 +82,7 @@ std::string json_line(const std::string& js, const std::string& key) {
 }
 }  // namespace
 
-TEST(EvalLabels, MirrorEqualsTheCombinedFile) {
+TEST(EvalLabels, MirrorAndEnsembleEqualTheCombinedFiles) {
   fs::path dir = fs::path(::testing::TempDir()) / "scenelab_eval_mirror";
   fs::remove_all(dir);
   fs::create_directories(dir / "data/images");
@@ -111,6 +112,14 @@ TEST(EvalLabels, MirrorEqualsTheCombinedFile) {
   }
   // mirroring changes the confusion (else the comparison says nothing)
   EXPECT_NE(json_line(plain, "confusion"), json_line(mirrored, "confusion"));
+  // --model A,B (an ensemble on the fly), mirrored, against make_model --combine A,B --mirror
+  const std::string second = (dir / "m2.h5").string(), ens = (dir / "ens.h5").string();
+  write_model(second, make_random_model("multiscale", 8, 4));
+  const std::string make2 = std::string(MAKE_MODEL_BIN) + " --combine " + model + "," + second + " --mirror --out " + ens;
+  ASSERT_EQ(std::system(make2.c_str()), 0) << make2;
+  const std::string listed = run("--model " + model + "," + second + " --mirror", "l.json"), ens_file = run("--model " + ens, "e.json");
+  EXPECT_EQ(json_line(listed, "confusion"), json_line(ens_file, "confusion"));
+  EXPECT_NE(json_line(listed, "confusion"), json_line(mirrored, "confusion"));
   // make_model's errors: the file, and what is missing
   auto fails = [&](const std::string& args, const std::string& want) {
     const std::string cmd = std::string(MAKE_MODEL_BIN) + " " + args + " 2> " + (dir / "err.txt").string();
@@ -118,7 +127,7 @@ TEST(EvalLabels, MirrorEqualsTheCombinedFile) {
     EXPECT_NE(read_text(dir / "err.txt").find(want), std::string::npos) << read_text(dir / "err.txt");
   };
   fails("--mirror --out x.h5", "--mirror needs --combine");
-  fails("--combine " + model + ",," + model + " --out x.h5", "an empty file name");
+  fails("--combine " + model + ",," + model + " --out x.h5", "--combine " + model + ",," + model + ": an empty file name");
   fails("--combine " + (dir / "none.h5").string() + " --out x.h5", "none.h5");
   fails("--combine " + model + " --network reference --out x.h5", "--network, --classes and --seed do not apply");
 }
