@@ -29,8 +29,8 @@ bool has_group(const Model& m, const std::string& group) {
 
 Model combine_models(const std::vector<Model>& members, bool mirror) {
   SL_REQUIRE(!members.empty(), "combine_models: no models");
+  if (members.size() == 1 && !mirror) return members[0];  // as it is: nothing to combine
   for (size_t k = 0; k < members.size(); ++k) require_labelling(members[k], k);
-  if (members.size() == 1 && !mirror) return members[0];
   const size_t passes = members.size() * (mirror ? 2 : 1);
   SL_REQUIRE(passes <= size_t(kSoftmaxMeanMaxInputs), "combine_models: ", members.size(), " models",
              mirror ? ", mirrored," : "", " make ", passes, " passes a frame; at most ", kSoftmaxMeanMaxInputs,

@@ -25,8 +25,9 @@ namespace scenelab {
 
 // Members: labelling models (nodes `scores`, `full` and `labels_full` = argmax(full)) with the
 // same input and the same classes; the first one's name, palette and detection settings carry
-// over. One member and no mirroring gives that member back. Parameter groups are kept for one
-// member, prefixed `netK_` for several. Errors name the model and what is missing or different.
+// over. One member and no mirroring gives that member back as it is (unchecked). Parameter
+// groups are kept for one member, prefixed `netK_` for several. Errors name the model and what
+// is missing or different.
 Model combine_models(const std::vector<Model>& members, bool mirror);
 
 }  // namespace scenelab

@@ -189,6 +189,8 @@ TEST(Combine, ErrorsNameTheModelAndWhatIsWrong) {
       "labels_full = argmax(scores)\noutput labels_full\n", 3);
   other.name = "odd";
   fails({other}, true, "its labels_full is not argmax(full)");
+  // alone and not mirrored, any model comes back as it is (label_image's own checks apply)
+  EXPECT_EQ(combine_models({other}, false).graph.to_text(), other.graph.to_text());
   fails(std::vector<Model>(9, a), true, "9 models, mirrored, make 18 passes a frame; at most 16");
   fails({}, true, "no models");
 }
