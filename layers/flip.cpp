@@ -24,8 +24,10 @@ class Flip : public Layer {
   }
   const char* type() const override { return "flip"; }
   Shape infer_shape(const std::vector<Shape>& in) const override { return in[0]; }
-  // The map's pixels keep their places' spacing; where a mirrored map lies on the input is the
-  // mirror of where its input lay (engine/combine.h says what that means for a class map).
+  // Geometry: the input's (Layer's default). Inside a mirrored pass every map is placed on the
+  // mirrored image, so the pass's full-resolution scores flip back exactly; a coarse map flipped
+  // back lies where the plain pass's does only where its pixel centres are symmetric about the
+  // image's middle (engine/combine.h).
   void forward_cpu(const ForwardArgs& a) const override {
     const TensorView &x = a.in[0], &y = a.out;
     const int h = x.shape.h, w = x.shape.w;
