@@ -73,20 +73,25 @@ Model combine_models(const std::vector<Model>& members, bool mirror) {
         for (const auto& [key, value] : attrs.items()) text << " " << key << "=" << value;
         text << "\n";
       }
-      for (const char* node : {"full", "scores"}) {
-        std::string back = prefix + node;
-        if (view) {
-          text << prefix << node << "_back = flip(" << back << ")\n";
-          back += "_back";
-        }
-        // Another member's score map may have another grid (the reference net's valid
-        // convolutions): resampled onto the first member's where its pixels lie on the image.
-        if (k && std::string(node) == "scores") {
-          text << back << "_on0 = upsample(" << back << ", net0_scores) mode=bilinear align=geometry\n";
-          back += "_on0";
-        }
-        (std::string(node) == "full" ? fulls : scores).push_back(back);
+      // The mirrored pass's maps flipped back: its full-resolution scores onto the image pixel
+      // for pixel; its score map with its geometry mirrored about the image's middle (flip's
+      // reference), to lie where its pixels are on the image.
+      std::string full = prefix + "full", score = prefix + "scores";
+      if (view) {
+        text << full << "_back = flip(" << full << ")\n" << score << "_back = flip(" << score << ", " << input << ")\n";
+        full += "_back";
+        score += "_back";
       }
+      // Every score map but the first resampled onto the first's grid, where its pixels lie on
+      // the image: a mirrored map may lie a few pixels aside (a width not a multiple of the net's
+      // stride), another member's may have another grid (the reference net's valid
+      // convolutions); where the grids are the same this copies the values exactly.
+      if (k || view) {
+        text << score << "_on0 = upsample(" << score << ", net0_scores) mode=bilinear align=geometry\n";
+        score += "_on0";
+      }
+      fulls.push_back(full);
+      scores.push_back(score);
     }
     for (const auto& [key, tensor] : m.params) out.params[group_prefix + key] = tensor;
   }

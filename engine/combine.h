@@ -8,12 +8,12 @@
 // (`softmax_mean`: log of the mean softmax), at the input resolution (node `full`, whose argmax
 // is `labels_full`) and at the feature resolution (node `scores`, which the detection head reads).
 // The labels are the argmax of the summed probabilities of the passes' full-resolution scores:
-// what tools/mirror_gain.py measured in PyTorch. A mirrored pass's `scores` map lies on the
-// image exactly where the input width is a multiple of the net's stride (4 for the paper's nets;
-// 480 for CamVid); otherwise it lies (width mod stride) pixels to the right of the plain pass's
-// map, which the mean at feature resolution does not correct (the labels are unaffected). The
-// other members' score maps are resampled onto the first member's grid (bilinear, by where their
-// pixels lie on the image; an identity where the grids are the same) before they are averaged.
+// what tools/mirror_gain.py measured in PyTorch. Before the mean at feature resolution every score
+// map but the first member's plain one is resampled onto that one's grid where its pixels lie on
+// the image (flip mirrors a map's geometry about the image's middle; upsample align=geometry):
+// an exact copy where the grids agree (members of one architecture, and a mirrored pass's map
+// where the map is symmetric about the image's middle: the multiscale net's at widths that are
+// multiples of 4, CamVid's 480 among them, the reference net's at few), bilinear elsewhere.
 // A pass costs what the member costs alone: mirroring doubles the work, an ensemble of K models
 // multiplies it by K.
 #pragma once

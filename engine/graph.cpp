@@ -278,7 +278,7 @@ void Graph::plan(int n, int h, int w, const Backend& backend, const PlanIO& io) 
     SL_REQUIRE(node->shape.h >= 1 && node->shape.w >= 1, "input ", w, "x", h,
                " is too small for this network: layer '", node->layer->name(), "' would output ",
                node->shape.str());
-    node->geometry = node->layer->infer_geometry(geos);
+    node->geometry = node->layer->infer_geometry(geos, shapes);
     node->ops = node->layer->ops(shapes, node->shape);
     node->in_format = node->layer->format(formats, backend);
     node->format = node->layer->output_format(formats, backend);

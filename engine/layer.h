@@ -101,7 +101,10 @@ class Layer {
   virtual int num_inputs() const { return 1; }
   // Output shape for these input shapes; throws a clear error naming the layer if impossible.
   virtual Shape infer_shape(const std::vector<Shape>& in) const = 0;
-  virtual Geometry infer_geometry(const std::vector<Geometry>& in) const { return in[0]; }
+  // Where the output's pixels lie on the input image, given the inputs' (and their shapes).
+  virtual Geometry infer_geometry(const std::vector<Geometry>& in, const std::vector<Shape>& /*shapes*/) const {
+    return in[0];
+  }
   // Parameters needed, given the input shapes (only channel counts may matter).
   virtual std::vector<ParamSpec> param_specs(const std::vector<Shape>& /*in*/) const { return {}; }
   // Parameter group (dataset folder) this layer reads; layers sharing weights name one group.

@@ -101,7 +101,8 @@ class Conv2d : public Layer {
                ", valid) needs an input of at least ", k_, "x", k_, ", got ", s.w, "x", s.h);
     return Shape(s.n, out_, ho, wo);
   }
-  Geometry infer_geometry(const std::vector<Geometry>& in) const override {
+  Geometry infer_geometry(const std::vector<Geometry>& in,
+                          const std::vector<Shape>& /*shapes*/) const override {
     return after_window(in[0], k_, 1, pad_);
   }
   std::vector<ParamSpec> param_specs(const std::vector<Shape>& in) const override {

@@ -29,7 +29,8 @@ class Downscale : public Layer {
                " needs an input of at least ", f_, "x", f_, ", got ", s.w, "x", s.h);
     return Shape(s.n, s.c, s.h / f_, s.w / f_);
   }
-  Geometry infer_geometry(const std::vector<Geometry>& in) const override {
+  Geometry infer_geometry(const std::vector<Geometry>& in,
+                          const std::vector<Shape>& /*shapes*/) const override {
     return after_window(in[0], f_, f_);
   }
   void forward_cpu(const ForwardArgs& a) const override {

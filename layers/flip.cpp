@@ -1,6 +1,10 @@
 // Mirror image of a map: `axis=w` (the default) reverses each row (left-right), `axis=h` the rows
-// (top-bottom). Used by test-time mirroring (engine/combine.h): the net runs on the mirrored image
-// and its class map is mirrored back. f32 NCHW on both backends.
+// (top-bottom). flip(x) keeps x's geometry: the map is taken to lie where x lay (a mirrored pass
+// starts from flip(image), whose pixels are that pass's image). flip(x, ref) mirrors x's geometry
+// about the middle of ref's extent (ref's values are not read): a map of a pass on the mirrored
+// image, flipped back, then lies where its pixels are on the image itself, which may not be where
+// the plain pass's map lies (a stride-4 map of an image whose width is not a multiple of 4).
+// Used by test-time mirroring (engine/combine.h). f32 NCHW on both backends.
 #include <algorithm>
 
 #include "engine/error.h"
@@ -23,11 +27,24 @@ class Flip : public Layer {
     rows_ = axis == "h";
   }
   const char* type() const override { return "flip"; }
-  Shape infer_shape(const std::vector<Shape>& in) const override { return in[0]; }
-  // Geometry: the input's (Layer's default). Inside a mirrored pass every map is placed on the
-  // mirrored image, so the pass's full-resolution scores flip back exactly; a coarse map flipped
-  // back lies where the plain pass's does only where its pixel centres are symmetric about the
-  // image's middle (engine/combine.h).
+  int num_inputs() const override { return -1; }  // the map, and optionally a geometry reference
+  Shape infer_shape(const std::vector<Shape>& in) const override {
+    SL_REQUIRE(in.size() <= 2, "flip '", name(), "': one input and an optional reference, got ", in.size(), " inputs");
+    return in[0];
+  }
+  bool reads_values(int input) const override { return input == 0; }
+  // Pixel i of the flipped map is x's pixel n - 1 - i, centred at o + s (n - 1 - i); mirrored
+  // about ref's middle c it lies at 2c - o - s (n - 1) + s i: that offset, the same stride.
+  Geometry infer_geometry(const std::vector<Geometry>& in, const std::vector<Shape>& shapes) const override {
+    Geometry g = in[0];
+    if (in.size() < 2) return g;
+    const Geometry& r = in[1];
+    if (rows_)
+      g.offset_y = 2 * r.offset_y + r.stride_y * (shapes[1].h - 1) - g.offset_y - g.stride_y * (shapes[0].h - 1);
+    else
+      g.offset_x = 2 * r.offset_x + r.stride_x * (shapes[1].w - 1) - g.offset_x - g.stride_x * (shapes[0].w - 1);
+    return g;
+  }
   void forward_cpu(const ForwardArgs& a) const override {
     const TensorView &x = a.in[0], &y = a.out;
     const int h = x.shape.h, w = x.shape.w;

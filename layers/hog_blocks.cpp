@@ -61,7 +61,8 @@ class HogBlocks : public Layer {
                block(), "x", block(), ", got ", s.w, "x", s.h);
     return Shape(s.n, channels(), (s.h - block()) / stride_ + 1, (s.w - block()) / stride_ + 1);
   }
-  Geometry infer_geometry(const std::vector<Geometry>& in) const override {
+  Geometry infer_geometry(const std::vector<Geometry>& in,
+                          const std::vector<Shape>& /*shapes*/) const override {
     return after_window(in[0], block(), stride_);
   }
   void forward_cpu(const ForwardArgs& a) const override {

@@ -40,7 +40,8 @@ class LinearWindow : public Layer {
                " windows) needs an input of at least ", kw_, "x", kh_, ", got ", s.w, "x", s.h);
     return Shape(s.n, out_, s.h - kh_ + 1, s.w - kw_ + 1);
   }
-  Geometry infer_geometry(const std::vector<Geometry>& in) const override {
+  Geometry infer_geometry(const std::vector<Geometry>& in,
+                          const std::vector<Shape>& /*shapes*/) const override {
     Geometry g = in[0];
     g.offset_y += g.stride_y * (kh_ - 1) / 2.0;
     g.offset_x += g.stride_x * (kw_ - 1) / 2.0;

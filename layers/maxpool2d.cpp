@@ -33,7 +33,8 @@ class MaxPool2d : public Layer {
                ") needs an input of at least ", k_, "x", k_, ", got ", s.w, "x", s.h);
     return Shape(s.n, s.c, (s.h - k_) / s_ + 1, (s.w - k_) / s_ + 1);
   }
-  Geometry infer_geometry(const std::vector<Geometry>& in) const override {
+  Geometry infer_geometry(const std::vector<Geometry>& in,
+                          const std::vector<Shape>& /*shapes*/) const override {
     return after_window(in[0], k_, s_);
   }
   Epilogue as_epilogue() const override { return {Epilogue::Kind::MaxPool, k_, s_}; }

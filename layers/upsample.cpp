@@ -44,7 +44,10 @@ class Upsample : public Layer {
     SL_REQUIRE(in[0].n == in[1].n, "upsample '", name_, "': batch sizes differ");
     return Shape(in[0].n, in[0].c, in[1].h, in[1].w);
   }
-  Geometry infer_geometry(const std::vector<Geometry>& in) const override { return in[1]; }
+  Geometry infer_geometry(const std::vector<Geometry>& in,
+                          const std::vector<Shape>& /*shapes*/) const override {
+    return in[1];
+  }
   // A following argmax on the GPU: the class of each output pixel straight from the coarse map,
   // the resampled scores never written (cuda::upsample_argmax).
   bool can_fuse(const std::vector<Epilogue>& chain, const std::vector<Shape>& /*in*/,

@@ -247,7 +247,7 @@ LayerRun run_layer(const std::string& line, const std::vector<const Tensor*>& in
   }
   a.in_geometry = in_geometry.empty() ? std::vector<Geometry>(inputs.size()) : in_geometry;
   Shape out = r.layer->infer_shape(shapes);
-  a.out_geometry = r.layer->infer_geometry(a.in_geometry);
+  a.out_geometry = r.layer->infer_geometry(a.in_geometry, shapes);
   r.out = Tensor(out, std::numeric_limits<float>::quiet_NaN());  // poison
   a.out = r.out.view();
   r.params = std::move(params);

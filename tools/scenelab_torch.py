@@ -326,7 +326,14 @@ class TorchNet(torch.nn.Module):
             elif typ == "softmax":
                 v = torch.softmax(v, dim=1)
             elif typ == "flip":  # engine/combine.h: test-time mirroring
-                v = torch.flip(v, dims=[3 if a.get("axis", "w") == "w" else 2])
+                rows = a.get("axis", "w") == "h"
+                v = torch.flip(v, dims=[2 if rows else 3])
+                if len(ins) > 1:  # the geometry mirrored about the reference's middle (layers/flip.cpp)
+                    r, ref = geo[ins[1]], vals[ins[1]]
+                    if rows:
+                        g = Geometry(g.sy, g.sx, 2 * r.oy + r.sy * (ref.shape[2] - 1) - g.oy - g.sy * (v.shape[2] - 1), g.ox)
+                    else:
+                        g = Geometry(g.sy, g.sx, g.oy, 2 * r.ox + r.sx * (ref.shape[3] - 1) - g.ox - g.sx * (v.shape[3] - 1))
             elif typ == "softmax_mean":  # log of the mean of the inputs' softmax probabilities
                 logp = torch.stack([torch.log_softmax(vals[i], dim=1) for i in ins])
                 v = torch.logsumexp(logp, dim=0) - math.log(len(ins))

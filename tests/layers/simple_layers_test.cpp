@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "engine/error.h"
+#include "engine/graph.h"
 #include "tests/reference.h"
 
 using namespace scenelab;
@@ -129,4 +130,25 @@ TEST(SoftmaxMean, MatchesReference) {
   }
   Tensor other = random_tensor(Shape(2, 11, 7, 8), 30);
   EXPECT_THROW(run_layer("y = softmax_mean(x0, x1)", {&xs[0], &other}, {}), Error);
+}
+
+// flip(x) keeps x's geometry; flip(x, ref) mirrors it about the middle of ref's extent. A 2x2 pool
+// of a 7-pixel-wide image has centres 0.5, 2.5, 4.5; mirrored about 3 they are 5.5, 3.5, 1.5, so
+// the flipped map starts at 1.5. Rows: 9 high, 4 rows at 0.5..6.5, mirrored about 4: from 1.5.
+TEST(Flip, GeometryMirroredAboutTheReference) {
+  Model m = random_model_from_text(
+      "input image channels=3\np = maxpool2d(image) k=2\nkeep = flip(p)\nfw = flip(p, image)\n"
+      "fh = flip(p, image) axis=h\noutput keep fw fh\n", 1);
+  CpuBackend cpu(1);
+  Graph g(m);
+  g.plan(2, 9, 7, cpu);
+  EXPECT_DOUBLE_EQ(g.geometry_of("keep").offset_x, 0.5);
+  EXPECT_DOUBLE_EQ(g.geometry_of("fw").offset_x, 1.5);
+  EXPECT_DOUBLE_EQ(g.geometry_of("fw").offset_y, 0.5);
+  EXPECT_DOUBLE_EQ(g.geometry_of("fw").stride_x, 2.0);
+  EXPECT_DOUBLE_EQ(g.geometry_of("fh").offset_y, 1.5);
+  EXPECT_DOUBLE_EQ(g.geometry_of("fh").offset_x, 0.5);
+  // a third input is refused
+  Tensor x = random_tensor(Shape(1, 3, 9, 7), 2);
+  EXPECT_THROW(run_layer("y = flip(x0, x1, x2)", {&x, &x, &x}, {}), Error);
 }

@@ -16,7 +16,8 @@ usage: mirror_gain_test.py BUILD_DIR SOURCE_DIR
    symmetric (so the check could fail), and mirroring changes the labels of some pixels. The
    engine's mirrored labelling (eval_labels --mirror) gives the mirrored figures to 0.05 points,
    and the file make_model --combine --mirror writes, run in PyTorch (scenelab_torch), labels 99.99%
-   of an image's pixels as the mirror average here.
+   of an image's pixels as the mirror average here; the mirrored reference net's scores (whose
+   mirrored map is resampled onto the plain one's grid) agree between the engine and PyTorch.
 Skips (77) without PyTorch, h5py or OpenCV.
 """
 import json
@@ -27,7 +28,7 @@ import tempfile
 
 try:
     import cv2
-    import h5py  # noqa: F401  (scenelab_torch needs it)
+    import h5py
     import numpy as np
     import torch
     import torch.nn.functional as F
@@ -210,6 +211,23 @@ else:
         same = float((want == got).double().mean())
         check(cnames == names and same >= 0.9999, f"multiscale: the combined file in PyTorch labels as the "
                                                   f"mirror average ({100 * same:.3f}% of pixels, bound 99.99%)")
+        # the mirrored reference net's class scores at feature resolution (its mirrored pass's map
+        # lies two pixels aside at width 480 and is resampled onto the plain one's grid): the
+        # engine (scenelab_infer) and PyTorch (scenelab_torch) within 1e-4 relative
+        ref_model = os.path.join(src, "weights", "camvid-reference.h5")
+        ref_combined = os.path.join(tmp, "reference-mirrored.h5")
+        subprocess.check_call([make_model, "--combine", ref_model, "--mirror", "--out", ref_combined])
+        got_h5 = os.path.join(tmp, "scores.h5")
+        subprocess.check_call([os.path.join(build, "tools", "scenelab_infer"), "--model", ref_combined, "--image", img,
+                               "--out", got_h5, "--nodes", "scores", "--threads", "2"])
+        with h5py.File(got_h5, "r") as f:
+            engine_scores = np.asarray(f["scores"], dtype=np.float64)
+        rnet, _, _, _ = mg.st.load_model(ref_combined)
+        with torch.no_grad():
+            torch_scores = rnet(x, ["scores"])["scores"].double().numpy()
+        err = float(np.abs(engine_scores - torch_scores).max() / np.abs(torch_scores).max()) \
+            if engine_scores.shape == torch_scores.shape else float("inf")
+        check(err < 1e-4, f"reference, mirrored: scores of the engine and PyTorch agree ({err:.2e} relative, bound 1e-4)")
 
 print("mirror_gain_test:", "passed" if not failures else f"FAILED ({len(failures)})")
 sys.exit(1 if failures else 0)
