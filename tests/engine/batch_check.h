@@ -40,6 +40,8 @@ inline std::vector<BatchCase> batch_cases() {
       one("linear_window",
           "g = hog_gradient(x)\nb = hog_blocks(g) cell=4 cells=2 stride=4\n"
           "y = linear_window(b) out=2 kh=3 kw=2\noutput y\n", 31, 21),
+      one("flip", "p = maxpool2d(x) k=2\na = flip(p)\nb = flip(p, x) axis=h\ny = concat(a, b)\noutput y\n", 23, 17),
+      one("softmax_mean", "a = relu(x)\nf = flip(x)\ny = softmax_mean(x, a, f)\noutput y\n", 23, 17),
   };
   c.push_back({"reference", make_random_model("reference", 5, 3), 61, 53});
   c.push_back({"multiscale", make_random_model("multiscale", 5, 3), 45, 37});
