@@ -59,8 +59,9 @@ Image8 to_internal(const Image& img, const char* what) {
 Labeler::Labeler(const ModelOptions& o) : impl_(std::make_unique<Impl>()) {
   impl_->path = o.path.empty() ? find_default_model() : o.path;
   impl_->options = o;
-  impl_->model = read_model(impl_->path);
-  if (o.mirror) impl_->model = combine_models({impl_->model}, true);
+  std::vector<Model> members{read_model(impl_->path)};
+  for (const auto& p : o.ensemble) members.push_back(read_model(p));
+  impl_->model = combine_models(members, o.mirror);
   CudaOptions co;
   co.precision = o.precision;
   impl_->single = std::make_unique<scenelab::Labeler>(impl_->model, make_backend(o.device, o.threads, co));

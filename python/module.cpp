@@ -65,9 +65,10 @@ nb::tuple boxes_and_scores(const std::vector<scenelab::nms::Detection>& d) {
 class PyModel {
  public:
   PyModel(const std::string& path, const std::string& device, const std::string& precision,
-          int threads, bool mirror) {
+          int threads, bool mirror, const std::vector<std::string>& ensemble) {
     api::ModelOptions o;
     o.mirror = mirror;
+    o.ensemble = ensemble;
     o.path = path;
     o.device = device;
     o.precision = precision;
@@ -341,8 +342,9 @@ NB_MODULE(_scenelab, m) {
   m.attr("version") = std::to_string(SCENELAB_VERSION_MAJOR) + "." + std::to_string(SCENELAB_VERSION_MINOR) +
                       "." + std::to_string(SCENELAB_VERSION_PATCH);
   nb::class_<PyModel>(m, "NativeModel")
-      .def(nb::init<const std::string&, const std::string&, const std::string&, int, bool>(), "path"_a,
-           "device"_a, "precision"_a, "threads"_a, "mirror"_a)
+      .def(nb::init<const std::string&, const std::string&, const std::string&, int, bool,
+                    const std::vector<std::string>&>(),
+           "path"_a, "device"_a, "precision"_a, "threads"_a, "mirror"_a, "ensemble"_a)
       .def("label", &PyModel::label, "rgb"_a, "Labels of (H, W, 3) or (N, H, W, 3) C-contiguous uint8 pixels.")
       .def("label_cuda", &PyModel::label_cuda, "rgb"_a, "out"_a, "stream"_a,
            "Labels of CUDA pixels into CUDA memory, ordered after the stream (a cudaStream_t).")

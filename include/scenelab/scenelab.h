@@ -74,6 +74,9 @@ struct ModelOptions {
   // Label with the mean class probabilities of the image and its left-right mirror (twice the
   // work; scores() and detect() read the mean too).
   bool mirror = false;
+  // More model files averaged with `path`'s (an ensemble: each one's pass, their class
+  // probabilities' mean; the work of all of them). Same classes; `path`'s palette and settings.
+  std::vector<std::string> ensemble;
 };
 
 class Labeler {

@@ -99,18 +99,22 @@ def _pixels(x, what: str) -> np.ndarray:
 class Model:
     """A scene-labelling model on a device, planned once per image size.
 
-    path: an HDF5 model file (None: the shipped model). device: "cpu", "cuda", "cuda:N" or
-    "auto" (a GPU when there is one). precision: "fp32", "tf32", "fp16" or "bf16" (GPU).
-    threads: CPU threads (0: all). mirror: label with the mean class probabilities of the image
-    and its left-right mirror (twice the work; scores() and detect() read the mean too). Calls
-    from several threads run one at a time.
+    path: an HDF5 model file (None: the shipped model), or a sequence of them: an ensemble, their
+    class probabilities averaged (the first one's palette and settings). device: "cpu", "cuda",
+    "cuda:N" or "auto" (a GPU when there is one). precision: "fp32", "tf32", "fp16" or "bf16"
+    (GPU). threads: CPU threads (0: all). mirror: label with the mean class probabilities of the
+    image and its left-right mirror (twice the work; scores() and detect() read the mean too).
+    Calls from several threads run one at a time.
     """
 
-    def __init__(self, path: str | os.PathLike | None = None, device: str = "auto",
-                 precision: str = "fp32", threads: int = 0, mirror: bool = False):
+    def __init__(self, path: str | os.PathLike | Sequence[str | os.PathLike] | None = None,
+                 device: str = "auto", precision: str = "fp32", threads: int = 0, mirror: bool = False):
         if path is None:
             path = default_model_path() or ""
-        self._m = _scenelab.NativeModel(os.fspath(path), device, precision, int(threads), bool(mirror))
+        paths = [os.fspath(p) for p in path] if isinstance(path, (list, tuple)) else [os.fspath(path)]
+        if not paths:
+            raise ValueError("Model: an empty list of model files")
+        self._m = _scenelab.NativeModel(paths[0], device, precision, int(threads), bool(mirror), paths[1:])
         self.classes: list[str] = list(self._m.classes)
         self.palette: np.ndarray = self._m.palette
 

@@ -81,6 +81,26 @@ def test_mirror_equals_label_image_mirror_and_is_symmetric(cpu_model, sample, la
     assert (plain != labels).any()
 
 
+def test_ensemble_equals_label_image_model_list(sample, label_image, tmp_path):
+    """A list of model files labels as label_image --model A,B does, and differs from A alone."""
+    from pathlib import Path
+    import subprocess as sp
+    a = tmp_path / "a.h5"
+    b = tmp_path / "b.h5"
+    make_model = Path(label_image).parent / "make_model"
+    for path, seed in ((a, 1), (b, 2)):
+        sp.run([str(make_model), "--network", "multiscale", "--classes", "11", "--seed", str(seed),
+                "--out", str(path)], check=True)
+    run_label_image(label_image, [sample], tmp_path, "--save", "classes", "--model", f"{a},{b}")
+    img = scenelab.load_image(sample)
+    ens = scenelab.Model([a, b], device="cpu", threads=2)
+    labels = ens.label(img)
+    np.testing.assert_array_equal(labels, scenelab.load_image(tmp_path / "street_classes.png")[:, :, 0])
+    assert (scenelab.Model(a, device="cpu", threads=2).label(img) != labels).any()
+    with pytest.raises(ValueError, match="empty list"):
+        scenelab.Model([], device="cpu")
+
+
 def test_contiguous_input_is_not_copied():
     a = np.zeros((5, 7, 3), np.uint8)
     assert scenelab._pixels(a, "t") is a
