@@ -1,6 +1,6 @@
 // The public library (libscenelab.so, include/scenelab/) seen as a user sees it: linked on its own,
-// no engine headers. Its labels, colours and detections equal label_image's on the same image;
-// batches equal one-by-one; bad input fails by name.
+// no engine headers. Its labels, colours and detections equal label_image's on the same image
+// (the accuracy modes too); batches equal one-by-one; bad input fails by name.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -96,6 +96,50 @@ TEST(Api, EqualsLabelImageOnTheSample) {
     EXPECT_LE(d.box.x2, float(image.width) + 0.5f);
     EXPECT_GT(d.score, 0.f);
   }
+  fs::remove_all(out);
+}
+
+// The accuracy modes through the API: mirror and ensemble labels equal label_image --mirror
+// --model A,B's; the mirrored labels of the mirrored image are the labels' mirror; the ensemble
+// (the shipped model with its seed-1 sibling) is not the shipped model alone; its detection head
+// reads the mean probabilities.
+TEST(Api, MirrorAndEnsembleEqualLabelImage) {
+  const std::string a = SCENELAB_SOURCE_DIR "/weights/camvid-multiscale.h5",
+                    b = SCENELAB_SOURCE_DIR "/weights/camvid-multiscale-seed1.h5";
+  if (!fs::exists(a) || !fs::exists(b)) GTEST_SKIP() << "shipped models absent";
+  const fs::path out = fs::temp_directory_path() / ("scenelab_api_modes_" + std::to_string(::getpid()));
+  fs::remove_all(out);
+  const std::string cmd = std::string(LABEL_IMAGE_BIN) + " " + kSample + " --device cpu --out " + out.string() +
+                          " --model " + a + "," + b + " --mirror --save classes --quiet --plan-cache off";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  api::ModelOptions o;
+  o.device = "cpu";
+  o.path = a;
+  o.ensemble = {b};
+  o.mirror = true;
+  api::Labeler modes(o);
+  const api::Image image = api::load_image(kSample);
+  const api::Labels labels = modes.label(image);
+  const api::Image classes = api::load_image((out / "street_classes.png").string());
+  size_t differ = 0;
+  for (size_t i = 0; i < labels.classes.size(); ++i) differ += classes.pixels[i * 3] != labels.classes[i];
+  EXPECT_EQ(differ, 0u);
+  api::Image mirrored = image;
+  const size_t w = size_t(image.width);
+  for (size_t y = 0; y < size_t(image.height); ++y)
+    for (size_t x = 0; x < w; ++x)
+      for (size_t c = 0; c < 3; ++c) mirrored.pixels[(y * w + x) * 3 + c] = image.pixels[(y * w + w - 1 - x) * 3 + c];
+  const api::Labels back = modes.label(mirrored);
+  size_t asym = 0, changed = 0;
+  const api::Labels plain = cpu_labeler().label(image);
+  for (size_t y = 0; y < size_t(image.height); ++y)
+    for (size_t x = 0; x < w; ++x) {
+      asym += back.classes[y * w + w - 1 - x] != labels.classes[y * w + x];
+      changed += plain.classes[y * w + x] != labels.classes[y * w + x];
+    }
+  EXPECT_EQ(asym, 0u);
+  EXPECT_GT(changed, 0u);
+  for (const auto& d : modes.detect(image, "Car")) EXPECT_TRUE(d.score > 0.f && d.score <= 1.f) << d.score;
   fs::remove_all(out);
 }
 
