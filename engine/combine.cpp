@@ -83,8 +83,8 @@ Model combine_models(const std::vector<Model>& members, bool mirror) {
         score += "_back";
       }
       // Every score map but the first resampled onto the first's grid, where its pixels lie on
-      // the image: a mirrored map may lie a few pixels aside (a width not a multiple of the net's
-      // stride), another member's may have another grid (the reference net's valid
+      // the image: a mirrored map lies a few pixels aside where the map is not symmetric about
+      // the image's middle, another member's may have another grid (the reference net's valid
       // convolutions); where the grids are the same this copies the values exactly.
       if (k || view) {
         text << score << "_on0 = upsample(" << score << ", net0_scores) mode=bilinear align=geometry\n";
@@ -95,9 +95,9 @@ Model combine_models(const std::vector<Model>& members, bool mirror) {
     }
     for (const auto& [key, tensor] : m.params) out.params[group_prefix + key] = tensor;
   }
-  for (const auto& [node, passes] : {std::pair{"full", &fulls}, std::pair{"scores", &scores}}) {
+  for (const auto& [node, maps] : {std::pair{"full", &fulls}, std::pair{"scores", &scores}}) {
     text << node << " = softmax_mean(";
-    for (size_t i = 0; i < passes->size(); ++i) text << (i ? ", " : "") << (*passes)[i];
+    for (size_t i = 0; i < maps->size(); ++i) text << (i ? ", " : "") << (*maps)[i];
     text << ")\n";
   }
   text << "labels_full = argmax(full)\noutput scores labels_full\n";
