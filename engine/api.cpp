@@ -59,9 +59,9 @@ Image8 to_internal(const Image& img, const char* what) {
 Labeler::Labeler(const ModelOptions& o) : impl_(std::make_unique<Impl>()) {
   impl_->path = o.path.empty() ? find_default_model() : o.path;
   impl_->options = o;
-  std::vector<Model> members{read_model(impl_->path)};
-  for (const auto& p : o.ensemble) members.push_back(read_model(p));
-  impl_->model = combine_models(members, o.mirror);
+  std::vector<std::string> paths{impl_->path};
+  paths.insert(paths.end(), o.ensemble.begin(), o.ensemble.end());
+  impl_->model = read_combined(paths, o.mirror);
   CudaOptions co;
   co.precision = o.precision;
   impl_->single = std::make_unique<scenelab::Labeler>(impl_->model, make_backend(o.device, o.threads, co));

@@ -4,6 +4,7 @@
 
 #include "engine/error.h"
 #include "layers/softmax_mean.h"
+#include "weights/model_file.h"
 
 namespace scenelab {
 namespace {
@@ -105,6 +106,16 @@ Model combine_models(const std::vector<Model>& members, bool mirror) {
              name.str() + ")";
   out.graph = GraphDesc::parse(text.str());
   return out;
+}
+
+Model read_combined(const std::vector<std::string>& paths, bool mirror) {
+  SL_REQUIRE(!paths.empty(), "no model files given");
+  std::vector<Model> members;
+  for (const auto& p : paths) {
+    SL_REQUIRE(!p.empty(), "an empty model file name among ", paths.size(), " given");
+    members.push_back(read_model(p));
+  }
+  return combine_models(members, mirror);
 }
 
 }  // namespace scenelab

@@ -17,6 +17,7 @@
 // A pass costs what the member costs alone: mirroring doubles the work, an ensemble of K models
 // multiplies it by K.
 #pragma once
+#include <string>
 #include <vector>
 
 #include "engine/model.h"
@@ -29,5 +30,9 @@ namespace scenelab {
 // groups are kept for one member, prefixed `netK_` for several. Errors name the model and what
 // is missing or different.
 Model combine_models(const std::vector<Model>& members, bool mirror);
+
+// The model files `paths` read and combined (one file, not mirrored: that model as it is). An
+// empty list or an empty name is an error; so is any file read_model refuses.
+Model read_combined(const std::vector<std::string>& paths, bool mirror);
 
 }  // namespace scenelab

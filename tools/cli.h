@@ -15,7 +15,6 @@
 #include "engine/error.h"
 #include "engine/parse_number.h"
 #include "engine/pipeline.h"
-#include "weights/model_file.h"
 
 namespace scenelab {
 
@@ -126,12 +125,12 @@ inline Model labelling_model(const std::string& spec, bool mirror, const char* o
       paths.push_back(spec.substr(from, comma - from));
     paths.push_back(spec.substr(from));
   }
-  std::vector<Model> members;
-  for (const auto& p : paths) {
-    SL_REQUIRE(!p.empty(), option, " ", spec, ": an empty file name in the list");
-    members.push_back(read_model(p));
+  if (paths.size() == 1 && !spec.empty()) return read_combined(paths, mirror);  // its errors name the file
+  try {
+    return read_combined(paths, mirror);
+  } catch (const Error& e) {  // which list
+    throw_error(option, " ", spec, ": ", e.what());
   }
-  return combine_models(members, mirror);
 }
 
 // A string as JSON string content (quotes, backslashes, control characters escaped).

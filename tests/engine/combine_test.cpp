@@ -55,18 +55,10 @@ std::map<std::string, Tensor> run(const Model& m, const Tensor& x, const std::ve
   return run_geo(m, x, nodes).out;
 }
 
-// Softmax over channels in float64, added into `sum` (n x c x plane).
+// Softmax over channels in float64 (tests/reference.h), added into `sum` (n x c x h x w).
 void add_softmax(const Ref& s, std::vector<double>& sum) {
-  const Shape& sh = s.shape;
-  const size_t plane = sh.plane();
-  for (int n = 0; n < sh.n; ++n)
-    for (size_t i = 0; i < plane; ++i) {
-      double m = -1e300, z = 0;
-      for (int c = 0; c < sh.c; ++c) m = std::max(m, s.v[(size_t(n) * sh.c + c) * plane + i]);
-      for (int c = 0; c < sh.c; ++c) z += std::exp(s.v[(size_t(n) * sh.c + c) * plane + i] - m);
-      for (int c = 0; c < sh.c; ++c)
-        sum[(size_t(n) * sh.c + c) * plane + i] += std::exp(s.v[(size_t(n) * sh.c + c) * plane + i] - m) / z;
-    }
+  const Ref p = ref_softmax(s);
+  for (size_t i = 0; i < p.v.size(); ++i) sum[i] += p.v[i];
 }
 
 // A score map (geometry g) resampled bilinearly onto the grid `to` (h x w), where their pixels
@@ -239,4 +231,14 @@ TEST(Combine, ErrorsNameTheModelAndWhatIsWrong) {
   EXPECT_EQ(combine_models({other}, false).graph.to_text(), other.graph.to_text());
   fails(std::vector<Model>(9, a), true, "9 models, mirrored, make 18 passes a frame; at most 16");
   fails({}, true, "no models");
+  // the files' reader: no list, or an empty name in it
+  for (const auto& [paths, want] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{}, "no model files given"}, {{""}, "an empty model file name among 1 given"}}) {
+    try {
+      read_combined(paths, false);
+      ADD_FAILURE() << "no error; expected '" << want << "'";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+    }
+  }
 }

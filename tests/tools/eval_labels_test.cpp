@@ -127,7 +127,7 @@ TEST(EvalLabels, MirrorAndEnsembleEqualTheCombinedFiles) {
     EXPECT_NE(read_text(dir / "err.txt").find(want), std::string::npos) << read_text(dir / "err.txt");
   };
   fails("--mirror --out x.h5", "--mirror needs --combine");
-  fails("--combine " + model + ",," + model + " --out x.h5", "--combine " + model + ",," + model + ": an empty file name");
+  fails("--combine " + model + ",," + model + " --out x.h5", "--combine " + model + ",," + model + ": an empty model file name");
   fails("--combine " + (dir / "none.h5").string() + " --out x.h5", "none.h5");
   fails("--combine " + model + " --network reference --out x.h5", "--network, --classes and --seed do not apply");
 }
