@@ -61,7 +61,7 @@ Labeler::Labeler(const ModelOptions& o) : impl_(std::make_unique<Impl>()) {
   impl_->options = o;
   std::vector<std::string> paths{impl_->path};
   paths.insert(paths.end(), o.ensemble.begin(), o.ensemble.end());
-  impl_->model = read_combined(paths, o.mirror);
+  impl_->model = read_combined(paths, o.mirror, o.scales);
   CudaOptions co;
   co.precision = o.precision;
   impl_->single = std::make_unique<scenelab::Labeler>(impl_->model, make_backend(o.device, o.threads, co));

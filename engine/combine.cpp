@@ -1,8 +1,12 @@
 #include "engine/combine.h"
 
+#include <algorithm>
+#include <cmath>
 #include <sstream>
+#include <string>
 
 #include "engine/error.h"
+#include "engine/parse_number.h"
 #include "layers/softmax_mean.h"
 #include "weights/model_file.h"
 
@@ -26,16 +30,33 @@ bool has_group(const Model& m, const std::string& group) {
   return it != m.params.end() && it->first.compare(0, group.size() + 1, group + "/") == 0;
 }
 
+// What names a scale's nodes: nothing at 1, "x0p75" at 0.75 (a pass's prefix netK[m]TAG_ then
+// cannot be the start of another's: netK_, netKm_, netKxS_, netKmxS_).
+std::string scale_tag(double s) {
+  if (s == 1.0) return "";
+  std::string t = shortest_text(s);
+  std::replace(t.begin(), t.end(), '.', 'p');
+  return "x" + t;
+}
+
 }  // namespace
 
-Model combine_models(const std::vector<Model>& members, bool mirror) {
+Model combine_models(const std::vector<Model>& members, bool mirror, const std::vector<double>& scales) {
   SL_REQUIRE(!members.empty(), "combine_models: no models");
-  if (members.size() == 1 && !mirror) return members[0];  // as it is: nothing to combine
+  SL_REQUIRE(!scales.empty(), "combine_models: no scales");
+  for (size_t j = 0; j < scales.size(); ++j) {
+    SL_REQUIRE(std::isfinite(scales[j]) && scales[j] >= kMinPassScale && scales[j] <= kMaxPassScale,
+               "combine_models: scale ", scales[j], " is not in [", kMinPassScale, ", ", kMaxPassScale, "]");
+    for (size_t i = 0; i < j; ++i)
+      SL_REQUIRE(scales[i] != scales[j], "combine_models: scale ", scales[j], " is given twice");
+  }
+  const bool scaled = !(scales.size() == 1 && scales[0] == 1.0);
+  if (members.size() == 1 && !mirror && !scaled) return members[0];  // as it is: nothing to combine
   for (size_t k = 0; k < members.size(); ++k) require_labelling(members[k], k);
-  const size_t passes = members.size() * (mirror ? 2 : 1);
+  const size_t passes = members.size() * (mirror ? 2 : 1) * scales.size();
   SL_REQUIRE(passes <= size_t(kSoftmaxMeanMaxInputs), "combine_models: ", members.size(), " models",
-             mirror ? ", mirrored," : "", " make ", passes, " passes a frame; at most ", kSoftmaxMeanMaxInputs,
-             " are averaged");
+             mirror ? ", mirrored," : "", scales.size() > 1 ? " at " + std::to_string(scales.size()) + " scales" : "",
+             " make ", passes, " passes a frame; at most ", kSoftmaxMeanMaxInputs, " are averaged");
   const Model& first = members[0];
   for (size_t k = 1; k < members.size(); ++k) {
     const Model& m = members[k];
@@ -45,55 +66,83 @@ Model combine_models(const std::vector<Model>& members, bool mirror) {
                m.graph.input_channels, " input channels, model 1 ", first.graph.input_channels);
   }
   const bool several = members.size() > 1;
-  const std::string input = first.graph.input_name, mirrored_input = input + "_mirror";
+  const std::string input = first.graph.input_name;
   Model out;
   out.class_names = first.class_names;
   out.palette = first.palette;
   out.detect = first.detect;
   std::ostringstream name, text;
   text << "input " << input << " channels=" << first.graph.input_channels << "\n";
-  if (mirror) text << mirrored_input << " = flip(" << input << ")\n";
+  // Each scale's image (the image itself at 1) and its mirror; the tag names a scale's nodes.
+  std::vector<std::string> tags(scales.size()), images(scales.size());
+  for (size_t j = 0; j < scales.size(); ++j) {
+    tags[j] = scale_tag(scales[j]);
+    images[j] = input + (tags[j].empty() ? "" : "_" + tags[j]);
+    if (scales[j] != 1.0) text << images[j] << " = upsample(" << input << ") scale=" << shortest_text(scales[j]) << "\n";
+    if (mirror) text << images[j] << "_mirror = flip(" << images[j] << ")\n";
+  }
+  // The grid every score map is brought onto: the first member's plain pass at scale 1 (at the
+  // first scale where 1 is not among them).
+  const size_t grid_scale = size_t(std::find(scales.begin(), scales.end(), 1.0) - scales.begin()) % scales.size();
+  const std::string grid = "net0" + tags[grid_scale] + "_scores";
   std::vector<std::string> fulls, scores;  // each pass's, brought back onto the image
   for (size_t k = 0; k < members.size(); ++k) {
     const Model& m = members[k];
     name << (k ? ", " : "") << m.name;
     const std::string group_prefix = several ? "net" + std::to_string(k) + "_" : "";
-    for (int view = 0; view < (mirror ? 2 : 1); ++view) {
-      const std::string prefix = "net" + std::to_string(k) + (view ? "m_" : "_");
-      auto rename = [&](const std::string& n) {
-        return n == m.graph.input_name ? (view ? mirrored_input : input) : prefix + n;
-      };
-      for (const NodeDesc& n : m.graph.nodes) {
-        if (n.name == "labels_full") continue;  // the combined argmax replaces each pass's
-        text << rename(n.name) << " = " << n.type << "(";
-        for (size_t i = 0; i < n.inputs.size(); ++i) text << (i ? ", " : "") << rename(n.inputs[i]);
-        text << ")";
-        Attrs attrs = n.attrs;
-        const std::string group = n.attrs.get_str("params", n.name);
-        if (has_group(m, group)) attrs.set("params", group_prefix + group);  // both views share it
-        for (const auto& [key, value] : attrs.items()) text << " " << key << "=" << value;
-        text << "\n";
+    for (size_t jj = 0; jj < scales.size(); ++jj)  // the grid's scale first: the others read its map
+      for (int view = 0; view < (mirror ? 2 : 1); ++view) {
+        const size_t j = jj == 0 ? grid_scale : (jj <= grid_scale ? jj - 1 : jj);
+        const std::string prefix = "net" + std::to_string(k) + (view ? "m" : "") + tags[j] + "_";
+        const std::string image = images[j] + (view ? "_mirror" : "");
+        auto rename = [&](const std::string& n) { return n == m.graph.input_name ? image : prefix + n; };
+        // A scaled pass's full-resolution scores: where the member resamples its scores onto its
+        // input by geometry (the networks' `full`), onto the image itself, in one resampling;
+        // otherwise its `full`, resampled onto the image below.
+        bool full_on_image = scales[j] == 1.0;
+        for (const NodeDesc& n : m.graph.nodes) {
+          if (n.name == "labels_full") continue;  // the combined argmax replaces each pass's
+          const bool onto_image = !full_on_image && n.name == "full" && n.type == "upsample" &&
+                                  n.inputs.size() == 2 && n.inputs[1] == m.graph.input_name &&
+                                  n.attrs.get_str("align", "size") == "geometry";
+          full_on_image = full_on_image || onto_image;
+          text << rename(n.name) << " = " << n.type << "(";
+          for (size_t i = 0; i < n.inputs.size(); ++i)
+            text << (i ? ", " : "") << (onto_image && i == 1 ? input : rename(n.inputs[i]));
+          text << ")";
+          Attrs attrs = n.attrs;
+          const std::string group = n.attrs.get_str("params", n.name);
+          if (has_group(m, group)) attrs.set("params", group_prefix + group);  // all passes share it
+          for (const auto& [key, value] : attrs.items()) text << " " << key << "=" << value;
+          text << "\n";
+        }
+        // The mirrored pass's maps flipped back: its full-resolution scores onto its image pixel
+        // for pixel; its score map with its geometry mirrored about the image's middle (flip's
+        // reference; a scaled image has the same middle), to lie where its pixels are on the image.
+        std::string full = prefix + "full", score = prefix + "scores";
+        if (view) {
+          text << full << "_back = flip(" << full << ")\n" << score << "_back = flip(" << score << ", " << input << ")\n";
+          full += "_back";
+          score += "_back";
+        }
+        // Otherwise its full resampled onto the image, where its pixels lie (its image's geometry:
+        // align=size's sampling, undone).
+        if (!full_on_image) {
+          text << full << "_on_image = upsample(" << full << ", " << input << ") mode=bilinear align=geometry\n";
+          full += "_on_image";
+        }
+        // Every score map but the grid's resampled onto that grid, where its pixels lie on the
+        // image: a mirrored map lies a few pixels aside where the map is not symmetric about the
+        // image's middle, another member's may have another grid (the reference net's valid
+        // convolutions), another scale's has another stride; where the grids are the same this
+        // copies the values exactly.
+        if (prefix + "scores" != grid) {
+          text << score << "_on0 = upsample(" << score << ", " << grid << ") mode=bilinear align=geometry\n";
+          score += "_on0";
+        }
+        fulls.push_back(full);
+        scores.push_back(score);
       }
-      // The mirrored pass's maps flipped back: its full-resolution scores onto the image pixel
-      // for pixel; its score map with its geometry mirrored about the image's middle (flip's
-      // reference), to lie where its pixels are on the image.
-      std::string full = prefix + "full", score = prefix + "scores";
-      if (view) {
-        text << full << "_back = flip(" << full << ")\n" << score << "_back = flip(" << score << ", " << input << ")\n";
-        full += "_back";
-        score += "_back";
-      }
-      // Every score map but the first resampled onto the first's grid, where its pixels lie on
-      // the image: a mirrored map lies a few pixels aside where the map is not symmetric about
-      // the image's middle, another member's may have another grid (the reference net's valid
-      // convolutions); where the grids are the same this copies the values exactly.
-      if (k || view) {
-        text << score << "_on0 = upsample(" << score << ", net0_scores) mode=bilinear align=geometry\n";
-        score += "_on0";
-      }
-      fulls.push_back(full);
-      scores.push_back(score);
-    }
     for (const auto& [key, tensor] : m.params) out.params[group_prefix + key] = tensor;
   }
   for (const auto& [node, maps] : {std::pair{"full", &fulls}, std::pair{"scores", &scores}}) {
@@ -102,20 +151,25 @@ Model combine_models(const std::vector<Model>& members, bool mirror) {
     text << ")\n";
   }
   text << "labels_full = argmax(full)\noutput scores labels_full\n";
-  out.name = std::string(several ? "ensemble" : "mirrored") + (several && mirror ? " mirrored" : "") + "(" +
-             name.str() + ")";
+  std::string kind = several ? "ensemble" : (mirror ? "mirrored" : "scaled");
+  if (several && mirror) kind += " mirrored";
+  if (scaled) {
+    kind += " at scales ";
+    for (size_t j = 0; j < scales.size(); ++j) kind += (j ? "," : "") + shortest_text(scales[j]);
+  }
+  out.name = kind + "(" + name.str() + ")";
   out.graph = GraphDesc::parse(text.str());
   return out;
 }
 
-Model read_combined(const std::vector<std::string>& paths, bool mirror) {
+Model read_combined(const std::vector<std::string>& paths, bool mirror, const std::vector<double>& scales) {
   SL_REQUIRE(!paths.empty(), "no model files given");
   std::vector<Model> members;
   for (const auto& p : paths) {
     SL_REQUIRE(!p.empty(), "an empty model file name among ", paths.size(), " given");
     members.push_back(read_model(p));
   }
-  return combine_models(members, mirror);
+  return combine_models(members, mirror, scales);
 }
 
 }  // namespace scenelab

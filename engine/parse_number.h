@@ -4,7 +4,9 @@
 #pragma once
 #include <cerrno>
 #include <cstdlib>
+#include <iomanip>
 #include <optional>
+#include <sstream>
 #include <string>
 
 namespace scenelab {
@@ -21,6 +23,18 @@ inline std::optional<long> parse_long(const std::string& s, long lo, long hi, bo
   if (is_integer) *is_integer = integer;
   if (!integer || errno != 0 || v < lo || v > hi) return std::nullopt;
   return v;
+}
+
+// The shortest text (of %g's kind) that reads back as exactly `v`: 0.75, not 0.750000.
+inline std::string shortest_text(double v) {
+  std::string t;
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::ostringstream o;
+    o << std::setprecision(digits) << v;
+    t = o.str();
+    if (std::strtod(t.c_str(), nullptr) == v) break;
+  }
+  return t;
 }
 
 }  // namespace scenelab

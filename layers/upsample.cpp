@@ -1,4 +1,6 @@
-// Resize input 0 to the spatial size of input 1 (whose values are not read).
+// Resize input 0 to the spatial size of input 1 (whose values are not read), or, given `scale=S`
+// and one input, by S (S < 1 shrinks) to round(S h) x round(S w) (at least 1 x 1), sampled as
+// align=size (a pass of test-time scaling starts from upsample(image) scale=S, engine/combine.h).
 //   mode=nearest|bilinear
 //   align=size      PyTorch's F.interpolate(size=..., align_corners=False) sampling: source
 //                   coordinate (i + 0.5) * in/out - 0.5 (bilinear), floor(i * in/out) (nearest).
@@ -24,9 +26,16 @@ namespace {
 class Upsample : public Layer {
  public:
   explicit Upsample(const NodeDesc& d) : Layer(d) {
-    d.attrs.check_known({"mode", "align"});
+    d.attrs.check_known({"mode", "align", "scale"});
     std::string mode = d.attrs.get_str("mode", "bilinear");
     std::string align = d.attrs.get_str("align", "size");
+    if (d.attrs.has("scale")) {
+      scale_ = d.attrs.get_float("scale");
+      SL_REQUIRE(std::isfinite(scale_) && scale_ >= kMinScale && scale_ <= kMaxScale, "upsample '", name_,
+                 "': scale must be in [", kMinScale, ", ", kMaxScale, "], got ", d.attrs.get_str("scale", ""));
+      SL_REQUIRE(align == "size", "upsample '", name_, "': scale=S resizes as align=size; align=", align,
+                 " needs a reference input instead");
+    }
     SL_REQUIRE(mode == "nearest" || mode == "bilinear", "upsample '", name_,
                "': mode must be nearest or bilinear");
     SL_REQUIRE(align == "size" || align == "geometry", "upsample '", name_,
@@ -38,15 +47,24 @@ class Upsample : public Layer {
   Format format(const std::vector<Format>& in, const Backend& b) const override {
     return follow_on_gpu(in[0], b);
   }
-  int num_inputs() const override { return 2; }
+  int num_inputs() const override { return scale_ > 0 ? 1 : 2; }
   bool reads_values(int input) const override { return input == 0; }  // input 1: its size only
   Shape infer_shape(const std::vector<Shape>& in) const override {
+    if (scale_ > 0) return Shape(in[0].n, in[0].c, scaled(in[0].h), scaled(in[0].w));
     SL_REQUIRE(in[0].n == in[1].n, "upsample '", name_, "': batch sizes differ");
     return Shape(in[0].n, in[0].c, in[1].h, in[1].w);
   }
-  Geometry infer_geometry(const std::vector<Geometry>& in,
-                          const std::vector<Shape>& /*shapes*/) const override {
-    return in[1];
+  // By scale: output pixel i samples the input at (i + 0.5) r - 0.5, r = in / out per axis, so it
+  // lies there on the image: the stride times r, the offset moved by half an input pixel's worth.
+  Geometry infer_geometry(const std::vector<Geometry>& in, const std::vector<Shape>& shapes) const override {
+    if (scale_ <= 0) return in[1];
+    Geometry g = in[0];
+    const double ry = double(shapes[0].h) / scaled(shapes[0].h), rx = double(shapes[0].w) / scaled(shapes[0].w);
+    g.offset_y += g.stride_y * (0.5 * ry - 0.5);
+    g.offset_x += g.stride_x * (0.5 * rx - 0.5);
+    g.stride_y *= ry;
+    g.stride_x *= rx;
+    return g;
   }
   // A following argmax on the GPU: the class of each output pixel straight from the coarse map,
   // the resampled scores never written (cuda::upsample_argmax).
@@ -64,7 +82,7 @@ class Upsample : public Layer {
   }
   void forward_cpu(const ForwardArgs& a) const override {
     const TensorView &x = a.in[0], &y = a.out;
-    const Geometry &gi = a.in_geometry[0], &go = a.in_geometry[1];
+    const Geometry &gi = a.in_geometry[0], &go = a.in_geometry.back();  // by scale: align=size, unread
     auto ty = taps(x.shape.h, y.shape.h, gi.offset_y, gi.stride_y, go.offset_y, go.stride_y);
     auto tx = taps(x.shape.w, y.shape.w, gi.offset_x, gi.stride_x, go.offset_x, go.stride_x);
     const int W = y.shape.w;
@@ -102,12 +120,11 @@ class Upsample : public Layer {
 #ifdef SCENELAB_WITH_CUDA
   void forward_cuda(const ForwardArgs& a, const CudaContext& ctx) const override {
     if (a.epilogue) {  // the argmax (can_fuse)
-      cuda::upsample_argmax(a.in[0], a.out, geometry_, bilinear_, a.in_geometry[0], a.in_geometry[1],
+      cuda::upsample_argmax(a.in[0], a.out, geometry_, bilinear_, a.in_geometry[0], a.in_geometry.back(),
                             ctx.stream);
       return;
     }
-    cuda::upsample(a.in[0], a.out, geometry_, bilinear_, a.in_geometry[0], a.in_geometry[1],
-                   ctx.stream);
+    cuda::upsample(a.in[0], a.out, geometry_, bilinear_, a.in_geometry[0], a.in_geometry.back(), ctx.stream);
   }
 #endif
 
@@ -121,7 +138,11 @@ class Upsample : public Layer {
     return t;
   }
 
+  static constexpr double kMinScale = 1.0 / 64, kMaxScale = 64;
+  int scaled(int n) const { return std::max(1, int(std::lround(n * scale_))); }
+
   bool bilinear_ = true, geometry_ = false;
+  double scale_ = 0;  // > 0: resize by this factor (one input)
 };
 
 }  // namespace

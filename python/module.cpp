@@ -65,9 +65,10 @@ nb::tuple boxes_and_scores(const std::vector<scenelab::nms::Detection>& d) {
 class PyModel {
  public:
   PyModel(const std::string& path, const std::string& device, const std::string& precision,
-          int threads, bool mirror, const std::vector<std::string>& ensemble) {
+          int threads, bool mirror, const std::vector<std::string>& ensemble, const std::vector<double>& scales) {
     api::ModelOptions o;
     o.mirror = mirror;
+    o.scales = scales;
     o.ensemble = ensemble;
     o.path = path;
     o.device = device;
@@ -343,8 +344,8 @@ NB_MODULE(_scenelab, m) {
                       "." + std::to_string(SCENELAB_VERSION_PATCH);
   nb::class_<PyModel>(m, "NativeModel")
       .def(nb::init<const std::string&, const std::string&, const std::string&, int, bool,
-                    const std::vector<std::string>&>(),
-           "path"_a, "device"_a, "precision"_a, "threads"_a, "mirror"_a, "ensemble"_a)
+                    const std::vector<std::string>&, const std::vector<double>&>(),
+           "path"_a, "device"_a, "precision"_a, "threads"_a, "mirror"_a, "ensemble"_a, "scales"_a)
       .def("label", &PyModel::label, "rgb"_a, "Labels of (H, W, 3) or (N, H, W, 3) C-contiguous uint8 pixels.")
       .def("label_cuda", &PyModel::label_cuda, "rgb"_a, "out"_a, "stream"_a,
            "Labels of CUDA pixels into CUDA memory, ordered after the stream (a cudaStream_t).")

@@ -1,5 +1,6 @@
 // A small command-line parser shared by the tools: --key value, --flag, positional arguments.
 #pragma once
+#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -71,6 +72,24 @@ class Cli {
     SL_REQUIRE(!v.empty() && *end == '\0' && std::isfinite(x), "option --", k, " expects a number, got '", v, "'");
     return x;
   }
+  // A comma-separated list of numbers (`def` where the option is absent).
+  std::vector<double> get_doubles(const std::string& k, const std::vector<double>& def) const {
+    if (!has(k)) return def;
+    const std::string v = get(k);
+    std::vector<double> out;
+    size_t from = 0;
+    for (;;) {
+      const size_t comma = std::min(v.find(',', from), v.size());
+      const std::string item = v.substr(from, comma - from);
+      char* end = nullptr;
+      const double x = std::strtod(item.c_str(), &end);
+      SL_REQUIRE(!item.empty() && *end == '\0' && std::isfinite(x), "option --", k,
+                 " expects numbers separated by commas, got '", v, "'");
+      out.push_back(x);
+      if (comma == v.size()) return out;
+      from = comma + 1;
+    }
+  }
   const std::vector<std::string>& positional() const { return positional_; }
 
  private:
@@ -112,10 +131,11 @@ inline PipelineOptions pipeline_options(const Cli& cli) {
   return po;
 }
 
-// The labelling model of --model and --mirror: one file, or several separated by commas (an
-// ensemble: their class probabilities averaged), mirrored or not (engine/combine.h). A path that
-// exists as it is is one file, commas and all.
-inline Model labelling_model(const std::string& spec, bool mirror, const char* option = "--model") {
+// The labelling model of --model, --mirror and --scales: one file, or several separated by commas
+// (an ensemble: their class probabilities averaged), mirrored or not, at the image's size or at
+// several (engine/combine.h). A path that exists as it is is one file, commas and all.
+inline Model labelling_model(const std::string& spec, bool mirror, const std::vector<double>& scales,
+                             const char* option = "--model") {
   std::vector<std::string> paths;
   if (std::filesystem::exists(spec)) {
     paths.push_back(spec);
@@ -125,13 +145,16 @@ inline Model labelling_model(const std::string& spec, bool mirror, const char* o
       paths.push_back(spec.substr(from, comma - from));
     paths.push_back(spec.substr(from));
   }
-  if (paths.size() == 1 && !spec.empty()) return read_combined(paths, mirror);  // its errors name the file
+  if (paths.size() == 1 && !spec.empty()) return read_combined(paths, mirror, scales);  // its errors name the file
   try {
-    return read_combined(paths, mirror);
+    return read_combined(paths, mirror, scales);
   } catch (const Error& e) {  // which list
     throw_error(option, " ", spec, ": ", e.what());
   }
 }
+
+// --scales LIST: the sizes the labelling model runs at, as factors of the image's (default 1).
+inline std::vector<double> scales_option(const Cli& cli) { return cli.get_doubles("scales", {1.0}); }
 
 // A string as JSON string content (quotes, backslashes, control characters escaped).
 inline std::string json_escape(const std::string& s) {

@@ -188,11 +188,13 @@ for b in $BENCH; do
         tee -a "$OUT/pipeline.log" | tail -5 | tee -a "$OUT/summary.txt"
     done ;;
   mirror)
-    # test-time mirroring (label_image --mirror; engine/combine.h) against the plain model, each
-    # against PyTorch running the same graph (the file make_model --combine --mirror writes)
+    # test-time mirroring and scaling (label_image --mirror --scales; engine/combine.h) against the
+    # plain model, each against PyTorch running the same graph (the file make_model --combine writes)
     build-gpu/tools/make_model --combine weights/camvid-multiscale.h5 --mirror --out /tmp/mirrored.h5
+    build-gpu/tools/make_model --combine weights/camvid-multiscale.h5 --mirror --scales 0.5,0.75,1,1.25 \
+      --out /tmp/scaled.h5
     for prec in fp16 fp32; do
-      for model in weights/camvid-multiscale.h5 /tmp/mirrored.h5; do
+      for model in weights/camvid-multiscale.h5 /tmp/mirrored.h5 /tmp/scaled.h5; do
         log "peer_pipeline 1010 x 480x360 --precision $prec --save classes, model $model"
         python3 tools/peer_pipeline.py --build build-gpu --images "$VAL" --repeat 10 --precision $prec \
           --save classes --model $model 2>&1 | tee -a "$OUT/mirror.log" | tail -5 | tee -a "$OUT/summary.txt"

@@ -42,6 +42,9 @@ const char* kUsage =
     "  --mirror             label with the mean class probabilities of the image and its\n"
     "                       left-right mirror (twice the work; +0.4 to +0.7 points on\n"
     "                       each figure on unseen CamVid sequences, weights/MODELS.md)\n"
+    "  --scales LIST        label with the mean class probabilities of the image resized\n"
+    "                       by each factor, e.g. 0.5,0.75,1 (work: the sum of their squares;\n"
+    "                       with --mirror, both passes at each; weights/MODELS.md)\n"
     "  --out DIR            output folder (default: labels)\n"
     "  --save LIST          outputs, any of classes,labels,overlay (default: all three;\n"
     "                       videos: labels and/or overlay)\n"
@@ -396,7 +399,7 @@ int main(int argc, char** argv) {
             {"model", "out", "device", "threads", "json", "detect", "det-threshold", "conv",
              "precision", "conv-workspace", "batch", "streams", "io-threads", "queue-depth",
              "plan-cache", "save", "max-pixels", "detector", "fusion", "runtime-fusion",
-             "png-compression"},
+             "png-compression", "scales"},
             {"quiet", "help", "skip-existing", "detect-only", "mirror"});
     if (cli.has("help")) {
       std::fputs(kUsage, stdout);
@@ -441,12 +444,13 @@ int main(int argc, char** argv) {
     }
     SL_REQUIRE(!detect_only || cli.has("detect"), "--detect-only needs --detect CLASS");
     if (detect_only && use_hog) {
-      SL_REQUIRE(!cli.has("mirror"), "--mirror applies to the labelling model, which --detect-only with --detector ",
-                 detector, " does not run");
+      for (const char* o : {"mirror", "scales"})
+        SL_REQUIRE(!cli.has(o), "--", o, " applies to the labelling model, which --detect-only with --detector ",
+                   detector, " does not run");
       model_path = detector;
     } else {
       model_path = cli.has("model") ? cli.get("model") : find_default_model();
-      model = labelling_model(model_path, cli.has("mirror"));
+      model = labelling_model(model_path, cli.has("mirror"), scales_option(cli));
     }
     if (cli.has("detect") && !use_hog) detect_classes = parse_classes(cli.get("detect"), model.class_names);
     // Each class's head: the defaults, the model's settings for it, then --det-threshold.

@@ -1,9 +1,10 @@
 // make_model: writes a model file with deterministic random weights for a named network, or
 // prints a network's graph description, or combines labelling models into one file: an
-// ensemble (their class probabilities averaged) and/or test-time mirroring (engine/combine.h).
+// ensemble (their class probabilities averaged), test-time mirroring and/or test-time scaling
+// (engine/combine.h).
 //   make_model --network multiscale --classes 8 --seed 1 --out model.h5
 //   make_model --network reference --print-graph
-//   make_model --combine A.h5,B.h5,C.h5 [--mirror] --out ensemble.h5
+//   make_model --combine A.h5,B.h5,C.h5 [--mirror] [--scales 0.5,0.75,1] --out ensemble.h5
 #include <cstdio>
 #include <iostream>
 
@@ -16,18 +17,18 @@ using namespace scenelab;
 
 int main(int argc, char** argv) {
   try {
-    Cli cli(argc, argv, {"network", "classes", "seed", "out", "combine"}, {"print-graph", "help", "mirror"});
+    Cli cli(argc, argv, {"network", "classes", "seed", "out", "combine", "scales"}, {"print-graph", "help", "mirror"});
     if (cli.has("help")) {
       std::puts("usage: make_model --network reference|multiscale [--classes N] [--seed S] "
                 "(--out FILE.h5 | --print-graph)\n"
-                "       make_model --combine A.h5[,B.h5...] [--mirror] (--out FILE.h5 | --print-graph)");
+                "       make_model --combine A.h5[,B.h5...] [--mirror] [--scales LIST] (--out FILE.h5 | --print-graph)");
       return 0;
     }
-    if (cli.has("combine") || cli.has("mirror")) {
-      SL_REQUIRE(cli.has("combine"), "--mirror needs --combine FILE.h5[,FILE.h5...]");
+    if (cli.has("combine") || cli.has("mirror") || cli.has("scales")) {
+      SL_REQUIRE(cli.has("combine"), cli.has("mirror") ? "--mirror" : "--scales", " needs --combine FILE.h5[,FILE.h5...]");
       SL_REQUIRE(!cli.has("network") && !cli.has("classes") && !cli.has("seed"),
                  "--combine takes trained models: --network, --classes and --seed do not apply");
-      Model m = labelling_model(cli.get("combine"), cli.has("mirror"), "--combine");
+      Model m = labelling_model(cli.get("combine"), cli.has("mirror"), scales_option(cli), "--combine");
       if (cli.has("print-graph")) {
         std::cout << m.graph.to_text();
         return 0;

@@ -308,6 +308,15 @@ class TorchNet(torch.nn.Module):
                 f = int(a["factor"])
                 v = F.avg_pool2d(v, f, f)
                 g = g.window(f, f)
+            elif typ == "upsample" and "scale" in a:  # by a factor (layers/upsample.cpp): test-time scaling
+                sc = float(a["scale"])
+                h, w = (max(1, math.floor(n * sc + 0.5)) for n in v.shape[2:])  # C's lround
+                ry, rx = v.shape[2] / h, v.shape[3] / w
+                if a.get("mode", "bilinear") == "bilinear":
+                    v = F.interpolate(v, size=(h, w), mode="bilinear", align_corners=False)
+                else:
+                    v = F.interpolate(v, size=(h, w), mode="nearest")
+                g = Geometry(g.sy * ry, g.sx * rx, g.oy + g.sy * (0.5 * ry - 0.5), g.ox + g.sx * (0.5 * rx - 0.5))
             elif typ == "upsample":
                 ref = vals[ins[1]]
                 h, w = ref.shape[2], ref.shape[3]

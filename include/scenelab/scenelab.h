@@ -14,7 +14,7 @@
 #include "scenelab/nms.h"
 
 #define SCENELAB_VERSION_MAJOR 0
-#define SCENELAB_VERSION_MINOR 3
+#define SCENELAB_VERSION_MINOR 4
 #define SCENELAB_VERSION_PATCH 0
 
 namespace scenelab::api {
@@ -74,6 +74,10 @@ struct ModelOptions {
   // Label with the mean class probabilities of the image and its left-right mirror (twice the
   // work; scores() and detect() read the mean too).
   bool mirror = false;
+  // Label with the mean class probabilities of the image resized by each of these factors (each
+  // in [0.125, 4], none twice; with `mirror`, both passes at each): e.g. {0.5, 0.75, 1, 1.25}
+  // (3.4 times the work). {1}: the image alone.
+  std::vector<double> scales{1.0};
   // More model files averaged with `path`'s (an ensemble: each one's pass, their class
   // probabilities' mean; the work of all of them). Same classes; `path`'s palette and settings.
   std::vector<std::string> ensemble;

@@ -104,17 +104,21 @@ class Model:
     "cuda:N" or "auto" (a GPU when there is one). precision: "fp32", "tf32", "fp16" or "bf16"
     (GPU). threads: CPU threads (0: all). mirror: label with the mean class probabilities of the
     image and its left-right mirror (twice the work; scores() and detect() read the mean too).
+    scales: label with the mean class probabilities of the image resized by each factor, e.g.
+    (0.5, 0.75, 1, 1.25) (3.4 times the work; with mirror, both passes at each).
     Calls from several threads run one at a time.
     """
 
     def __init__(self, path: str | os.PathLike | Sequence[str | os.PathLike] | None = None,
-                 device: str = "auto", precision: str = "fp32", threads: int = 0, mirror: bool = False):
+                 device: str = "auto", precision: str = "fp32", threads: int = 0, mirror: bool = False,
+                 scales: Sequence[float] = (1.0,)):
         if path is None:
             path = default_model_path() or ""
         paths = [os.fspath(p) for p in path] if isinstance(path, (list, tuple)) else [os.fspath(path)]
         if not paths:
             raise ValueError("Model: an empty list of model files")
-        self._m = _scenelab.NativeModel(paths[0], device, precision, int(threads), bool(mirror), paths[1:])
+        self._m = _scenelab.NativeModel(paths[0], device, precision, int(threads), bool(mirror), paths[1:],
+                                        [float(s) for s in scales])
         self.classes: list[str] = list(self._m.classes)
         self.palette: np.ndarray = self._m.palette
 

@@ -136,11 +136,12 @@ def _worker_model(settings: dict):
     if settings.get("device_per_worker"):
         device = f"cuda:{get_worker().name}"
     mirror = bool(settings.get("mirror", False))
-    key = (settings["model"], device, settings["precision"], settings["threads"], mirror)
+    scales = tuple(settings.get("scales", (1.0,)))
+    key = (settings["model"], device, settings["precision"], settings["threads"], mirror, scales)
     model = _MODELS.get(key)
     if model is None:
         model = _MODELS[key] = scenelab.Model(settings["model"], device=device, precision=settings["precision"],
-                                              threads=settings["threads"], mirror=mirror)
+                                              threads=settings["threads"], mirror=mirror, scales=scales)
     return model
 
 
@@ -200,7 +201,8 @@ def _remove_partial_outputs(out_dir: str, bases: Sequence[str]) -> None:
 def run(files: Sequence[str], out_dir: str, client, *, model: str | None = None, device: str = "auto",
         precision: str = "fp32", save=("classes", "labels"), chunk: int = 0, batch: int = 0,
         threads: int = 0, io_threads: int = 0, device_per_worker: bool = False, warm_up: bool = True,
-        on_result: Callable[[dict], None] | None = None, mirror: bool = False) -> dict:
+        on_result: Callable[[dict], None] | None = None, mirror: bool = False,
+        scales: Sequence[float] = (1.0,)) -> dict:
     """Labels `files` on the Dask cluster of `client`, writing into out_dir; returns the summary.
 
     chunk: files per task (0: about eight tasks per worker, a multiple of 16 files from 16 up, at
@@ -210,6 +212,7 @@ def run(files: Sequence[str], out_dir: str, client, *, model: str | None = None,
     device_per_worker: worker named i labels on cuda:i (local clusters).
     on_result: called here with each chunk's result as it arrives.
     mirror: label with the mean probabilities of each image and its mirror (scenelab.Model's mirror).
+    scales: label with the mean probabilities of each image at these sizes (scenelab.Model's scales).
     The summary's seconds and images_per_s cover the labelling; startup_s the warm-up."""
     from distributed import as_completed
     import scenelab
@@ -225,7 +228,8 @@ def run(files: Sequence[str], out_dir: str, client, *, model: str | None = None,
     chunks = [jobs[i:i + chunk] for i in range(0, len(jobs), chunk)]
     settings = dict(model=os.path.abspath(model) if model else (scenelab.default_model_path() or ""),
                     device=device, precision=precision, save=tuple(save), batch=batch, threads=threads,
-                    io_threads=io_threads, device_per_worker=device_per_worker, mirror=bool(mirror))
+                    io_threads=io_threads, device_per_worker=device_per_worker, mirror=bool(mirror),
+                    scales=tuple(float(s) for s in scales))
     t_start = time.perf_counter()
     if warm_up and jobs and addresses:
         warm = [client.submit(_warm, files[0], settings, workers=[a], allow_other_workers=False, pure=False)
@@ -271,6 +275,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--save", default="classes,labels", help="outputs: classes,labels (default both)")
     p.add_argument("--mirror", action="store_true",
                    help="label with the mean probabilities of each image and its mirror (twice the work)")
+    p.add_argument("--scales", default="1", metavar="LIST",
+                   help="label with the mean probabilities of each image resized by each factor, "
+                        "e.g. 0.5,0.75,1,1.25 (default 1)")
     p.add_argument("--chunk", type=int, default=0, help="files per task (default: automatic)")
     p.add_argument("--batch", type=int, default=0, help="images of one size per pass (default: automatic)")
     p.add_argument("--io-threads", type=int, default=0,
@@ -288,6 +295,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("scenelab.cluster: no image files found in the given paths", file=sys.stderr)
         return 2
     save = [s for s in a.save.split(",") if s]
+    try:
+        scales = [float(v) for v in a.scales.split(",")]
+    except ValueError:
+        print(f"scenelab.cluster: --scales {a.scales}: numbers separated by commas", file=sys.stderr)
+        return 2
     cluster = None
     per_worker = False
     threads = 0
@@ -307,7 +319,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         s = run(files, a.out, client, model=a.model, device=a.device, precision=a.precision, save=save,
                 chunk=a.chunk, batch=a.batch, threads=threads, io_threads=io_threads,
-                device_per_worker=per_worker, warm_up=not a.no_warm_up, mirror=a.mirror)
+                device_per_worker=per_worker, warm_up=not a.no_warm_up, mirror=a.mirror,
+                scales=scales)
     except Exception as e:  # noqa: BLE001 - the message is the report
         print(f"scenelab.cluster: {e}", file=sys.stderr)
         return 2

@@ -103,7 +103,7 @@ TEST(Api, EqualsLabelImageOnTheSample) {
 // --model A,B's; the mirrored labels of the mirrored image are the labels' mirror; the ensemble
 // (the shipped model with its seed-1 sibling) is not the shipped model alone; its detection head
 // reads the mean probabilities.
-TEST(Api, MirrorAndEnsembleEqualLabelImage) {
+TEST(Api, MirrorScalesAndEnsembleEqualLabelImage) {
   const std::string a = SCENELAB_SOURCE_DIR "/weights/camvid-multiscale.h5",
                     b = SCENELAB_SOURCE_DIR "/weights/camvid-multiscale-seed1.h5";
   if (!fs::exists(a) || !fs::exists(b)) GTEST_SKIP() << "shipped models absent";
@@ -140,6 +140,24 @@ TEST(Api, MirrorAndEnsembleEqualLabelImage) {
   EXPECT_EQ(asym, 0u);
   EXPECT_GT(changed, 0u);
   for (const auto& d : modes.detect(image, "Car")) EXPECT_TRUE(d.score > 0.f && d.score <= 1.f) << d.score;
+  // scales: ModelOptions::scales against label_image --scales, and they change the labels
+  const std::string cmd2 = std::string(LABEL_IMAGE_BIN) + " " + kSample + " --device cpu --out " + out.string() +
+                           "/scaled --model " + a + " --mirror --scales 0.5,0.75,1,1.25 --save classes --quiet --plan-cache off";
+  ASSERT_EQ(std::system(cmd2.c_str()), 0) << cmd2;
+  api::ModelOptions so;
+  so.device = "cpu";
+  so.path = a;
+  so.mirror = true;
+  so.scales = {0.5, 0.75, 1, 1.25};
+  const api::Labels scaled = api::Labeler(so).label(image);
+  const api::Image scaled_classes = api::load_image((out / "scaled/street_classes.png").string());
+  size_t scaled_differ = 0, scaled_changed = 0;
+  for (size_t i = 0; i < scaled.classes.size(); ++i) {
+    scaled_differ += scaled_classes.pixels[i * 3] != scaled.classes[i];
+    scaled_changed += plain.classes[i] != scaled.classes[i];
+  }
+  EXPECT_EQ(scaled_differ, 0u);
+  EXPECT_GT(scaled_changed, 0u);
   fs::remove_all(out);
 }
 

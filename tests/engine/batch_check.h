@@ -29,6 +29,7 @@ inline std::vector<BatchCase> batch_cases() {
       one("maxpool2d", "y = maxpool2d(x) k=2\noutput y\n", 23, 17),
       one("downscale", "y = downscale(x) factor=2\noutput y\n", 23, 17),
       one("upsample", "d = downscale(x) factor=2\ny = upsample(d, x) mode=bilinear\noutput y\n", 23, 17),
+      one("upsample", "y = upsample(x) scale=0.7\noutput y\n", 23, 17),
       one("concat", "a = relu(x)\ny = concat(x, a)\noutput y\n", 23, 17),
       one("argmax", "y = argmax(x)\noutput y\n", 23, 17),
       one("softmax", "y = softmax(x)\noutput y\n", 23, 17),

@@ -70,36 +70,72 @@ Ref onto(const Ref& s, const Geometry& g, const Geometry& to, int h, int w) {
   return ref_resample(s, h, w, sy, sx, true);
 }
 
-// The combination of `members` (mirrored or not) against the members run alone, in float64:
-// each pass's `full` (a mirrored pass's flipped back) to softmax, summed, for the labels; each
-// pass's `scores` (a mirrored pass's flipped back, its geometry mirrored about the image's middle)
-// resampled onto the first member's plain grid, to softmax, their mean's log for `scores`. With
-// `naive`, the mirrored score maps are instead flipped back in place, as if they lay where the
-// plain ones do: returns that reference's relative error (for the test that the geometry matters).
-double check_against_members(const std::vector<Model>& members, bool mirror, const Tensor& x) {
-  const Model combined = combine_models(members, mirror);
+// x resized by s as upsample(x) scale=s does (PyTorch's interpolate, align_corners=False), in
+// float64, and where the resized image's pixels lie on x.
+Tensor resized(const Tensor& x, double s, Geometry* where) {
+  const int h = int(std::lround(x.shape().h * s)), w = int(std::lround(x.shape().w * s));
+  const double ry = double(x.shape().h) / h, rx = double(x.shape().w) / w;
+  std::vector<double> sy, sx;
+  for (int i = 0; i < h; ++i) sy.push_back(std::max((i + 0.5) * ry - 0.5, 0.0));
+  for (int j = 0; j < w; ++j) sx.push_back(std::max((j + 0.5) * rx - 0.5, 0.0));
+  const Ref r = ref_resample(to_ref(x.view()), h, w, sy, sx, true);
+  Tensor o(r.shape);
+  for (size_t i = 0; i < r.v.size(); ++i) o[i] = float(r.v[i]);
+  *where = Geometry{ry, rx, 0.5 * ry - 0.5, 0.5 * rx - 0.5};
+  return o;
+}
+
+// Geometry g (on an image) of an image that lies at `on` on another: where g lies on that one.
+Geometry compose(const Geometry& on, const Geometry& g) {
+  return Geometry{on.stride_y * g.stride_y, on.stride_x * g.stride_x, on.offset_y + on.stride_y * g.offset_y,
+                  on.offset_x + on.stride_x * g.offset_x};
+}
+
+// The combination of `members` (mirrored or not, at `scales`) against the members run alone, in
+// float64: each pass on the image resized by its scale (float64 resampling) and, mirrored, on that
+// image's mirror. Each pass's `scores` (a mirrored pass's flipped back, its geometry mirrored about
+// the image's middle; a scaled pass's placed where its pixels lie on the image) is resampled onto
+// the first member's plain grid (at scale 1, else the first scale), to softmax, their mean's log
+// for `scores`. For the labels, each pass's `full` (a scaled pass's scores resampled onto the
+// image's pixels instead, the member's `full` being that on its own image) to softmax, summed.
+// With `naive`, the mirrored score maps are instead flipped back in place, as if they lay where
+// the plain ones do: returns that reference's relative error (for the test that the geometry
+// matters).
+double check_against_members(const std::vector<Model>& members, bool mirror, const Tensor& x,
+                             const std::vector<double>& scales = {1.0}) {
+  const Model combined = combine_models(members, mirror, scales);
   auto got = run(combined, x, {"full", "scores", "labels_full"});
   const Shape fs = got["full"].shape(), ss = got["scores"].shape();
   std::vector<double> pf(fs.numel()), ps(ss.numel()), naive(ss.numel());
-  Geometry first;
   const int W = x.shape().w;
-  for (size_t k = 0; k < members.size(); ++k) {
-    Run plain = run_geo(members[k], x, {"full", "scores"});
-    if (k == 0) first = plain.scores;
-    add_softmax(to_ref(plain.out["full"].view()), pf);
-    const Ref sp = onto(to_ref(plain.out["scores"].view()), plain.scores, first, ss.h, ss.w);
-    add_softmax(sp, ps);
-    add_softmax(sp, naive);
-    if (!mirror) continue;
-    Run mir = run_geo(members[k], flipped(x), {"full", "scores"});
-    add_softmax(to_ref(flipped(mir.out["full"]).view()), pf);
-    const Tensor back = flipped(mir.out["scores"]);
-    Geometry g = mir.scores;  // mirrored about the image's middle
-    g.offset_x = (W - 1) - g.offset_x - g.stride_x * (back.shape().w - 1);
-    add_softmax(onto(to_ref(back.view()), g, first, ss.h, ss.w), ps);
-    if (back.shape() == ss) add_softmax(to_ref(back.view()), naive);
-  }
-  const double passes = double(members.size() * (mirror ? 2 : 1));
+  const size_t grid_scale = size_t(std::find(scales.begin(), scales.end(), 1.0) - scales.begin()) % scales.size();
+  Geometry first;  // the grid
+  for (size_t k = 0; k < members.size(); ++k)
+    for (size_t jj = 0; jj < scales.size(); ++jj) {
+      const size_t j = jj == 0 ? grid_scale : (jj <= grid_scale ? jj - 1 : jj);
+      Geometry at;  // where the scaled image lies on x
+      const Tensor xs = scales[j] == 1.0 ? x : resized(x, scales[j], &at);
+      Run plain = run_geo(members[k], xs, {"full", "scores"});
+      const Geometry pg = compose(at, plain.scores);
+      if (k == 0 && jj == 0) first = pg;
+      add_softmax(scales[j] == 1.0 ? to_ref(plain.out["full"].view())
+                                   : onto(to_ref(plain.out["scores"].view()), pg, Geometry{}, fs.h, fs.w),
+                  pf);
+      const Ref sp = onto(to_ref(plain.out["scores"].view()), pg, first, ss.h, ss.w);
+      add_softmax(sp, ps);
+      add_softmax(sp, naive);
+      if (!mirror) continue;
+      Run mir = run_geo(members[k], flipped(xs), {"full", "scores"});
+      const Tensor back = flipped(mir.out["scores"]);
+      Geometry g = compose(at, mir.scores);  // mirrored about the image's middle
+      g.offset_x = (W - 1) - g.offset_x - g.stride_x * (back.shape().w - 1);
+      add_softmax(scales[j] == 1.0 ? to_ref(flipped(mir.out["full"]).view())
+                                   : onto(to_ref(back.view()), g, Geometry{}, fs.h, fs.w),
+                  pf);
+      add_softmax(onto(to_ref(back.view()), g, first, ss.h, ss.w), ps);
+      if (back.shape() == ss) add_softmax(to_ref(back.view()), naive);
+    }
+  const double passes = double(members.size() * (mirror ? 2 : 1) * scales.size());
   Ref want(ss), want_naive(ss);
   for (size_t i = 0; i < ps.size(); ++i) {
     want.v[i] = std::log(ps[i] / passes);
@@ -159,6 +195,28 @@ TEST(Combine, EnsemblesPlainAndMirrored) {
   check_against_members(mixed, true, x);
   // An ensemble changes the labels (else the checks above could pass with one member's).
   auto a = run(two[0], x, {"labels_full"}), e = run(combine_models(two, false), x, {"labels_full"});
+  size_t changed = 0;
+  for (size_t i = 0; i < a["labels_full"].numel(); ++i) changed += a["labels_full"][i] != e["labels_full"][i];
+  EXPECT_GT(changed, 0u);
+}
+
+TEST(Combine, ScaledPassesMatchTheMembersOnResizedImages) {
+  // Scales below and above 1, one that divides no size evenly (0.7 of 67 x 79), and scales
+  // without 1 (the grid is then the first scale's); mirrored and not; the multiscale net and an
+  // ensemble with the reference net (another grid at every scale).
+  const Tensor x = random_tensor(Shape(2, 3, 67, 79), 7, 0.f, 1.f);
+  const Model ms = make_random_model("multiscale", 5, 11), ref = make_random_model("reference", 5, 13);
+  for (const auto& scales : std::vector<std::vector<double>>{{0.5, 1}, {0.7, 1, 1.25}, {0.75}, {1.3, 0.6}}) {
+    std::string list;
+    for (double s : scales) list += std::to_string(s) + " ";
+    SCOPED_TRACE("scales " + list);
+    check_against_members({ms}, false, x, scales);
+    check_against_members({ms}, true, x, scales);
+  }
+  // (the reference net's valid convolutions need 0.8 of a larger image)
+  check_against_members({ms, ref}, true, random_tensor(Shape(2, 3, 97, 103), 8, 0.f, 1.f), {0.8, 1});
+  // Scaling changes the labels (else the checks above could pass with the plain pass's).
+  auto a = run(ms, x, {"labels_full"}), e = run(combine_models({ms}, false, {0.5, 1}), x, {"labels_full"});
   size_t changed = 0;
   for (size_t i = 0; i < a["labels_full"].numel(); ++i) changed += a["labels_full"][i] != e["labels_full"][i];
   EXPECT_GT(changed, 0u);

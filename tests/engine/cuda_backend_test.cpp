@@ -189,6 +189,8 @@ TEST(CudaBackend, EveryOtherLayer) {
       "upb = upsample(quarter, half) mode=bilinear\n"
       "upn = upsample(half, x) mode=nearest\n"
       "upg = upsample(mp, x) mode=bilinear align=geometry\n"
+      "ups = upsample(pre) scale=0.7\n"
+      "upe = upsample(half) scale=1.3\n"
       "cat = concat(half, upb, half)\n"
       "r = relu(cat)\n"
       "sm = softmax(cat)\n"
@@ -196,7 +198,7 @@ TEST(CudaBackend, EveryOtherLayer) {
       "fw = flip(cat)\n"
       "fh = flip(upg) axis=h\n"
       "smean = softmax_mean(cat, fw, r)\n"
-      "output yuv lcn pre mp half quarter upb upn upg cat r sm labels fw fh smean\n";
+      "output yuv lcn pre mp half quarter upb upn upg ups upe cat r sm labels fw fh smean\n";
   Model m = random_model_from_text(text, 6);
   compare(m, Shape(2, 3, 37, 53), opts("gemm"), 1e-4, "layers", 1.0);
   // The NHWC kernels: under fp16/bf16 with cuDNN, standardize writes half-precision NHWC and
@@ -282,7 +284,7 @@ TEST(CudaBackend, WholeNetworksAgreeWithCpu) {
 
 // Test-time mirroring and ensembles (engine/combine.h: flip, the net, flip back, softmax_mean):
 // the CPU's labels in fp32 and fp16, through CUDA graphs as compare() runs them.
-TEST(CudaBackend, MirroredAndEnsembleModelsAgreeWithCpu) {
+TEST(CudaBackend, MirroredScaledAndEnsembleModelsAgreeWithCpu) {
   SCENELAB_REQUIRE_GPU();
   const Shape shape = scenelab_test_quick() ? Shape(2, 3, 61, 67) : Shape(2, 3, 97, 131);
   const Model ms = make_random_model("multiscale", 11, 7), ref = make_random_model("reference", 11, 8);
@@ -290,6 +292,10 @@ TEST(CudaBackend, MirroredAndEnsembleModelsAgreeWithCpu) {
   compare(mirrored, shape, opts("auto"), 1e-4, "multiscale mirrored fp32", 0.999);
   compare(mirrored, shape, opts("auto", "fp16"), 2e-2, "multiscale mirrored fp16", 0.99);
   compare(ens, shape, opts("auto"), 1e-4, "ensemble mirrored fp32", 0.999);
+  // test-time scaling: upsample(image) scale=S and the scaled passes' maps brought back
+  const Model scaled = combine_models({ms}, true, {0.5, 0.75, 1, 1.25});
+  compare(scaled, shape, opts("auto"), 1e-4, "multiscale mirrored at 4 scales fp32", 0.999);
+  compare(scaled, shape, opts("auto", "fp16"), 2e-2, "multiscale mirrored at 4 scales fp16", 0.99);
 }
 
 // An environment variable set for a scope, then restored to what it was (also where a test's

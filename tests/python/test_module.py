@@ -81,6 +81,17 @@ def test_mirror_equals_label_image_mirror_and_is_symmetric(cpu_model, sample, la
     assert (plain != labels).any()
 
 
+def test_scales_equal_label_image_scales(cpu_model, sample, label_image, tmp_path):
+    """scales= labels as label_image --scales does, and differs from the plain model."""
+    run_label_image(label_image, [sample], tmp_path, "--save", "classes", "--scales", "0.5,1.25")
+    img = scenelab.load_image(sample)
+    labels = scenelab.Model(device="cpu", threads=2, scales=[0.5, 1.25]).label(img)
+    np.testing.assert_array_equal(labels, scenelab.load_image(tmp_path / "street_classes.png")[:, :, 0])
+    assert (cpu_model.label(img) != labels).any()
+    with pytest.raises(Exception, match="scale 9 is not in"):
+        scenelab.Model(device="cpu", threads=2, scales=[9])
+
+
 def test_ensemble_equals_label_image_model_list(sample, label_image, tmp_path):
     """A list of model files labels as label_image --model A,B does, and differs from A alone."""
     from pathlib import Path

@@ -82,7 +82,7 @@ std::string json_line(const std::string& js, const std::string& key) {
 }
 }  // namespace
 
-TEST(EvalLabels, MirrorAndEnsembleEqualTheCombinedFiles) {
+TEST(EvalLabels, MirrorScalesAndEnsembleEqualTheCombinedFiles) {
   fs::path dir = fs::path(::testing::TempDir()) / "scenelab_eval_mirror";
   fs::remove_all(dir);
   fs::create_directories(dir / "data/images");
@@ -120,6 +120,17 @@ TEST(EvalLabels, MirrorAndEnsembleEqualTheCombinedFiles) {
   const std::string listed = run("--model " + model + "," + second + " --mirror", "l.json"), ens_file = run("--model " + ens, "e.json");
   EXPECT_EQ(json_line(listed, "confusion"), json_line(ens_file, "confusion"));
   EXPECT_NE(json_line(listed, "confusion"), json_line(mirrored, "confusion"));
+  // --scales, against make_model --combine --scales; the JSON names the scales
+  const std::string scaled_file = (dir / "scaled.h5").string();
+  const std::string make3 = std::string(MAKE_MODEL_BIN) + " --combine " + model + " --mirror --scales 0.5,1.25 --out " +
+                            scaled_file;
+  ASSERT_EQ(std::system(make3.c_str()), 0) << make3;
+  const std::string scaled = run("--model " + model + " --mirror --scales 0.5,1.25", "s.json"),
+                    scaled_f = run("--model " + scaled_file, "sf.json");
+  EXPECT_EQ(json_line(scaled, "confusion"), json_line(scaled_f, "confusion"));
+  EXPECT_NE(json_line(scaled, "confusion"), json_line(mirrored, "confusion"));
+  EXPECT_NE(json_line(scaled, "scales").find("[0.5,1.25]"), std::string::npos) << json_line(scaled, "scales");
+  EXPECT_NE(json_line(plain, "scales").find("[1]"), std::string::npos) << json_line(plain, "scales");
   // make_model's errors: the file, and what is missing
   auto fails = [&](const std::string& args, const std::string& want) {
     const std::string cmd = std::string(MAKE_MODEL_BIN) + " " + args + " 2> " + (dir / "err.txt").string();
@@ -127,6 +138,10 @@ TEST(EvalLabels, MirrorAndEnsembleEqualTheCombinedFiles) {
     EXPECT_NE(read_text(dir / "err.txt").find(want), std::string::npos) << read_text(dir / "err.txt");
   };
   fails("--mirror --out x.h5", "--mirror needs --combine");
+  fails("--scales 0.5 --out x.h5", "--scales needs --combine");
+  fails("--combine " + model + " --scales 0.5,x --out x.h5", "--scales expects numbers separated by commas");
+  fails("--combine " + model + " --scales 0.5,0.5 --out x.h5", "scale 0.5 is given twice");
+  fails("--combine " + model + " --scales 0.01 --out x.h5", "scale 0.01 is not in [0.125, 4]");
   fails("--combine " + model + ",," + model + " --out x.h5", "--combine " + model + ",," + model + ": an empty model file name");
   fails("--combine " + (dir / "none.h5").string() + " --out x.h5", "none.h5");
   fails("--combine " + model + " --network reference --out x.h5", "--network, --classes and --seed do not apply");

@@ -1,6 +1,6 @@
 // label_image --device cuda gives the same class-index PNG as --device cpu (fp32) with the
-// shipped model on the generated sample street scene, plain and --mirror, and the overlay made on
-// the GPU is the host's file.
+// shipped model on the generated sample street scene, plain, --mirror and --mirror --scales, and
+// the overlay made on the GPU is the host's file.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -21,11 +21,12 @@ TEST(LabelImageGpu, SameLabelsAsCpu) {
   const fs::path dir = fs::path(::testing::TempDir()) / "scenelab_label_gpu";
   fs::remove_all(dir);
   const std::string img = std::string(SCENELAB_BUILD_DIR) + "/samples/street.png";
-  // plain, and --mirror (the image and its mirror through the net, engine/combine.h)
-  for (const std::string mode : {"", "mirror"}) {
+  // plain, --mirror (the image and its mirror through the net, engine/combine.h) and with scales
+  for (const std::string mode : {"", "mirror", "scales"}) {
     for (const char* dev : {"cpu", "cuda"}) {
       std::string cmd = std::string(LABEL_IMAGE_BIN) + " --quiet --device " + dev + " --out " +
-                        (dir / (dev + mode)).string() + (mode.empty() ? "" : " --mirror") + " " + img;
+                        (dir / (dev + mode)).string() + (mode.empty() ? "" : " --mirror") + (mode == "scales" ? " --scales 0.5,0.75,1,1.25" : "") + " " +
+                        img;
       ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
     }
     Image8 a = load_image((dir / ("cpu" + mode) / "street_classes.png").string(), 1);
@@ -36,10 +37,11 @@ TEST(LabelImageGpu, SameLabelsAsCpu) {
     EXPECT_LE(double(diff), 0.001 * double(a.pixels.size())) << diff << " pixels differ " << mode;
     std::printf("label_image %s cpu vs cuda: %zu of %zu pixels differ\n", mode.c_str(), diff, a.pixels.size());
   }
-  // mirroring changes some labels (so the mirrored comparison is not the plain one again)
+  // mirroring changes some labels, and so do the scales (so each comparison is not the last again)
   Image8 p = load_image((dir / "cpu/street_classes.png").string(), 1);
   Image8 m = load_image((dir / "cpumirror/street_classes.png").string(), 1);
   EXPECT_NE(p.pixels, m.pixels);
+  EXPECT_NE(m.pixels, load_image((dir / "cpuscales/street_classes.png").string(), 1).pixels);
 }
 
 // On the GPU the overlay is blended and filtered there (engine/overlay_rows.h): its file is the

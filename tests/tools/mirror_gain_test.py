@@ -17,7 +17,8 @@ usage: mirror_gain_test.py BUILD_DIR SOURCE_DIR
    engine's mirrored labelling (eval_labels --mirror) gives the mirrored figures to 0.05 points,
    and the file make_model --combine --mirror writes, run in PyTorch (scenelab_torch), labels 99.99%
    of an image's pixels as the mirror average here; the mirrored reference net's scores (whose
-   mirrored map is resampled onto the plain one's grid) agree between the engine and PyTorch.
+   mirrored map is resampled onto the plain one's grid) agree between the engine and PyTorch, and
+   so do the multiscale model's scores, both resolutions, mirrored at four scales.
 Skips (77) without PyTorch, h5py or OpenCV.
 """
 import json
@@ -228,6 +229,23 @@ else:
         err = float(np.abs(engine_scores - torch_scores).max() / np.abs(torch_scores).max()) \
             if engine_scores.shape == torch_scores.shape else float("inf")
         check(err < 1e-4, f"reference, mirrored: scores of the engine and PyTorch agree ({err:.2e} relative, bound 1e-4)")
+        # test-time scaling (make_model --combine --mirror --scales): the multiscale model's
+        # full-resolution and feature-resolution scores of the engine and PyTorch within 1e-4
+        scaled = os.path.join(tmp, "scaled.h5")
+        subprocess.check_call([make_model, "--combine", model, "--mirror", "--scales", "0.5,0.75,1,1.25",
+                               "--out", scaled])
+        subprocess.check_call([os.path.join(build, "tools", "scenelab_infer"), "--model", scaled, "--image", img,
+                               "--out", got_h5, "--nodes", "scores,full", "--threads", "2"])
+        snet, _, _, _ = mg.st.load_model(scaled)
+        with torch.no_grad():
+            torch_out = snet(x, ["scores", "full"])
+        with h5py.File(got_h5, "r") as f:
+            for node in ("scores", "full"):
+                e = np.asarray(f[node], dtype=np.float64)
+                t = torch_out[node].double().numpy()
+                err = float(np.abs(e - t).max() / np.abs(t).max()) if e.shape == t.shape else float("inf")
+                check(err < 1e-4, f"multiscale at scales 0.5,0.75,1,1.25, mirrored: {node} of the engine and "
+                                  f"PyTorch agree ({err:.2e} relative, bound 1e-4)")
 
 print("mirror_gain_test:", "passed" if not failures else f"FAILED ({len(failures)})")
 sys.exit(1 if failures else 0)
