@@ -154,7 +154,7 @@ Model combine_models(const std::vector<Model>& members, bool mirror, const std::
   std::string kind = several ? "ensemble" : (mirror ? "mirrored" : "scaled");
   if (several && mirror) kind += " mirrored";
   if (scaled) {
-    kind += " at scales ";
+    kind += kind == "scaled" ? " " : " at scales ";  // "scaled 0.5,1(A)", "mirrored at scales 0.5,1(A)"
     for (size_t j = 0; j < scales.size(); ++j) kind += (j ? "," : "") + shortest_text(scales[j]);
   }
   out.name = kind + "(" + name.str() + ")";

@@ -300,3 +300,33 @@ TEST(Combine, ErrorsNameTheModelAndWhatIsWrong) {
     }
   }
 }
+
+// The shipped accurate files are what make_model --combine makes of the shipped models today
+// (weights/MODELS.md, "Test-time scaling"): the same graph, parameters bit for bit, classes,
+// palette and detection settings; so they cannot go stale when a model is retrained.
+TEST(Combine, ShippedAccurateFilesAreTheShippedModelsCombined) {
+  struct Shipped {
+    const char *base, *accurate;
+    std::vector<double> scales;
+  };
+  for (const Shipped& s : {Shipped{"camvid-multiscale.h5", "camvid-multiscale-accurate.h5", {0.5, 0.75, 1, 1.25}},
+                           Shipped{"camvid-reference.h5", "camvid-reference-accurate.h5", {0.5, 1}}}) {
+    const std::string dir = SCENELAB_SOURCE_DIR "/weights/";
+    if (!std::filesystem::exists(dir + s.base) || !std::filesystem::exists(dir + s.accurate))
+      GTEST_SKIP() << "shipped models absent";
+    SCOPED_TRACE(s.accurate);
+    const Model want = combine_models({read_model(dir + s.base)}, true, s.scales), got = read_model(dir + s.accurate);
+    EXPECT_EQ(got.graph.to_text(), want.graph.to_text());
+    EXPECT_EQ(got.name, want.name);
+    EXPECT_EQ(got.class_names, want.class_names);
+    EXPECT_EQ(got.palette, want.palette);
+    EXPECT_EQ(got.detect, want.detect);
+    ASSERT_EQ(got.params.size(), want.params.size());
+    for (const auto& [key, t] : want.params) {
+      ASSERT_TRUE(got.params.count(key)) << key;
+      const Tensor& g = got.params.at(key);
+      ASSERT_EQ(g.shape(), t.shape()) << key;
+      for (size_t i = 0; i < t.numel(); ++i) ASSERT_EQ(g[i], t[i]) << key << " " << i;
+    }
+  }
+}
