@@ -81,18 +81,13 @@ Model combine_models(const std::vector<Model>& members, bool mirror, const std::
     if (scales[j] != 1.0) text << images[j] << " = upsample(" << input << ") scale=" << shortest_text(scales[j]) << "\n";
     if (mirror) text << images[j] << "_mirror = flip(" << images[j] << ")\n";
   }
-  // The grid every score map is brought onto: the first member's plain pass at scale 1 (at the
-  // first scale where 1 is not among them).
-  const size_t grid_scale = size_t(std::find(scales.begin(), scales.end(), 1.0) - scales.begin()) % scales.size();
-  const std::string grid = "net0" + tags[grid_scale] + "_scores";
   std::vector<std::string> fulls, scores;  // each pass's, brought back onto the image
   for (size_t k = 0; k < members.size(); ++k) {
     const Model& m = members[k];
     name << (k ? ", " : "") << m.name;
     const std::string group_prefix = several ? "net" + std::to_string(k) + "_" : "";
-    for (size_t jj = 0; jj < scales.size(); ++jj)  // the grid's scale first: the others read its map
+    for (size_t j = 0; j < scales.size(); ++j)
       for (int view = 0; view < (mirror ? 2 : 1); ++view) {
-        const size_t j = jj == 0 ? grid_scale : (jj <= grid_scale ? jj - 1 : jj);
         const std::string prefix = "net" + std::to_string(k) + (view ? "m" : "") + tags[j] + "_";
         const std::string image = images[j] + (view ? "_mirror" : "");
         auto rename = [&](const std::string& n) { return n == m.graph.input_name ? image : prefix + n; };
@@ -131,20 +126,23 @@ Model combine_models(const std::vector<Model>& members, bool mirror, const std::
           text << full << "_on_image = upsample(" << full << ", " << input << ") mode=bilinear align=geometry\n";
           full += "_on_image";
         }
-        // Every score map but the grid's resampled onto that grid, where its pixels lie on the
-        // image: a mirrored map lies a few pixels aside where the map is not symmetric about the
-        // image's middle, another member's may have another grid (the reference net's valid
-        // convolutions), another scale's has another stride; where the grids are the same this
-        // copies the values exactly.
-        if (prefix + "scores" != grid) {
-          text << score << "_on0 = upsample(" << score << ", " << grid << ") mode=bilinear align=geometry\n";
-          score += "_on0";
-        }
         fulls.push_back(full);
         scores.push_back(score);
       }
     for (const auto& [key, tensor] : m.params) out.params[group_prefix + key] = tensor;
   }
+  // Every score map but the grid's resampled onto that grid, where its pixels lie on the image: a
+  // mirrored map lies a few pixels aside where the map is not symmetric about the image's middle,
+  // another member's may have another grid (the reference net's valid convolutions), another
+  // scale's has another stride; where the grids are the same this copies the values exactly. The
+  // grid: the first member's plain pass at scale 1 (at the first scale where 1 is not among them).
+  const size_t grid = size_t(std::find(scales.begin(), scales.end(), 1.0) - scales.begin()) % scales.size() *
+                      (mirror ? 2 : 1);
+  for (size_t p = 0; p < scores.size(); ++p)
+    if (p != grid) {
+      text << scores[p] << "_on0 = upsample(" << scores[p] << ", " << scores[grid] << ") mode=bilinear align=geometry\n";
+      scores[p] += "_on0";
+    }
   for (const auto& [node, maps] : {std::pair{"full", &fulls}, std::pair{"scores", &scores}}) {
     text << node << " = softmax_mean(";
     for (size_t i = 0; i < maps->size(); ++i) text << (i ? ", " : "") << (*maps)[i];
@@ -153,13 +151,17 @@ Model combine_models(const std::vector<Model>& members, bool mirror, const std::
   text << "labels_full = argmax(full)\noutput scores labels_full\n";
   std::string kind = several ? "ensemble" : (mirror ? "mirrored" : "scaled");
   if (several && mirror) kind += " mirrored";
-  if (scaled) {
-    kind += kind == "scaled" ? " " : " at scales ";  // "scaled 0.5,1(A)", "mirrored at scales 0.5,1(A)"
-    for (size_t j = 0; j < scales.size(); ++j) kind += (j ? "," : "") + shortest_text(scales[j]);
-  }
+  if (scaled)  // "scaled 0.5,1(A)", "mirrored at scales 0.5,1(A)"
+    kind += (kind == "scaled" ? " " : " at scales ") + scales_text(scales);
   out.name = kind + "(" + name.str() + ")";
   out.graph = GraphDesc::parse(text.str());
   return out;
+}
+
+std::string scales_text(const std::vector<double>& scales) {
+  std::string t;
+  for (double s : scales) t += (t.empty() ? "" : ",") + shortest_text(s);
+  return t;
 }
 
 Model read_combined(const std::vector<std::string>& paths, bool mirror, const std::vector<double>& scales) {

@@ -38,6 +38,9 @@ constexpr double kMinPassScale = 0.125, kMaxPassScale = 4;
 // `netK_` for several. Errors name the model and what is missing or different.
 Model combine_models(const std::vector<Model>& members, bool mirror, const std::vector<double>& scales = {1.0});
 
+// Scales as --scales writes them: "0.5,0.75,1".
+std::string scales_text(const std::vector<double>& scales);
+
 // The model files `paths` read and combined (one file, not mirrored, scale 1: that model as it is). An
 // empty list or an empty name is an error; so is any file read_model refuses.
 Model read_combined(const std::vector<std::string>& paths, bool mirror, const std::vector<double>& scales = {1.0});

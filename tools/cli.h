@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -66,11 +67,9 @@ class Cli {
   }
   double get_double(const std::string& k, double def) const {
     if (!has(k)) return def;
-    std::string v = get(k);
-    char* end = nullptr;
-    double x = std::strtod(v.c_str(), &end);
-    SL_REQUIRE(!v.empty() && *end == '\0' && std::isfinite(x), "option --", k, " expects a number, got '", v, "'");
-    return x;
+    const auto x = finite_number(get(k));
+    SL_REQUIRE(x, "option --", k, " expects a number, got '", get(k), "'");
+    return *x;
   }
   // A comma-separated list of numbers (`def` where the option is absent).
   std::vector<double> get_doubles(const std::string& k, const std::vector<double>& def) const {
@@ -80,12 +79,9 @@ class Cli {
     size_t from = 0;
     for (;;) {
       const size_t comma = std::min(v.find(',', from), v.size());
-      const std::string item = v.substr(from, comma - from);
-      char* end = nullptr;
-      const double x = std::strtod(item.c_str(), &end);
-      SL_REQUIRE(!item.empty() && *end == '\0' && std::isfinite(x), "option --", k,
-                 " expects numbers separated by commas, got '", v, "'");
-      out.push_back(x);
+      const auto x = finite_number(v.substr(from, comma - from));
+      SL_REQUIRE(x, "option --", k, " expects numbers separated by commas, got '", v, "'");
+      out.push_back(*x);
       if (comma == v.size()) return out;
       from = comma + 1;
     }
@@ -93,6 +89,13 @@ class Cli {
   const std::vector<std::string>& positional() const { return positional_; }
 
  private:
+  // The finite number a whole text spells, else nullopt.
+  static std::optional<double> finite_number(const std::string& t) {
+    char* end = nullptr;
+    const double x = std::strtod(t.c_str(), &end);
+    if (t.empty() || *end != '\0' || !std::isfinite(x)) return std::nullopt;
+    return x;
+  }
   std::map<std::string, std::string> opts_;
   std::vector<std::string> positional_;
 };

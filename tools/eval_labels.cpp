@@ -139,8 +139,7 @@ int main(int argc, char** argv) {
   }
   const size_t ok = pairs.size() - failed;
   auto iou = cm.class_iou();
-  std::string scale_list;
-  for (double s : scales) scale_list += (scale_list.empty() ? "" : ",") + shortest_text(s);
+  const std::string scale_list = scales_text(scales);
   std::fprintf(human, "model %s%s%s%s on %zu image(s) (%zu failed), %s, mean forward %.1f ms, %.1f images/s\n",
                model_path.c_str(), mirror ? " mirrored" : "", scale_list == "1" ? "" : " at scales ",
                scale_list == "1" ? "" : scale_list.c_str(), ok, failed, device.c_str(), ok ? ms / double(ok) : 0.0,

@@ -108,16 +108,21 @@ double check_against_members(const std::vector<Model>& members, bool mirror, con
   const Shape fs = got["full"].shape(), ss = got["scores"].shape();
   std::vector<double> pf(fs.numel()), ps(ss.numel()), naive(ss.numel());
   const int W = x.shape().w;
-  const size_t grid_scale = size_t(std::find(scales.begin(), scales.end(), 1.0) - scales.begin()) % scales.size();
-  Geometry first;  // the grid
+  // where x resized by s lies on x, and x so resized
+  auto at_scale = [&](double s, Geometry* at) { return s == 1.0 ? x : resized(x, s, at); };
+  Geometry first;  // the grid: the first member's plain pass at scale 1, else at the first scale
+  {
+    const double s = std::find(scales.begin(), scales.end(), 1.0) != scales.end() ? 1.0 : scales[0];
+    Geometry at;
+    const Tensor xs = at_scale(s, &at);
+    first = compose(at, run_geo(members[0], xs, {"scores"}).scores);
+  }
   for (size_t k = 0; k < members.size(); ++k)
-    for (size_t jj = 0; jj < scales.size(); ++jj) {
-      const size_t j = jj == 0 ? grid_scale : (jj <= grid_scale ? jj - 1 : jj);
-      Geometry at;  // where the scaled image lies on x
-      const Tensor xs = scales[j] == 1.0 ? x : resized(x, scales[j], &at);
+    for (size_t j = 0; j < scales.size(); ++j) {
+      Geometry at;
+      const Tensor xs = at_scale(scales[j], &at);
       Run plain = run_geo(members[k], xs, {"full", "scores"});
       const Geometry pg = compose(at, plain.scores);
-      if (k == 0 && jj == 0) first = pg;
       add_softmax(scales[j] == 1.0 ? to_ref(plain.out["full"].view())
                                    : onto(to_ref(plain.out["scores"].view()), pg, Geometry{}, fs.h, fs.w),
                   pf);
