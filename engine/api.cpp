@@ -61,7 +61,8 @@ Labeler::Labeler(const ModelOptions& o) : impl_(std::make_unique<Impl>()) {
   impl_->options = o;
   std::vector<std::string> paths{impl_->path};
   paths.insert(paths.end(), o.ensemble.begin(), o.ensemble.end());
-  impl_->model = read_combined(paths, o.mirror, o.scales);
+  impl_->model = read_combined(paths, o.mirror, o.scales,
+                               o.refine ? Refinement{o.refine_sigma_s, o.refine_sigma_r, o.refine_iterations} : Refinement{});
   CudaOptions co;
   co.precision = o.precision;
   impl_->single = std::make_unique<scenelab::Labeler>(impl_->model, make_backend(o.device, o.threads, co));

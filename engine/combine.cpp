@@ -6,6 +6,7 @@
 #include <string>
 
 #include "engine/error.h"
+#include "engine/layer.h"
 #include "engine/parse_number.h"
 #include "layers/softmax_mean.h"
 #include "weights/model_file.h"
@@ -164,14 +165,47 @@ std::string scales_text(const std::vector<double>& scales) {
   return t;
 }
 
-Model read_combined(const std::vector<std::string>& paths, bool mirror, const std::vector<double>& scales) {
+Model refine_model(const Model& m, const Refinement& r) {
+  if (!r.on()) return m;
+  require_labelling(m, 0);
+  const NodeDesc* full = m.graph.find("full");
+  SL_REQUIRE(full->type != "refine", "model '", m.name, "' is refined already (its full is a refine node)");
+  const std::string unrefined = "full_unrefined";
+  SL_REQUIRE(!m.graph.find(unrefined), "model '", m.name, "' has a node named ", unrefined);
+  Model out = m;
+  GraphDesc& g = out.graph;
+  for (NodeDesc& n : g.nodes) {
+    if (n.name == "full") n.name = unrefined;
+    for (std::string& in : n.inputs)
+      if (in == "full") in = unrefined;
+  }
+  g.nodes.erase(std::remove_if(g.nodes.begin(), g.nodes.end(), [](const NodeDesc& n) { return n.name == "labels_full"; }),
+                g.nodes.end());
+  std::string nodes = g.to_text();
+  nodes.erase(nodes.rfind("output"));  // the outputs come after the new nodes
+  std::ostringstream text;
+  text << nodes << "full = refine(" << unrefined << ", " << g.input_name << ") sigma_s=" << shortest_text(r.sigma_s)
+       << " sigma_r=" << shortest_text(r.sigma_r) << " iterations=" << r.iterations << "\nlabels_full = argmax(full)\noutput";
+  for (const std::string& o : g.outputs) text << " " << o;
+  out.graph = GraphDesc::parse(text.str());
+  create_layer(*out.graph.find("full"));  // the settings checked by the layer, naming them
+  out.name = "refined " + refinement_text(r) + "(" + m.name + ")";
+  return out;
+}
+
+std::string refinement_text(const Refinement& r) {
+  return shortest_text(r.sigma_s) + "," + shortest_text(r.sigma_r) + (r.iterations == 3 ? "" : "," + std::to_string(r.iterations));
+}
+
+Model read_combined(const std::vector<std::string>& paths, bool mirror, const std::vector<double>& scales,
+                    const Refinement& refine) {
   SL_REQUIRE(!paths.empty(), "no model files given");
   std::vector<Model> members;
   for (const auto& p : paths) {
     SL_REQUIRE(!p.empty(), "an empty model file name among ", paths.size(), " given");
     members.push_back(read_model(p));
   }
-  return combine_models(members, mirror, scales);
+  return refine_model(combine_models(members, mirror, scales), refine);
 }
 
 }  // namespace scenelab

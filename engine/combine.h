@@ -41,8 +41,33 @@ Model combine_models(const std::vector<Model>& members, bool mirror, const std::
 // Scales as --scales writes them: "0.5,0.75,1".
 std::string scales_text(const std::vector<double>& scales);
 
-// The model files `paths` read and combined (one file, not mirrored, scale 1: that model as it is). An
-// empty list or an empty name is an error; so is any file read_model refuses.
-Model read_combined(const std::vector<std::string>& paths, bool mirror, const std::vector<double>& scales = {1.0});
+// Edge-aware refinement of a labelling model's class probabilities by the refine layer (the domain
+// transform's recursive filter guided by the image, layers/refine.cpp): sigma_s pixels of spread
+// where the image is flat, sigma_r the step of the image's values (RGB in [0, 1], summed over the
+// channels) as far as sigma_s pixels; sigma_s = 0: none.
+struct Refinement {
+  double sigma_s = 0, sigma_r = 0;
+  int iterations = 3;
+  bool on() const { return sigma_s > 0; }
+};
+
+// The settings chosen across CamVid's held-out sequences (weights/MODELS.md, "Edge-aware
+// refinement"): what --refine applies.
+constexpr Refinement kDefaultRefinement{40, 0.2, 3};
+
+// `m` with its full-resolution scores refined: `full` becomes `refine(full_unrefined, image)` (the
+// model's own `full` renamed) and `labels_full` its argmax; `scores`, which the detection head
+// reads, is unchanged. Refinement off gives `m` back. Errors: not a labelling model, already
+// refined, settings out of the layer's ranges.
+Model refine_model(const Model& m, const Refinement& r);
+
+// "40,0.2" (and ",K" when the iterations are not 3), as --refine writes them.
+std::string refinement_text(const Refinement& r);
+
+// The model files `paths` read and combined (one file, not mirrored, scale 1: that model as it is),
+// then refined (`refine`, off by default). An empty list or an empty name is an error; so is any
+// file read_model refuses.
+Model read_combined(const std::vector<std::string>& paths, bool mirror, const std::vector<double>& scales = {1.0},
+                    const Refinement& refine = {});
 
 }  // namespace scenelab

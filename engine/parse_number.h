@@ -3,6 +3,7 @@
 // one place. Each caller says what was wrong in its own words.
 #pragma once
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <iomanip>
 #include <optional>
@@ -25,14 +26,16 @@ inline std::optional<long> parse_long(const std::string& s, long lo, long hi, bo
   return v;
 }
 
-// The shortest text (of %g's kind) that reads back as exactly `v`: 0.75, not 0.750000.
+// The shortest text (of %g's kind) that reads back as exactly `v`: 0.75, not 0.750000; 40, not
+// 4e+01 (an exponent only where %g would write one at full precision).
 inline std::string shortest_text(double v) {
+  const bool exponent = v != 0 && (std::fabs(v) >= 1e17 || std::fabs(v) < 1e-4);
   std::string t;
   for (int digits = 1; digits <= 17; ++digits) {
     std::ostringstream o;
     o << std::setprecision(digits) << v;
     t = o.str();
-    if (std::strtod(t.c_str(), nullptr) == v) break;
+    if (std::strtod(t.c_str(), nullptr) == v && (exponent || t.find('e') == std::string::npos)) break;
   }
   return t;
 }

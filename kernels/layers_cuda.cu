@@ -787,6 +787,80 @@ __global__ void flip_kernel(const float* x, float* y, size_t planes, int h, int 
   y[i] = x[p * h * w + size_t(rows ? h - 1 - oy : oy) * w + (rows ? ox : w - 1 - ox)];
 }
 
+// refine (layers/refine.cpp), a thread a pixel: the first iteration's weights with the pixel to
+// the left (vx) and above (vy), 0 on the first column and row, and the softmax of x into y.
+__global__ void refine_prepare_kernel(const float* x, const float* g, float* y, float* vx, float* vy, int n, int c,
+                                      int gc, int h, int w, RefineCoefficients k) {
+  const size_t plane = size_t(h) * w;
+  size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= size_t(n) * plane) return;
+  const size_t f = i / plane, p = i % plane;
+  const int row = int(p / w), col = int(p % w);
+  const float* gf = g + f * gc * plane;
+  vx[i] = col ? refine_weight(gf, gc, plane, p, p - 1, k) : 0.f;
+  vy[i] = row ? refine_weight(gf, gc, plane, p, p - w, k) : 0.f;
+  const float* px = x + f * c * plane + p;
+  float* py = y + f * c * plane + p;
+  float m = px[0];
+  for (int ch = 1; ch < c; ++ch) m = fmaxf(m, px[size_t(ch) * plane]);
+  float s = 0;
+  for (int ch = 0; ch < c; ++ch) s += (py[size_t(ch) * plane] = expf(px[size_t(ch) * plane] - m));
+  const float inv = 1.f / s;
+  for (int ch = 0; ch < c; ++ch) py[size_t(ch) * plane] *= inv;
+}
+
+// A weight of iteration `it`: the first's squared `it` times, as the CPU path squares its maps.
+__device__ __forceinline__ float refine_power(float v, int it) {
+  for (int k = 0; k < it; ++k) v *= v;
+  return v;
+}
+
+// A thread a row of a plane: the recursive filter left to right, then right to left.
+__global__ void refine_rows_kernel(float* y, const float* vx, int n, int c, int h, int w, int it) {
+  size_t r = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (r >= size_t(n) * c * h) return;
+  const size_t f = r / (size_t(c) * h), row = r % h;
+  float* p = y + r * w;
+  const float* v = vx + (f * h + row) * w;
+  float prev = p[0];
+  for (int col = 1; col < w; ++col) {
+    const float cur = p[col];
+    prev = cur + refine_power(v[col], it) * (prev - cur);
+    p[col] = prev;
+  }
+  for (int col = w - 2; col >= 0; --col) {
+    const float cur = p[col];
+    prev = cur + refine_power(v[col + 1], it) * (prev - cur);
+    p[col] = prev;
+  }
+}
+
+// A thread a column of a plane: top to bottom, then bottom to top (the threads of a warp on
+// neighbouring columns: coalesced).
+__global__ void refine_cols_kernel(float* y, const float* vy, int n, int c, int h, int w, int it) {
+  size_t t = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (t >= size_t(n) * c * w) return;
+  const size_t pl = t / w, col = t % w, plane = size_t(h) * w;
+  float* p = y + pl * plane + col;
+  const float* v = vy + (pl / c) * plane + col;
+  float prev = p[0];
+  for (int row = 1; row < h; ++row) {
+    const float cur = p[size_t(row) * w];
+    prev = cur + refine_power(v[size_t(row) * w], it) * (prev - cur);
+    p[size_t(row) * w] = prev;
+  }
+  for (int row = h - 2; row >= 0; --row) {
+    const float cur = p[size_t(row) * w];
+    prev = cur + refine_power(v[size_t(row + 1) * w], it) * (prev - cur);
+    p[size_t(row) * w] = prev;
+  }
+}
+
+__global__ void refine_log_kernel(float* y, size_t n) {
+  size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = logf(fmaxf(y[i], FLT_MIN));
+}
+
 struct SoftmaxMeanInputs {
   const float* x[kSoftmaxMeanMaxInputs];
 };
@@ -1186,6 +1260,29 @@ void softmax_mean(const std::vector<TensorView>& xs, const TensorView& y, cudaSt
   softmax_mean_kernel<<<blocks_for(pixels), kThreads, 0, s>>>(in, int(xs.size()), y.f32(), y.shape.n,
                                                               y.shape.c, y.shape.plane());
   SL_LAUNCH_CHECK("softmax_mean kernel");
+}
+
+void refine(const TensorView& x, const TensorView& g, const TensorView& y, float* workspace, RefineCoefficients k,
+            int iterations, cudaStream_t s) {
+  SL_REQUIRE(is_nchw_f32(x) && is_nchw_f32(g) && is_nchw_f32(y), "refine: f32 NCHW expected, got ", x.format.str(),
+             ", ", g.format.str(), " -> ", y.format.str());
+  SL_REQUIRE(x.shape == y.shape && g.shape.n == x.shape.n && g.shape.h == x.shape.h && g.shape.w == x.shape.w,
+             "refine: scores ", x.shape.str(), ", image ", g.shape.str(), " -> ", y.shape.str());
+  const int n = x.shape.n, c = x.shape.c, h = x.shape.h, w = x.shape.w;
+  const size_t pixels = size_t(n) * x.shape.plane();
+  if (!pixels || !c) return;
+  float *vx = workspace, *vy = workspace + pixels;
+  refine_prepare_kernel<<<blocks_for(pixels), kThreads, 0, s>>>(x.f32(), g.f32(), y.f32(), vx, vy, n, c, g.shape.c,
+                                                                 h, w, k);
+  SL_LAUNCH_CHECK("refine prepare kernel");
+  for (int it = 0; it < iterations; ++it) {
+    refine_rows_kernel<<<blocks_for(size_t(n) * c * h), kThreads, 0, s>>>(y.f32(), vx, n, c, h, w, it);
+    SL_LAUNCH_CHECK("refine rows kernel");
+    refine_cols_kernel<<<blocks_for(size_t(n) * c * w), kThreads, 0, s>>>(y.f32(), vy, n, c, h, w, it);
+    SL_LAUNCH_CHECK("refine columns kernel");
+  }
+  refine_log_kernel<<<blocks_for(pixels * c), kThreads, 0, s>>>(y.f32(), pixels * c);
+  SL_LAUNCH_CHECK("refine log kernel");
 }
 
 }  // namespace scenelab::cuda

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/layer.h"
+#include "layers/refine_weights.h"
 
 namespace scenelab::cuda {
 
@@ -40,6 +41,10 @@ void concat(const std::vector<TensorView>& xs, const TensorView& y, cudaStream_t
 void flip(const TensorView& x, const TensorView& y, bool rows, cudaStream_t s);
 // y = log(mean_k softmax(x_k)) over channels (f32 NCHW, 1-kSoftmaxMeanMaxInputs inputs alike).
 void softmax_mean(const std::vector<TensorView>& xs, const TensorView& y, cudaStream_t s);
+// y = log of softmax(x) filtered by the domain transform guided by g (layers/refine.cpp), all f32
+// NCHW; workspace: 2 x n x h x w floats (the first iteration's weights along rows and columns).
+void refine(const TensorView& x, const TensorView& g, const TensorView& y, float* workspace, RefineCoefficients k,
+            int iterations, cudaStream_t s);
 // y = act(y + b[c]) in place on an NHWC tensor of any dtype (the cuDNN convolutions' epilogue).
 void bias_act_nhwc(const TensorView& y, const float* b, bool relu, cudaStream_t s);
 void rgb_to_yuv(const float* x, float* y, int n, size_t plane, cudaStream_t s);

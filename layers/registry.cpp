@@ -23,6 +23,7 @@ std::unique_ptr<Layer> make_hog_blocks(const NodeDesc&);
 std::unique_ptr<Layer> make_linear_window(const NodeDesc&);
 std::unique_ptr<Layer> make_flip(const NodeDesc&);
 std::unique_ptr<Layer> make_softmax_mean(const NodeDesc&);
+std::unique_ptr<Layer> make_refine(const NodeDesc&);
 
 namespace {
 struct Entry {
@@ -38,6 +39,7 @@ constexpr Entry kLayers[] = {
     {"standardize", make_standardize}, {"hog_gradient", make_hog_gradient},
     {"hog_blocks", make_hog_blocks},   {"linear_window", make_linear_window},
     {"flip", make_flip},               {"softmax_mean", make_softmax_mean},
+    {"refine", make_refine},
 };
 }  // namespace
 

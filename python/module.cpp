@@ -65,10 +65,17 @@ nb::tuple boxes_and_scores(const std::vector<scenelab::nms::Detection>& d) {
 class PyModel {
  public:
   PyModel(const std::string& path, const std::string& device, const std::string& precision,
-          int threads, bool mirror, const std::vector<std::string>& ensemble, const std::vector<double>& scales) {
+          int threads, bool mirror, const std::vector<std::string>& ensemble, const std::vector<double>& scales,
+          const std::vector<double>& refine) {
     api::ModelOptions o;
     o.mirror = mirror;
     o.scales = scales;
+    if (!refine.empty()) {  // sigma_s, sigma_r, iterations (checked by scenelab.Model)
+      o.refine = true;
+      o.refine_sigma_s = refine.at(0);
+      o.refine_sigma_r = refine.at(1);
+      o.refine_iterations = int(refine.at(2));
+    }
     o.ensemble = ensemble;
     o.path = path;
     o.device = device;
@@ -344,8 +351,8 @@ NB_MODULE(_scenelab, m) {
                       "." + std::to_string(SCENELAB_VERSION_PATCH);
   nb::class_<PyModel>(m, "NativeModel")
       .def(nb::init<const std::string&, const std::string&, const std::string&, int, bool,
-                    const std::vector<std::string>&, const std::vector<double>&>(),
-           "path"_a, "device"_a, "precision"_a, "threads"_a, "mirror"_a, "ensemble"_a, "scales"_a)
+                    const std::vector<std::string>&, const std::vector<double>&, const std::vector<double>&>(),
+           "path"_a, "device"_a, "precision"_a, "threads"_a, "mirror"_a, "ensemble"_a, "scales"_a, "refine"_a)
       .def("label", &PyModel::label, "rgb"_a, "Labels of (H, W, 3) or (N, H, W, 3) C-contiguous uint8 pixels.")
       .def("label_cuda", &PyModel::label_cuda, "rgb"_a, "out"_a, "stream"_a,
            "Labels of CUDA pixels into CUDA memory, ordered after the stream (a cudaStream_t).")

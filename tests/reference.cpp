@@ -133,6 +133,39 @@ Ref ref_softmax(const Ref& x) {
   return y;
 }
 
+Ref ref_refine(const Ref& x, const Ref& g, double sigma_s, double sigma_r, int iterations) {
+  Ref p = ref_softmax(x);
+  const int N = x.shape.n, C = x.shape.c, H = x.shape.h, W = x.shape.w;
+  // The distance in the transformed domain between two pixels of frame n.
+  auto dist = [&](int n, int y0, int x0, int y1, int x1) {
+    double d = 0;
+    for (int c = 0; c < g.shape.c; ++c) d += std::abs(g.at(n, c, y0, x0) - g.at(n, c, y1, x1));
+    return 1 + sigma_s / sigma_r * d;
+  };
+  for (int it = 0; it < iterations; ++it) {
+    const double sigma = sigma_s * std::sqrt(3.0) * std::pow(2.0, iterations - 1 - it) /
+                         std::sqrt(std::pow(4.0, iterations) - 1);
+    auto weight = [&](double d) { return std::exp(-std::sqrt(2.0) / sigma * d); };
+    for (int n = 0; n < N; ++n)
+      for (int c = 0; c < C; ++c) {
+        for (int i = 0; i < H; ++i) {
+          for (int j = 1; j < W; ++j)
+            p.at(n, c, i, j) += weight(dist(n, i, j, i, j - 1)) * (p.at(n, c, i, j - 1) - p.at(n, c, i, j));
+          for (int j = W - 2; j >= 0; --j)
+            p.at(n, c, i, j) += weight(dist(n, i, j + 1, i, j)) * (p.at(n, c, i, j + 1) - p.at(n, c, i, j));
+        }
+        for (int j = 0; j < W; ++j) {
+          for (int i = 1; i < H; ++i)
+            p.at(n, c, i, j) += weight(dist(n, i, j, i - 1, j)) * (p.at(n, c, i - 1, j) - p.at(n, c, i, j));
+          for (int i = H - 2; i >= 0; --i)
+            p.at(n, c, i, j) += weight(dist(n, i + 1, j, i, j)) * (p.at(n, c, i + 1, j) - p.at(n, c, i, j));
+        }
+      }
+  }
+  for (double& v : p.v) v = std::log(std::max(v, double(std::numeric_limits<float>::min())));
+  return p;
+}
+
 Ref ref_rgb_to_yuv(const Ref& x) {
   const double m[3][3] = {{0.299, 0.587, 0.114},
                           {-0.14713, -0.28886, 0.436},

@@ -41,6 +41,10 @@ Ref ref_maxpool(const Ref& x, int k, int s);
 Ref ref_avgpool(const Ref& x, int f);
 Ref ref_concat(const std::vector<Ref>& xs);
 Ref ref_softmax(const Ref& x);
+// The refine layer (layers/refine.cpp) from its definition: softmax, the domain transform's
+// recursive filter guided by g (each iteration's weights exp(-sqrt(2) / sigma_k * d) computed
+// anew), log with the floor FLT_MIN.
+Ref ref_refine(const Ref& x, const Ref& g, double sigma_s, double sigma_r, int iterations);
 Ref ref_rgb_to_yuv(const Ref& x);
 Ref ref_contrast_norm(const Ref& x, int size, double sigma, double eps);
 Ref ref_standardize(const Ref& x, const std::vector<double>& mean, const std::vector<double>& sd);

@@ -17,6 +17,7 @@
 #include "engine/error.h"
 #include "engine/parse_number.h"
 #include "engine/pipeline.h"
+#include "layers/refine_weights.h"
 
 namespace scenelab {
 
@@ -134,11 +135,11 @@ inline PipelineOptions pipeline_options(const Cli& cli) {
   return po;
 }
 
-// The labelling model of --model, --mirror and --scales: one file, or several separated by commas
+// The labelling model of --model, --mirror, --scales and --refine: one file, or several separated by commas
 // (an ensemble: their class probabilities averaged), mirrored or not, at the image's size or at
 // several (engine/combine.h). A path that exists as it is is one file, commas and all.
 inline Model labelling_model(const std::string& spec, bool mirror, const std::vector<double>& scales,
-                             const char* option = "--model") {
+                             const Refinement& refine = {}, const char* option = "--model") {
   std::vector<std::string> paths;
   if (std::filesystem::exists(spec)) {
     paths.push_back(spec);
@@ -148,9 +149,9 @@ inline Model labelling_model(const std::string& spec, bool mirror, const std::ve
       paths.push_back(spec.substr(from, comma - from));
     paths.push_back(spec.substr(from));
   }
-  if (paths.size() == 1 && !spec.empty()) return read_combined(paths, mirror, scales);  // its errors name the file
+  if (paths.size() == 1 && !spec.empty()) return read_combined(paths, mirror, scales, refine);  // its errors name the file
   try {
-    return read_combined(paths, mirror, scales);
+    return read_combined(paths, mirror, scales, refine);
   } catch (const Error& e) {  // which list
     throw_error(option, " ", spec, ": ", e.what());
   }
@@ -158,6 +159,23 @@ inline Model labelling_model(const std::string& spec, bool mirror, const std::ve
 
 // --scales LIST: the sizes the labelling model runs at, as factors of the image's (default 1).
 inline std::vector<double> scales_option(const Cli& cli) { return cli.get_doubles("scales", {1.0}); }
+
+// --refine (a flag: the chosen settings, kDefaultRefinement) or --refine=SIGMA_S,SIGMA_R[,ITERATIONS]:
+// edge-aware refinement of the class probabilities (engine/combine.h); none without it. "refine"
+// must be among the Cli's flags and its options with a value.
+inline Refinement refine_option(const Cli& cli) {
+  if (!cli.has("refine")) return {};
+  if (cli.get("refine") == "1") return kDefaultRefinement;
+  const std::vector<double> v = cli.get_doubles("refine", {});
+  SL_REQUIRE(v.size() == 2 || v.size() == 3, "option --refine takes SIGMA_S,SIGMA_R[,ITERATIONS], got '",
+             cli.get("refine"), "'");
+  SL_REQUIRE(v.size() == 2 || (v[2] == std::floor(v[2]) && v[2] >= 1 && v[2] <= kRefineMaxIterations),
+             "option --refine: iterations must be a whole number 1-", kRefineMaxIterations, ", got ", v[2]);
+  for (int i = 0; i < 2; ++i)
+    SL_REQUIRE(v[i] > 0 && v[i] <= (i ? kRefineMaxSigmaR : kRefineMaxSigmaS), "option --refine: ",
+               i ? "sigma_r" : "sigma_s", " must be in (0, ", i ? kRefineMaxSigmaR : kRefineMaxSigmaS, "], got ", v[i]);
+  return {v[0], v[1], v.size() == 3 ? int(v[2]) : 3};
+}
 
 // A string as JSON string content (quotes, backslashes, control characters escaped).
 inline std::string json_escape(const std::string& s) {

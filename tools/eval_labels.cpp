@@ -1,7 +1,8 @@
 // eval_labels: runs a model over a labelled folder (CamVid layout: images/NAME.jpg|png,
 // labels/NAME.png, 8-bit class index, void index configurable) and prints global pixel
 // accuracy, class-average accuracy, mean IoU, per-class IoU and the confusion matrix.
-//   eval_labels --data DIR [--model FILE.h5[,FILE.h5...]] [--mirror] [--scales LIST] [--void 11] [--device cpu]
+//   eval_labels --data DIR [--model FILE.h5[,FILE.h5...]] [--mirror] [--scales LIST] [--refine[=S,R[,K]]]
+//               [--void 11] [--device cpu]
 //               [--threads N]
 //               [--limit N] [--json FILE|-]
 #include <algorithm>
@@ -66,14 +67,16 @@ int main(int argc, char** argv) {
   int void_index = 11;
   bool mirror = false;
   std::vector<double> scales;
+  Refinement refine;
   PipelineOptions po;
   try {
     Cli cli(argc, argv, {"data", "model", "void", "device", "threads", "limit", "json", "conv",
                          "precision", "conv-workspace", "batch", "streams", "io-threads", "plan-cache", "queue-depth",
-                         "scales"},
-            {"help", "mirror"});
+                         "scales", "refine"},
+            {"help", "mirror", "refine"});
     if (cli.has("help") || !cli.has("data")) {
-      std::fputs("usage: eval_labels --data DIR [--model FILE.h5[,FILE.h5...]] [--mirror] [--scales LIST] [--void 11]\n"
+      std::fputs("usage: eval_labels --data DIR [--model FILE.h5[,FILE.h5...]] [--mirror] [--scales LIST] [--refine[=S,R[,K]]]\n"
+                 "                   [--void 11]\n"
                  "                   [--device cpu|cuda|cuda:N|auto] [--precision fp32|tf32|fp16] [--conv A] [--threads N] [--io-threads N]\n"
                  "                   [--batch N] [--streams N] [--plan-cache DIR|off] [--limit N] [--json FILE|-]\n",
                  cli.has("help") ? stdout : stderr);
@@ -84,7 +87,8 @@ int main(int argc, char** argv) {
     model_path = cli.has("model") ? cli.get("model") : find_default_model();
     mirror = cli.has("mirror");
     scales = scales_option(cli);
-    model = labelling_model(model_path, mirror, scales);
+    refine = refine_option(cli);
+    model = labelling_model(model_path, mirror, scales, refine);
     po = pipeline_options(cli);
     const fs::path data = cli.get("data");
     SL_REQUIRE(fs::is_directory(data / "images") && fs::is_directory(data / "labels"), data.string(),
@@ -140,9 +144,10 @@ int main(int argc, char** argv) {
   const size_t ok = pairs.size() - failed;
   auto iou = cm.class_iou();
   const std::string scale_list = scales_text(scales);
-  std::fprintf(human, "model %s%s%s%s on %zu image(s) (%zu failed), %s, mean forward %.1f ms, %.1f images/s\n",
+  const std::string refined = refine.on() ? ", refined " + refinement_text(refine) : "";
+  std::fprintf(human, "model %s%s%s%s%s on %zu image(s) (%zu failed), %s, mean forward %.1f ms, %.1f images/s\n",
                model_path.c_str(), mirror ? " mirrored" : "", scale_list == "1" ? "" : " at scales ",
-               scale_list == "1" ? "" : scale_list.c_str(), ok, failed, device.c_str(), ok ? ms / double(ok) : 0.0,
+               scale_list == "1" ? "" : scale_list.c_str(), refined.c_str(), ok, failed, device.c_str(), ok ? ms / double(ok) : 0.0,
                st.wall_s > 0 ? double(st.frames) / st.wall_s : 0.0);
   std::fprintf(human, "global pixel accuracy %.2f%%  class-average accuracy %.2f%%  mean IoU %.2f%%\n",
                100 * cm.global_accuracy(), 100 * cm.class_accuracy(), 100 * cm.mean_iou());
@@ -165,7 +170,11 @@ int main(int argc, char** argv) {
     std::ostringstream js;
     auto num = [](double v) { return std::isnan(v) ? std::string("null") : std::to_string(v); };
     js << "{\n  \"model\": \"" << json_escape(model_path) << "\",\n  \"mirror\": " << (mirror ? "true" : "false")
-       << ",\n  \"scales\": [" << scale_list << "],\n  \"images\": " << ok
+       << ",\n  \"scales\": [" << scale_list << "],\n  \"refine\": "
+       << (refine.on() ? "{\"sigma_s\": " + shortest_text(refine.sigma_s) + ", \"sigma_r\": " +
+                             shortest_text(refine.sigma_r) + ", \"iterations\": " + std::to_string(refine.iterations) + "}"
+                       : std::string("null"))
+       << ",\n  \"images\": " << ok
        << ",\n  \"failed\": " << failed << ",\n  \"global_accuracy\": " << cm.global_accuracy()
        << ",\n  \"class_accuracy\": " << cm.class_accuracy() << ",\n  \"mean_iou\": "
        << cm.mean_iou() << ",\n  \"classes\": [";

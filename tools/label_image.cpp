@@ -45,6 +45,10 @@ const char* kUsage =
     "  --scales LIST        label with the mean class probabilities of the image resized\n"
     "                       by each factor, e.g. 0.5,0.75,1 (work: the sum of their squares;\n"
     "                       with --mirror, both passes at each; weights/MODELS.md)\n"
+    "  --refine[=S,R[,K]]   refine the class probabilities along the image's edges (the\n"
+    "                       domain transform: S pixels of spread where the image is flat,\n"
+    "                       a colour step of R stops it; K iterations; default 40,0.2,3);\n"
+    "                       cheap beside the network (weights/MODELS.md)\n"
     "  --out DIR            output folder (default: labels)\n"
     "  --save LIST          outputs, any of classes,labels,overlay (default: all three;\n"
     "                       videos: labels and/or overlay)\n"
@@ -399,8 +403,8 @@ int main(int argc, char** argv) {
             {"model", "out", "device", "threads", "json", "detect", "det-threshold", "conv",
              "precision", "conv-workspace", "batch", "streams", "io-threads", "queue-depth",
              "plan-cache", "save", "max-pixels", "detector", "fusion", "runtime-fusion",
-             "png-compression", "scales"},
-            {"quiet", "help", "skip-existing", "detect-only", "mirror"});
+             "png-compression", "scales", "refine"},
+            {"quiet", "help", "skip-existing", "detect-only", "mirror", "refine"});
     if (cli.has("help")) {
       std::fputs(kUsage, stdout);
       return 0;
@@ -444,13 +448,13 @@ int main(int argc, char** argv) {
     }
     SL_REQUIRE(!detect_only || cli.has("detect"), "--detect-only needs --detect CLASS");
     if (detect_only && use_hog) {
-      for (const char* o : {"mirror", "scales"})
+      for (const char* o : {"mirror", "scales", "refine"})
         SL_REQUIRE(!cli.has(o), "--", o, " applies to the labelling model, which --detect-only with --detector ",
                    detector, " does not run");
       model_path = detector;
     } else {
       model_path = cli.has("model") ? cli.get("model") : find_default_model();
-      model = labelling_model(model_path, cli.has("mirror"), scales_option(cli));
+      model = labelling_model(model_path, cli.has("mirror"), scales_option(cli), refine_option(cli));
     }
     if (cli.has("detect") && !use_hog) detect_classes = parse_classes(cli.get("detect"), model.class_names);
     // Each class's head: the defaults, the model's settings for it, then --det-threshold.

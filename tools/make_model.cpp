@@ -4,7 +4,7 @@
 // (engine/combine.h).
 //   make_model --network multiscale --classes 8 --seed 1 --out model.h5
 //   make_model --network reference --print-graph
-//   make_model --combine A.h5,B.h5,C.h5 [--mirror] [--scales 0.5,0.75,1] --out ensemble.h5
+//   make_model --combine A.h5,B.h5,C.h5 [--mirror] [--scales 0.5,0.75,1] [--refine[=S,R[,K]]] --out ensemble.h5
 #include <cstdio>
 #include <iostream>
 
@@ -17,18 +17,21 @@ using namespace scenelab;
 
 int main(int argc, char** argv) {
   try {
-    Cli cli(argc, argv, {"network", "classes", "seed", "out", "combine", "scales"}, {"print-graph", "help", "mirror"});
+    Cli cli(argc, argv, {"network", "classes", "seed", "out", "combine", "scales", "refine"},
+            {"print-graph", "help", "mirror", "refine"});
     if (cli.has("help")) {
       std::puts("usage: make_model --network reference|multiscale [--classes N] [--seed S] "
                 "(--out FILE.h5 | --print-graph)\n"
-                "       make_model --combine A.h5[,B.h5...] [--mirror] [--scales LIST] (--out FILE.h5 | --print-graph)");
+                "       make_model --combine A.h5[,B.h5...] [--mirror] [--scales LIST] [--refine[=S,R[,K]]]\n"
+                "                  (--out FILE.h5 | --print-graph)");
       return 0;
     }
-    if (cli.has("combine") || cli.has("mirror") || cli.has("scales")) {
-      SL_REQUIRE(cli.has("combine"), cli.has("mirror") ? "--mirror" : "--scales", " needs --combine FILE.h5[,FILE.h5...]");
+    if (cli.has("combine") || cli.has("mirror") || cli.has("scales") || cli.has("refine")) {
+      SL_REQUIRE(cli.has("combine"), cli.has("mirror") ? "--mirror" : cli.has("scales") ? "--scales" : "--refine",
+                 " needs --combine FILE.h5[,FILE.h5...]");
       SL_REQUIRE(!cli.has("network") && !cli.has("classes") && !cli.has("seed"),
                  "--combine takes trained models: --network, --classes and --seed do not apply");
-      Model m = labelling_model(cli.get("combine"), cli.has("mirror"), scales_option(cli), "--combine");
+      Model m = labelling_model(cli.get("combine"), cli.has("mirror"), scales_option(cli), refine_option(cli), "--combine");
       if (cli.has("print-graph")) {
         std::cout << m.graph.to_text();
         return 0;

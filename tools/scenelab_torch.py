@@ -97,6 +97,30 @@ def _const(key, make):
     return _CONST[key]
 
 
+def refine_scores(scores, image, sigma_s, sigma_r, iterations=3):
+    """The refine layer (layers/refine.cpp): softmax(scores) (N, C, H, W) filtered by the domain
+    transform's recursive filter guided by image (N, Ci, H, W), along rows then columns, each
+    iteration's weights exp(-sqrt(2) / sigma_k * (1 + sigma_s / sigma_r * |step|_1)); the log of the
+    result, at least log(FLT_MIN). Inference only (a loop over columns and rows)."""
+    p = torch.softmax(scores, dim=1).clone()
+    dx = (image[:, :, :, 1:] - image[:, :, :, :-1]).abs().sum(1, keepdim=True)  # (N, 1, H, W-1)
+    dy = (image[:, :, 1:, :] - image[:, :, :-1, :]).abs().sum(1, keepdim=True)  # (N, 1, H-1, W)
+    ratio = sigma_s / sigma_r
+    for it in range(iterations):
+        sigma = sigma_s * math.sqrt(3) * 2 ** (iterations - 1 - it) / math.sqrt(4 ** iterations - 1)
+        vx = torch.exp(-math.sqrt(2) / sigma * (1 + ratio * dx))
+        vy = torch.exp(-math.sqrt(2) / sigma * (1 + ratio * dy))
+        for j in range(1, p.shape[3]):
+            p[:, :, :, j] += vx[:, :, :, j - 1] * (p[:, :, :, j - 1] - p[:, :, :, j])
+        for j in range(p.shape[3] - 2, -1, -1):
+            p[:, :, :, j] += vx[:, :, :, j] * (p[:, :, :, j + 1] - p[:, :, :, j])
+        for i in range(1, p.shape[2]):
+            p[:, :, i, :] += vy[:, :, i - 1, :] * (p[:, :, i - 1, :] - p[:, :, i, :])
+        for i in range(p.shape[2] - 2, -1, -1):
+            p[:, :, i, :] += vy[:, :, i, :] * (p[:, :, i + 1, :] - p[:, :, i, :])
+    return torch.log(p.clamp_min(torch.finfo(torch.float32).tiny))
+
+
 def rgb_to_yuv(x):
     m = _const(("yuv", str(x.device), x.dtype), lambda: RGB_TO_YUV.to(x.dtype).to(x.device))
     return torch.einsum("oc,nchw->nohw", m, x)
@@ -346,6 +370,8 @@ class TorchNet(torch.nn.Module):
             elif typ == "softmax_mean":  # log of the mean of the inputs' softmax probabilities
                 logp = torch.stack([torch.log_softmax(vals[i], dim=1) for i in ins])
                 v = torch.logsumexp(logp, dim=0) - math.log(len(ins))
+            elif typ == "refine":  # layers/refine.cpp: the domain transform on the probabilities
+                v = refine_scores(v, vals[ins[1]], float(a["sigma_s"]), float(a["sigma_r"]), int(a.get("iterations", 3)))
             elif typ == "rgb_to_yuv":
                 v = rgb_to_yuv(v)
             elif typ == "contrast_norm":

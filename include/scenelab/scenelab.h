@@ -78,6 +78,14 @@ struct ModelOptions {
   // in [0.125, 4], none twice; with `mirror`, both passes at each): e.g. {0.5, 0.75, 1, 1.25}
   // (3.4 times the work). {1}: the image alone.
   std::vector<double> scales{1.0};
+  // Refine the class probabilities along the image's edges (the domain transform's recursive
+  // filter guided by the image, after the passes are averaged): refine_sigma_s pixels of spread
+  // where the image is flat, a step of refine_sigma_r in the RGB values (0-1, summed over the
+  // channels) stops it. The defaults are the settings chosen on CamVid's held-out sequences
+  // (weights/MODELS.md, "Edge-aware refinement"); about a quarter more work on the CPU, less on a GPU.
+  bool refine = false;
+  double refine_sigma_s = 40, refine_sigma_r = 0.2;
+  int refine_iterations = 3;
   // More model files averaged with `path`'s (an ensemble: each one's pass, their class
   // probabilities' mean; the work of all of them). Same classes; `path`'s palette and settings.
   std::vector<std::string> ensemble;

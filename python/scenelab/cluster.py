@@ -137,11 +137,14 @@ def _worker_model(settings: dict):
         device = f"cuda:{get_worker().name}"
     mirror = bool(settings.get("mirror", False))
     scales = tuple(settings.get("scales", (1.0,)))
-    key = (settings["model"], device, settings["precision"], settings["threads"], mirror, scales)
+    refine = settings.get("refine", False)
+    refine = tuple(refine) if isinstance(refine, (list, tuple)) else bool(refine)
+    key = (settings["model"], device, settings["precision"], settings["threads"], mirror, scales, refine)
     model = _MODELS.get(key)
     if model is None:
         model = _MODELS[key] = scenelab.Model(settings["model"], device=device, precision=settings["precision"],
-                                              threads=settings["threads"], mirror=mirror, scales=scales)
+                                              threads=settings["threads"], mirror=mirror, scales=scales,
+                                              refine=refine)
     return model
 
 
@@ -202,7 +205,7 @@ def run(files: Sequence[str], out_dir: str, client, *, model: str | None = None,
         precision: str = "fp32", save=("classes", "labels"), chunk: int = 0, batch: int = 0,
         threads: int = 0, io_threads: int = 0, device_per_worker: bool = False, warm_up: bool = True,
         on_result: Callable[[dict], None] | None = None, mirror: bool = False,
-        scales: Sequence[float] = (1.0,)) -> dict:
+        scales: Sequence[float] = (1.0,), refine: bool | Sequence[float] = False) -> dict:
     """Labels `files` on the Dask cluster of `client`, writing into out_dir; returns the summary.
 
     chunk: files per task (0: about eight tasks per worker, a multiple of 16 files from 16 up, at
@@ -213,6 +216,7 @@ def run(files: Sequence[str], out_dir: str, client, *, model: str | None = None,
     on_result: called here with each chunk's result as it arrives.
     mirror: label with the mean probabilities of each image and its mirror (scenelab.Model's mirror).
     scales: label with the mean probabilities of each image at these sizes (scenelab.Model's scales).
+    refine: refine the probabilities along each image's edges (scenelab.Model's refine).
     The summary's seconds and images_per_s cover the labelling; startup_s the warm-up."""
     from distributed import as_completed
     import scenelab
@@ -229,7 +233,8 @@ def run(files: Sequence[str], out_dir: str, client, *, model: str | None = None,
     settings = dict(model=os.path.abspath(model) if model else (scenelab.default_model_path() or ""),
                     device=device, precision=precision, save=tuple(save), batch=batch, threads=threads,
                     io_threads=io_threads, device_per_worker=device_per_worker, mirror=bool(mirror),
-                    scales=tuple(float(s) for s in scales))
+                    scales=tuple(float(s) for s in scales),
+                    refine=tuple(float(v) for v in refine) if isinstance(refine, (list, tuple)) else bool(refine))
     t_start = time.perf_counter()
     if warm_up and jobs and addresses:
         warm = [client.submit(_warm, files[0], settings, workers=[a], allow_other_workers=False, pure=False)
@@ -278,6 +283,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--scales", default="1", metavar="LIST",
                    help="label with the mean probabilities of each image resized by each factor, "
                         "e.g. 0.5,0.75,1,1.25 (default 1)")
+    p.add_argument("--refine", nargs="?", const="default", default=None, metavar="S,R[,K]",
+                   help="refine the probabilities along each image's edges (label_image --refine; "
+                        "alone: the chosen settings 40,0.2,3)")
     p.add_argument("--chunk", type=int, default=0, help="files per task (default: automatic)")
     p.add_argument("--batch", type=int, default=0, help="images of one size per pass (default: automatic)")
     p.add_argument("--io-threads", type=int, default=0,
@@ -300,6 +308,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError:
         print(f"scenelab.cluster: --scales {a.scales}: numbers separated by commas", file=sys.stderr)
         return 2
+    refine = a.refine is not None
+    if a.refine not in (None, "default"):
+        try:
+            refine = [float(v) for v in a.refine.split(",")]
+        except ValueError:
+            refine = None
+        if refine is None or len(refine) not in (2, 3):
+            print(f"scenelab.cluster: --refine {a.refine}: SIGMA_S,SIGMA_R[,ITERATIONS]", file=sys.stderr)
+            return 2
     cluster = None
     per_worker = False
     threads = 0
@@ -320,7 +337,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         s = run(files, a.out, client, model=a.model, device=a.device, precision=a.precision, save=save,
                 chunk=a.chunk, batch=a.batch, threads=threads, io_threads=io_threads,
                 device_per_worker=per_worker, warm_up=not a.no_warm_up, mirror=a.mirror,
-                scales=scales)
+                scales=scales, refine=refine)
     except Exception as e:  # noqa: BLE001 - the message is the report
         print(f"scenelab.cluster: {e}", file=sys.stderr)
         return 2

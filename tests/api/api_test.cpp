@@ -10,6 +10,7 @@
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <tuple>
 #include <string>
 #include <unistd.h>
 
@@ -103,7 +104,7 @@ TEST(Api, EqualsLabelImageOnTheSample) {
 // --model A,B's; the mirrored labels of the mirrored image are the labels' mirror; the ensemble
 // (the shipped model with its seed-1 sibling) is not the shipped model alone; its detection head
 // reads the mean probabilities.
-TEST(Api, MirrorScalesAndEnsembleEqualLabelImage) {
+TEST(Api, MirrorScalesRefineAndEnsembleEqualLabelImage) {
   const std::string a = SCENELAB_SOURCE_DIR "/weights/camvid-multiscale.h5",
                     b = SCENELAB_SOURCE_DIR "/weights/camvid-multiscale-seed1.h5";
   if (!fs::exists(a) || !fs::exists(b)) GTEST_SKIP() << "shipped models absent";
@@ -158,6 +159,30 @@ TEST(Api, MirrorScalesAndEnsembleEqualLabelImage) {
   }
   EXPECT_EQ(scaled_differ, 0u);
   EXPECT_GT(scaled_changed, 0u);
+  // refine: ModelOptions::refine (its default settings, and others) against label_image --refine
+  for (const auto& [flag, sigma_s, sigma_r, iterations] :
+       {std::tuple{std::string("--refine"), 40.0, 0.2, 3}, std::tuple{std::string("--refine=12,0.05,2"), 12.0, 0.05, 2}}) {
+    SCOPED_TRACE(flag);
+    const std::string cmd3 = std::string(LABEL_IMAGE_BIN) + " " + kSample + " --device cpu --out " + out.string() +
+                             "/refined --model " + a + " " + flag + " --save classes --quiet --plan-cache off";
+    ASSERT_EQ(std::system(cmd3.c_str()), 0) << cmd3;
+    api::ModelOptions ro;
+    ro.device = "cpu";
+    ro.path = a;
+    ro.refine = true;
+    ro.refine_sigma_s = sigma_s;
+    ro.refine_sigma_r = sigma_r;
+    ro.refine_iterations = iterations;
+    const api::Labels refined = api::Labeler(ro).label(image);
+    const api::Image refined_classes = api::load_image((out / "refined/street_classes.png").string());
+    size_t refined_differ = 0, refined_changed = 0;
+    for (size_t i = 0; i < refined.classes.size(); ++i) {
+      refined_differ += refined_classes.pixels[i * 3] != refined.classes[i];
+      refined_changed += plain.classes[i] != refined.classes[i];
+    }
+    EXPECT_EQ(refined_differ, 0u);
+    EXPECT_GT(refined_changed, 0u);
+  }
   fs::remove_all(out);
 }
 

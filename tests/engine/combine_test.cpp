@@ -10,11 +10,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
+#include <tuple>
 
 #include "engine/combine.h"
 #include "engine/error.h"
 #include "engine/graph.h"
+#include "engine/parse_number.h"
 #include "tests/reference.h"
 #include "weights/default_model.h"
 #include "weights/model_file.h"
@@ -334,4 +337,81 @@ TEST(Combine, ShippedAccurateFilesAreTheShippedModelsCombined) {
       for (size_t i = 0; i < t.numel(); ++i) ASSERT_EQ(g[i], t[i]) << key << " " << i;
     }
   }
+}
+
+// refine_model: the refined graph's `full` is the refine layer's float64 definition applied to the
+// unrefined model's own `full` (fetched from the same graph, node full_unrefined) and the image,
+// within 2e-5; its labels that argmax where the two best classes are 1e-4 apart; `scores` (what the
+// detection head reads) as the unrefined model's, bit for bit. A plain network and a mirrored one at
+// two scales, batch 2, odd sizes; refinement changes labels; off gives the model back; errors.
+TEST(Combine, RefinedModelsMatchTheLayerOnTheirFullScores) {
+  const Tensor x = random_tensor(Shape(2, 3, 61, 75), 9, 0.f, 1.f);
+  const Model ms = make_random_model("multiscale", 5, 11);
+  const Refinement r{12, 0.3, 2};
+  for (const Model& base : {ms, combine_models({ms}, true, {0.5, 1})}) {
+    SCOPED_TRACE(base.name);
+    const Model refined = refine_model(base, r);
+    EXPECT_EQ(refined.name, "refined 12,0.3,2(" + base.name + ")");
+    EXPECT_EQ(refined.graph.find("full")->type, "refine");
+    auto got = run(refined, x, {"full", "full_unrefined", "labels_full", "scores"});
+    auto plain = run(base, x, {"scores", "labels_full"});
+    const Ref want = ref_refine(to_ref(got["full_unrefined"].view()), to_ref(x.view()), r.sigma_s, r.sigma_r, r.iterations);
+    double err = 0;
+    for (size_t i = 0; i < want.v.size(); ++i) err = std::max(err, std::abs(double(got["full"][i]) - want.v[i]));
+    EXPECT_LT(err, 2e-5);
+    const Shape s = got["full"].shape();
+    size_t clear = 0, changed = 0;
+    for (int n = 0; n < s.n; ++n)
+      for (size_t i = 0; i < s.plane(); ++i) {
+        int best = 0;
+        double top = -1e300, second = -1e300;
+        for (int c = 0; c < s.c; ++c) {
+          const double v = std::exp(want.at(n, c, int(i / s.w), int(i % s.w)));
+          if (v > top) second = top, top = v, best = c;
+          else if (v > second) second = v;
+        }
+        const size_t at = size_t(n) * s.plane() + i;
+        changed += got["labels_full"][at] != plain["labels_full"][at];
+        if (top - second < 1e-4) continue;
+        ++clear;
+        ASSERT_EQ(int(got["labels_full"][at]), best) << "frame " << n << " pixel " << i;
+      }
+    EXPECT_GT(clear, size_t(s.n) * s.plane() * 9 / 10);
+    EXPECT_GT(changed, 0u) << "refinement changed no label";
+    ASSERT_EQ(got["scores"].numel(), plain["scores"].numel());
+    for (size_t i = 0; i < plain["scores"].numel(); ++i) ASSERT_EQ(got["scores"][i], plain["scores"][i]) << i;
+  }
+  // Off: the model as it is. Twice, or settings out of the layer's ranges: errors naming them.
+  EXPECT_EQ(refine_model(ms, Refinement{}).graph.to_text(), ms.graph.to_text());
+  const Model once = refine_model(ms, kDefaultRefinement);
+  EXPECT_EQ(once.graph.find("full")->attrs.get_str("sigma_s"), "40");
+  for (const auto& [model, settings, want] :
+       {std::tuple{once, kDefaultRefinement, std::string("refined already")},
+        std::tuple{ms, Refinement{10, -1, 3}, std::string("sigma_r must be in")},
+        std::tuple{ms, Refinement{10, 0.2, 9}, std::string("iterations must be 1-8")}}) {
+    try {
+      refine_model(model, settings);
+      ADD_FAILURE() << "no error; expected '" << want << "'";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+    }
+  }
+  // Through a file and read_combined, the same graph.
+  const std::string path = ::testing::TempDir() + "/scenelab_refined.h5";
+  write_model(path, ms);
+  EXPECT_EQ(read_combined({path}, true, {1}, r).graph.to_text(),
+            refine_model(combine_models({ms}, true), r).graph.to_text());
+  std::filesystem::remove(path);
+}
+
+// Numbers as the graph text and the tools write them: the shortest that reads back, no exponent
+// where a plain number is as short.
+TEST(Combine, ShortestText) {
+  EXPECT_EQ(shortest_text(40), "40");
+  EXPECT_EQ(shortest_text(0.75), "0.75");
+  EXPECT_EQ(shortest_text(0.1), "0.1");
+  EXPECT_EQ(shortest_text(1200), "1200");
+  EXPECT_EQ(shortest_text(1e-5), "1e-05");
+  EXPECT_EQ(shortest_text(0), "0");
+  EXPECT_EQ(std::strtod(shortest_text(1.0 / 3).c_str(), nullptr), 1.0 / 3);
 }

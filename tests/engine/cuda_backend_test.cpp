@@ -198,7 +198,9 @@ TEST(CudaBackend, EveryOtherLayer) {
       "fw = flip(cat)\n"
       "fh = flip(upg) axis=h\n"
       "smean = softmax_mean(cat, fw, r)\n"
-      "output yuv lcn pre mp half quarter upb upn upg ups upe cat r sm labels fw fh smean\n";
+      "rf = refine(upg, x) sigma_s=8 sigma_r=0.2\n"
+      "rf1 = refine(upn, x) sigma_s=30 sigma_r=0.05 iterations=1\n"
+      "output yuv lcn pre mp half quarter upb upn upg ups upe cat r sm labels fw fh smean rf rf1\n";
   Model m = random_model_from_text(text, 6);
   compare(m, Shape(2, 3, 37, 53), opts("gemm"), 1e-4, "layers", 1.0);
   // The NHWC kernels: under fp16/bf16 with cuDNN, standardize writes half-precision NHWC and
@@ -296,6 +298,11 @@ TEST(CudaBackend, MirroredScaledAndEnsembleModelsAgreeWithCpu) {
   const Model scaled = combine_models({ms}, true, {0.5, 0.75, 1, 1.25});
   compare(scaled, shape, opts("auto"), 1e-4, "multiscale mirrored at 4 scales fp32", 0.999);
   compare(scaled, shape, opts("auto", "fp16"), 2e-2, "multiscale mirrored at 4 scales fp16", 0.99);
+  // edge-aware refinement (the refine layer on full), plain and on the mirrored scaled model
+  const Model refined = refine_model(ms, kDefaultRefinement), refined_scaled = refine_model(scaled, Refinement{20, 0.1, 4});
+  compare(refined, shape, opts("auto"), 1e-4, "multiscale refined fp32", 0.999);
+  compare(refined, shape, opts("auto", "fp16"), 2e-2, "multiscale refined fp16", 0.99);
+  compare(refined_scaled, shape, opts("auto"), 1e-4, "multiscale mirrored at 4 scales, refined, fp32", 0.999);
 }
 
 // An environment variable set for a scope, then restored to what it was (also where a test's

@@ -64,16 +64,17 @@ def test_equals_label_image_and_names_failures(client, inputs, reference, tmp_pa
     same_outputs(tmp_path / "out", reference)
 
 
-def test_mirror_and_scales_equal_label_image_mirror_scales(client, inputs, label_image, tmp_path):
-    """mirror=True and scales reach the workers' models: the outputs are label_image --mirror
-    --scales's."""
+def test_mirror_scales_and_refine_equal_label_image_mirror_scales_refine(client, inputs, label_image, tmp_path):
+    """mirror=True, scales and refine reach the workers' models: the outputs are label_image
+    --mirror --scales --refine's."""
     ref = tmp_path / "ref"
     subprocess.run([str(label_image), str(inputs), "--device", "cpu", "--out", str(ref), "--quiet", "--mirror",
-                    "--scales", "0.5,1", "--save", "classes,labels", "--plan-cache", "off"], capture_output=True)
+                    "--scales", "0.5,1", "--refine=20,0.1", "--save", "classes,labels", "--plan-cache", "off"],
+                   capture_output=True)
     assert len(list(ref.glob("*_classes.png"))) == 12
     files = cluster.expand_inputs([str(inputs)])
     s = cluster.run(files, str(tmp_path / "out"), client, device="cpu", threads=1, chunk=4, mirror=True,
-                    scales=(0.5, 1))
+                    scales=(0.5, 1), refine=(20, 0.1))
     assert s["images"] == 12 and s["failed"] == 1
     same_outputs(tmp_path / "out", ref)
 

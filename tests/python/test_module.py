@@ -92,6 +92,22 @@ def test_scales_equal_label_image_scales(cpu_model, sample, label_image, tmp_pat
         scenelab.Model(device="cpu", threads=2, scales=[9])
 
 
+def test_refine_equals_label_image_refine(cpu_model, sample, label_image, tmp_path):
+    """refine= labels as label_image --refine does (True: its default settings; a tuple: those),
+    and differs from the plain model; bad settings name themselves."""
+    img = scenelab.load_image(sample)
+    for arg, flag in ((True, "--refine"), ((12, 0.05, 2), "--refine=12,0.05,2")):
+        out = tmp_path / flag.strip("-").replace("=", "_").replace(",", "_")
+        run_label_image(label_image, [sample], out, "--save", "classes", flag)
+        labels = scenelab.Model(device="cpu", threads=2, refine=arg).label(img)
+        np.testing.assert_array_equal(labels, scenelab.load_image(out / "street_classes.png")[:, :, 0])
+        assert (cpu_model.label(img) != labels).any()
+    with pytest.raises(Exception, match="sigma_r must be in"):
+        scenelab.Model(device="cpu", threads=2, refine=(10, 0))
+    with pytest.raises(ValueError, match="refine: True"):
+        scenelab.Model(device="cpu", threads=2, refine=(10,))
+
+
 def test_ensemble_equals_label_image_model_list(sample, label_image, tmp_path):
     """A list of model files labels as label_image --model A,B does, and differs from A alone."""
     from pathlib import Path

@@ -18,7 +18,8 @@ usage: mirror_gain_test.py BUILD_DIR SOURCE_DIR
    and the file make_model --combine --mirror writes, run in PyTorch (scenelab_torch), labels 99.99%
    of an image's pixels as the mirror average here; the mirrored reference net's scores (whose
    mirrored map is resampled onto the plain one's grid) agree between the engine and PyTorch, and
-   so do the multiscale model's scores, both resolutions, mirrored at four scales.
+   so do the multiscale model's scores, both resolutions, mirrored at four scales, and its
+   probabilities refined along the image's edges (make_model --combine --refine).
 Skips (77) without PyTorch, h5py or OpenCV.
 """
 import json
@@ -246,6 +247,22 @@ else:
                 err = float(np.abs(e - t).max() / np.abs(t).max()) if e.shape == t.shape else float("inf")
                 check(err < 1e-4, f"multiscale at scales 0.5,0.75,1,1.25, mirrored: {node} of the engine and "
                                   f"PyTorch agree ({err:.2e} relative, bound 1e-4)")
+        # edge-aware refinement (make_model --combine --refine: the refine layer on full): the
+        # engine's and PyTorch's refined probabilities within 1e-5, and the refinement changes some labels
+        refined = os.path.join(tmp, "refined.h5")
+        subprocess.check_call([make_model, "--combine", model, "--refine", "--out", refined])
+        subprocess.check_call([os.path.join(build, "tools", "scenelab_infer"), "--model", refined, "--image", img,
+                               "--out", got_h5, "--nodes", "full,full_unrefined", "--threads", "2"])
+        fnet, _, _, _ = mg.st.load_model(refined)
+        with torch.no_grad():
+            torch_full = fnet(x, ["full"])["full"].double().numpy()
+        with h5py.File(got_h5, "r") as f:
+            e = np.asarray(f["full"], dtype=np.float64)
+            unrefined = np.asarray(f["full_unrefined"], dtype=np.float64)
+        err = float(np.abs(np.exp(e) - np.exp(torch_full)).max()) if e.shape == torch_full.shape else float("inf")
+        check(err < 1e-5, f"multiscale, refined: the probabilities of the engine and PyTorch agree ({err:.2e}, bound 1e-5)")
+        moved = float((e.argmax(1) != unrefined.argmax(1)).mean())
+        check(moved > 0, f"multiscale, refined: the refinement moves {100 * moved:.2f}% of the labels")
 
 print("mirror_gain_test:", "passed" if not failures else f"FAILED ({len(failures)})")
 sys.exit(1 if failures else 0)
