@@ -815,50 +815,98 @@ __device__ __forceinline__ float refine_power(float v, int it) {
   return v;
 }
 
-// A thread a row of a plane: the recursive filter left to right, then right to left.
-__global__ void refine_rows_kernel(float* y, const float* vx, int n, int c, int h, int w, int it) {
-  size_t r = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (r >= size_t(n) * c * h) return;
+// One step of the recursive filter, y = (1 - a) x + a y_prev, is the affine map y_prev -> a y_prev + b
+// with b = (1 - a) x; a row's steps compose, so a warp runs 32 of them at once as an inclusive
+// scan of their maps (lane k's map then takes the value before the 32 to its value), 32 columns
+// at a time, coalesced, carrying the last value to the next 32.
+__device__ __forceinline__ float refine_scan(float a, float b, float carry, int lane) {
+  for (int d = 1; d < 32; d <<= 1) {
+    const float a_up = __shfl_up_sync(0xffffffffu, a, d), b_up = __shfl_up_sync(0xffffffffu, b, d);
+    if (lane >= d) {
+      b = fmaf(a, b_up, b);
+      a *= a_up;
+    }
+  }
+  return fmaf(a, carry, b);
+}
+
+// A warp a row of a plane: the recursive filter left to right, then right to left. vx[i] couples
+// pixel i with its left neighbour (0 on the first column).
+__global__ void refine_rows_kernel(float* __restrict__ y, const float* __restrict__ vx, int n, int c, int h, int w,
+                                   int it) {
+  const size_t r = (size_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const int lane = int(threadIdx.x & 31);
+  if (r >= size_t(n) * c * h) return;  // a whole warp at once
   const size_t f = r / (size_t(c) * h), row = r % h;
   float* p = y + r * w;
   const float* v = vx + (f * h + row) * w;
-  float prev = p[0];
-  for (int col = 1; col < w; ++col) {
-    const float cur = p[col];
-    prev = cur + refine_power(v[col], it) * (prev - cur);
-    p[col] = prev;
+  float carry = 0;
+  for (int x0 = 0; x0 < w; x0 += 32) {
+    const int x = x0 + lane;
+    float a = 1, b = 0;  // lanes past the row: the identity
+    if (x < w) {
+      a = refine_power(v[x], it);
+      b = (1 - a) * p[x];
+    }
+    const float out = refine_scan(a, b, carry, lane);
+    if (x < w) p[x] = out;
+    carry = __shfl_sync(0xffffffffu, out, 31);
   }
-  for (int col = w - 2; col >= 0; --col) {
-    const float cur = p[col];
-    prev = cur + refine_power(v[col + 1], it) * (prev - cur);
-    p[col] = prev;
+  carry = 0;
+  for (int x0 = w - 1; x0 >= 0; x0 -= 32) {  // lane k at column x0 - k
+    const int x = x0 - lane;
+    float a = 1, b = 0;
+    if (x >= 0) {
+      a = x + 1 < w ? refine_power(v[x + 1], it) : 0.f;
+      b = (1 - a) * p[x];
+    }
+    const float out = refine_scan(a, b, carry, lane);
+    if (x >= 0) p[x] = out;
+    carry = __shfl_sync(0xffffffffu, out, 31);
   }
 }
 
 // A thread a column of a plane: top to bottom, then bottom to top (the threads of a warp on
-// neighbouring columns: coalesced).
-__global__ void refine_cols_kernel(float* y, const float* vy, int n, int c, int h, int w, int it) {
+// neighbouring columns: coalesced), eight rows' loads issued at once. vy[i] couples pixel i with
+// the one above (0 on the first row). `last`: the log of the result is written, at least
+// log(FLT_MIN).
+__global__ void refine_cols_kernel(float* __restrict__ y, const float* __restrict__ vy, int n, int c, int h, int w,
+                                   int it, bool last) {
+  constexpr int kRows = 8;
   size_t t = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (t >= size_t(n) * c * w) return;
   const size_t pl = t / w, col = t % w, plane = size_t(h) * w;
   float* p = y + pl * plane + col;
   const float* v = vy + (pl / c) * plane + col;
   float prev = p[0];
-  for (int row = 1; row < h; ++row) {
-    const float cur = p[size_t(row) * w];
-    prev = cur + refine_power(v[size_t(row) * w], it) * (prev - cur);
-    p[size_t(row) * w] = prev;
+  for (int r0 = 1; r0 < h; r0 += kRows) {
+    float cur[kRows], a[kRows];
+    const int m = min(kRows, h - r0);
+#pragma unroll
+    for (int k = 0; k < kRows; ++k)
+      if (k < m) cur[k] = p[size_t(r0 + k) * w], a[k] = v[size_t(r0 + k) * w];
+#pragma unroll
+    for (int k = 0; k < kRows; ++k)
+      if (k < m) {
+        prev = cur[k] + refine_power(a[k], it) * (prev - cur[k]);
+        p[size_t(r0 + k) * w] = prev;
+      }
   }
-  for (int row = h - 2; row >= 0; --row) {
-    const float cur = p[size_t(row) * w];
-    prev = cur + refine_power(v[size_t(row + 1) * w], it) * (prev - cur);
-    p[size_t(row) * w] = prev;
+  // bottom to top: row h - 1 keeps its value; rows r1, r1 - 1, ... take the one below
+  if (last) p[size_t(h - 1) * w] = logf(fmaxf(prev, FLT_MIN));
+  for (int r1 = h - 2; r1 >= 0; r1 -= kRows) {
+    float cur[kRows], a[kRows];
+    const int m = min(kRows, r1 + 1);
+#pragma unroll
+    for (int k = 0; k < kRows; ++k)
+      if (k < m) cur[k] = p[size_t(r1 - k) * w], a[k] = v[size_t(r1 - k + 1) * w];
+#pragma unroll
+    for (int k = 0; k < kRows; ++k)
+      if (k < m) {
+        prev = cur[k] + refine_power(a[k], it) * (prev - cur[k]);
+        p[size_t(r1 - k) * w] = last ? logf(fmaxf(prev, FLT_MIN)) : prev;
+      }
   }
-}
-
-__global__ void refine_log_kernel(float* y, size_t n) {
-  size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < n) y[i] = logf(fmaxf(y[i], FLT_MIN));
 }
 
 struct SoftmaxMeanInputs {
@@ -1275,14 +1323,13 @@ void refine(const TensorView& x, const TensorView& g, const TensorView& y, float
   refine_prepare_kernel<<<blocks_for(pixels), kThreads, 0, s>>>(x.f32(), g.f32(), y.f32(), vx, vy, n, c, g.shape.c,
                                                                  h, w, k);
   SL_LAUNCH_CHECK("refine prepare kernel");
+  const size_t rows = size_t(n) * c * h, cols = size_t(n) * c * w;
   for (int it = 0; it < iterations; ++it) {
-    refine_rows_kernel<<<blocks_for(size_t(n) * c * h), kThreads, 0, s>>>(y.f32(), vx, n, c, h, w, it);
+    refine_rows_kernel<<<blocks_for(rows * 32), kThreads, 0, s>>>(y.f32(), vx, n, c, h, w, it);
     SL_LAUNCH_CHECK("refine rows kernel");
-    refine_cols_kernel<<<blocks_for(size_t(n) * c * w), kThreads, 0, s>>>(y.f32(), vy, n, c, h, w, it);
+    refine_cols_kernel<<<blocks_for(cols), kThreads, 0, s>>>(y.f32(), vy, n, c, h, w, it, it == iterations - 1);
     SL_LAUNCH_CHECK("refine columns kernel");
   }
-  refine_log_kernel<<<blocks_for(pixels * c), kThreads, 0, s>>>(y.f32(), pixels * c);
-  SL_LAUNCH_CHECK("refine log kernel");
 }
 
 }  // namespace scenelab::cuda

@@ -43,6 +43,7 @@ inline std::vector<BatchCase> batch_cases() {
           "y = linear_window(b) out=2 kh=3 kw=2\noutput y\n", 31, 21),
       one("flip", "p = maxpool2d(x) k=2\na = flip(p)\nb = flip(p, x) axis=h\ny = concat(a, b)\noutput y\n", 23, 17),
       one("softmax_mean", "a = relu(x)\nf = flip(x)\ny = softmax_mean(x, a, f)\noutput y\n", 23, 17),
+      one("refine", "s = conv2d(x) out=4 k=3 pad=same\ny = refine(s, x) sigma_s=9 sigma_r=0.3\noutput y\n", 23, 17),
   };
   c.push_back({"reference", make_random_model("reference", 5, 3), 61, 53});
   c.push_back({"multiscale", make_random_model("multiscale", 5, 3), 45, 37});
