@@ -347,6 +347,10 @@ void save_png(const std::string& path, const Pixels& pixels) {
 
 NB_MODULE(_scenelab, m) {
   m.doc() = "scenelab's native module (use the scenelab package)";
+  {  // what refine=True applies: ModelOptions' defaults, the settings chosen for --refine
+    const api::ModelOptions o;
+    m.attr("default_refinement") = nb::make_tuple(o.refine_sigma_s, o.refine_sigma_r, o.refine_iterations);
+  }
   m.attr("version") = std::to_string(SCENELAB_VERSION_MAJOR) + "." + std::to_string(SCENELAB_VERSION_MINOR) +
                       "." + std::to_string(SCENELAB_VERSION_PATCH);
   nb::class_<PyModel>(m, "NativeModel")

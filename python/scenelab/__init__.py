@@ -77,7 +77,7 @@ def _refine_settings(refine) -> list:
     if refine is False or refine is None:
         return []
     if refine is True:
-        return [40.0, 0.2, 3.0]
+        return [float(v) for v in _scenelab.default_refinement]
     values = [float(v) for v in refine]
     if len(values) not in (2, 3):
         raise ValueError(f"refine: True, (sigma_s, sigma_r) or (sigma_s, sigma_r, iterations), got {refine!r}")

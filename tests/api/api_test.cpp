@@ -141,31 +141,32 @@ TEST(Api, MirrorScalesRefineAndEnsembleEqualLabelImage) {
   EXPECT_EQ(asym, 0u);
   EXPECT_GT(changed, 0u);
   for (const auto& d : modes.detect(image, "Car")) EXPECT_TRUE(d.score > 0.f && d.score <= 1.f) << d.score;
-  // scales: ModelOptions::scales against label_image --scales, and they change the labels
-  const std::string cmd2 = std::string(LABEL_IMAGE_BIN) + " " + kSample + " --device cpu --out " + out.string() +
-                           "/scaled --model " + a + " --mirror --scales 0.5,0.75,1,1.25 --save classes --quiet --plan-cache off";
-  ASSERT_EQ(std::system(cmd2.c_str()), 0) << cmd2;
-  api::ModelOptions so;
+  // A mode through ModelOptions against label_image with these flags: the same labels, and not
+  // the plain model's.
+  auto same_as_label_image = [&](const api::ModelOptions& o, const std::string& flags, const std::string& dir) {
+    SCOPED_TRACE(flags);
+    const std::string cmd = std::string(LABEL_IMAGE_BIN) + " " + kSample + " --device cpu --out " + (out / dir).string() +
+                            " --model " + a + " " + flags + " --save classes --quiet --plan-cache off";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    const api::Labels got = api::Labeler(o).label(image);
+    const api::Image want = api::load_image((out / dir / "street_classes.png").string());
+    size_t differ = 0, changed = 0;
+    for (size_t i = 0; i < got.classes.size(); ++i) {
+      differ += want.pixels[i * 3] != got.classes[i];
+      changed += plain.classes[i] != got.classes[i];
+    }
+    EXPECT_EQ(differ, 0u);
+    EXPECT_GT(changed, 0u);
+  };
+  api::ModelOptions so;  // ModelOptions::scales against label_image --scales
   so.device = "cpu";
   so.path = a;
   so.mirror = true;
   so.scales = {0.5, 0.75, 1, 1.25};
-  const api::Labels scaled = api::Labeler(so).label(image);
-  const api::Image scaled_classes = api::load_image((out / "scaled/street_classes.png").string());
-  size_t scaled_differ = 0, scaled_changed = 0;
-  for (size_t i = 0; i < scaled.classes.size(); ++i) {
-    scaled_differ += scaled_classes.pixels[i * 3] != scaled.classes[i];
-    scaled_changed += plain.classes[i] != scaled.classes[i];
-  }
-  EXPECT_EQ(scaled_differ, 0u);
-  EXPECT_GT(scaled_changed, 0u);
-  // refine: ModelOptions::refine (its default settings, and others) against label_image --refine
+  same_as_label_image(so, "--mirror --scales 0.5,0.75,1,1.25", "scaled");
+  // ModelOptions::refine (its default settings, and others) against label_image --refine
   for (const auto& [flag, sigma_s, sigma_r, iterations] :
        {std::tuple{std::string("--refine"), 40.0, 0.2, 3}, std::tuple{std::string("--refine=12,0.05,2"), 12.0, 0.05, 2}}) {
-    SCOPED_TRACE(flag);
-    const std::string cmd3 = std::string(LABEL_IMAGE_BIN) + " " + kSample + " --device cpu --out " + out.string() +
-                             "/refined --model " + a + " " + flag + " --save classes --quiet --plan-cache off";
-    ASSERT_EQ(std::system(cmd3.c_str()), 0) << cmd3;
     api::ModelOptions ro;
     ro.device = "cpu";
     ro.path = a;
@@ -173,15 +174,7 @@ TEST(Api, MirrorScalesRefineAndEnsembleEqualLabelImage) {
     ro.refine_sigma_s = sigma_s;
     ro.refine_sigma_r = sigma_r;
     ro.refine_iterations = iterations;
-    const api::Labels refined = api::Labeler(ro).label(image);
-    const api::Image refined_classes = api::load_image((out / "refined/street_classes.png").string());
-    size_t refined_differ = 0, refined_changed = 0;
-    for (size_t i = 0; i < refined.classes.size(); ++i) {
-      refined_differ += refined_classes.pixels[i * 3] != refined.classes[i];
-      refined_changed += plain.classes[i] != refined.classes[i];
-    }
-    EXPECT_EQ(refined_differ, 0u);
-    EXPECT_GT(refined_changed, 0u);
+    same_as_label_image(ro, flag, "refined" + std::to_string(iterations));
   }
   fs::remove_all(out);
 }

@@ -18,6 +18,7 @@
 #include "engine/error.h"
 #include "engine/graph.h"
 #include "engine/parse_number.h"
+#include "scenelab/scenelab.h"
 #include "tests/reference.h"
 #include "weights/default_model.h"
 #include "weights/model_file.h"
@@ -383,6 +384,12 @@ TEST(Combine, RefinedModelsMatchTheLayerOnTheirFullScores) {
     ASSERT_EQ(got["scores"].numel(), plain["scores"].numel());
     for (size_t i = 0; i < plain["scores"].numel(); ++i) ASSERT_EQ(got["scores"][i], plain["scores"][i]) << i;
   }
+  // The library's defaults (include/scenelab/scenelab.h, which cannot name the engine's) are these.
+  const api::ModelOptions defaults;
+  EXPECT_EQ(defaults.refine_sigma_s, kDefaultRefinement.sigma_s);
+  EXPECT_EQ(defaults.refine_sigma_r, kDefaultRefinement.sigma_r);
+  EXPECT_EQ(defaults.refine_iterations, kDefaultRefinement.iterations);
+  EXPECT_FALSE(defaults.refine);
   // Off: the model as it is. Twice, or settings out of the layer's ranges: errors naming them.
   EXPECT_EQ(refine_model(ms, Refinement{}).graph.to_text(), ms.graph.to_text());
   const Model once = refine_model(ms, kDefaultRefinement);
