@@ -82,7 +82,7 @@ std::string json_line(const std::string& js, const std::string& key) {
 }
 }  // namespace
 
-TEST(EvalLabels, MirrorScalesAndEnsembleEqualTheCombinedFiles) {
+TEST(EvalLabels, MirrorScalesRefineAndEnsembleEqualTheCombinedFiles) {
   fs::path dir = fs::path(::testing::TempDir()) / "scenelab_eval_mirror";
   fs::remove_all(dir);
   fs::create_directories(dir / "data/images");
@@ -131,6 +131,18 @@ TEST(EvalLabels, MirrorScalesAndEnsembleEqualTheCombinedFiles) {
   EXPECT_NE(json_line(scaled, "confusion"), json_line(mirrored, "confusion"));
   EXPECT_NE(json_line(scaled, "scales").find("[0.5,1.25]"), std::string::npos) << json_line(scaled, "scales");
   EXPECT_NE(json_line(plain, "scales").find("[1]"), std::string::npos) << json_line(plain, "scales");
+  // --refine, against make_model --combine --refine; the JSON names the settings
+  const std::string refined_file = (dir / "refined.h5").string();
+  const std::string make4 = std::string(MAKE_MODEL_BIN) + " --combine " + model + " --mirror --refine=20,0.1,2 --out " +
+                            refined_file;
+  ASSERT_EQ(std::system(make4.c_str()), 0) << make4;
+  const std::string refined = run("--model " + model + " --mirror --refine=20,0.1,2", "r.json"),
+                    refined_f = run("--model " + refined_file, "rf.json");
+  EXPECT_EQ(json_line(refined, "confusion"), json_line(refined_f, "confusion"));
+  EXPECT_NE(json_line(refined, "confusion"), json_line(mirrored, "confusion"));
+  EXPECT_NE(json_line(refined, "refine").find("{\"sigma_s\": 20, \"sigma_r\": 0.1, \"iterations\": 2}"), std::string::npos)
+      << json_line(refined, "refine");
+  EXPECT_NE(json_line(plain, "refine").find("null"), std::string::npos) << json_line(plain, "refine");
   // make_model's errors: the file, and what is missing
   auto fails = [&](const std::string& args, const std::string& want) {
     const std::string cmd = std::string(MAKE_MODEL_BIN) + " " + args + " 2> " + (dir / "err.txt").string();
@@ -145,4 +157,9 @@ TEST(EvalLabels, MirrorScalesAndEnsembleEqualTheCombinedFiles) {
   fails("--combine " + model + ",," + model + " --out x.h5", "--combine " + model + ",," + model + ": an empty model file name");
   fails("--combine " + (dir / "none.h5").string() + " --out x.h5", "none.h5");
   fails("--combine " + model + " --network reference --out x.h5", "--network, --classes and --seed do not apply");
+  fails("--refine --out x.h5", "--refine needs --combine");
+  fails("--combine " + model + " --refine=40 --out x.h5", "--refine takes SIGMA_S,SIGMA_R[,ITERATIONS]");
+  fails("--combine " + model + " --refine=40,0 --out x.h5", "sigma_r must be in (0, 1000]");
+  fails("--combine " + model + " --refine=40,0.2,2.5 --out x.h5", "iterations must be a whole number 1-8");
+  fails("--combine " + refined_file + " --refine --out x.h5", "refined already");
 }
