@@ -181,13 +181,12 @@ Model refine_model(const Model& m, const Refinement& r) {
   }
   g.nodes.erase(std::remove_if(g.nodes.begin(), g.nodes.end(), [](const NodeDesc& n) { return n.name == "labels_full"; }),
                 g.nodes.end());
-  std::string nodes = g.to_text();
-  nodes.erase(nodes.rfind("output"));  // the outputs come after the new nodes
-  std::ostringstream text;
-  text << nodes << "full = refine(" << unrefined << ", " << g.input_name << ") sigma_s=" << shortest_text(r.sigma_s)
-       << " sigma_r=" << shortest_text(r.sigma_r) << " iterations=" << r.iterations << "\nlabels_full = argmax(full)\noutput";
-  for (const std::string& o : g.outputs) text << " " << o;
-  out.graph = GraphDesc::parse(text.str());
+  g.nodes.push_back({"full", "refine", {unrefined, g.input_name},
+                     Attrs("full", {{"sigma_s", shortest_text(r.sigma_s)},
+                                    {"sigma_r", shortest_text(r.sigma_r)},
+                                    {"iterations", std::to_string(r.iterations)}})});
+  g.nodes.push_back({"labels_full", "argmax", {"full"}, Attrs("labels_full", {})});
+  out.graph = GraphDesc::parse(g.to_text());  // checked as a file's graph is, with line numbers
   create_layer(*out.graph.find("full"));  // the settings checked by the layer, naming them
   out.name = "refined " + refinement_text(r) + "(" + m.name + ")";
   return out;

@@ -120,25 +120,24 @@ TEST(EvalLabels, MirrorScalesRefineAndEnsembleEqualTheCombinedFiles) {
   const std::string listed = run("--model " + model + "," + second + " --mirror", "l.json"), ens_file = run("--model " + ens, "e.json");
   EXPECT_EQ(json_line(listed, "confusion"), json_line(ens_file, "confusion"));
   EXPECT_NE(json_line(listed, "confusion"), json_line(mirrored, "confusion"));
-  // --scales, against make_model --combine --scales; the JSON names the scales
-  const std::string scaled_file = (dir / "scaled.h5").string();
-  const std::string make3 = std::string(MAKE_MODEL_BIN) + " --combine " + model + " --mirror --scales 0.5,1.25 --out " +
-                            scaled_file;
-  ASSERT_EQ(std::system(make3.c_str()), 0) << make3;
-  const std::string scaled = run("--model " + model + " --mirror --scales 0.5,1.25", "s.json"),
-                    scaled_f = run("--model " + scaled_file, "sf.json");
-  EXPECT_EQ(json_line(scaled, "confusion"), json_line(scaled_f, "confusion"));
+  // A mode on the fly against the file make_model --combine writes with the same flags: the same
+  // confusion; the on-the-fly run's JSON is returned.
+  auto same_as_file = [&](const std::string& flags, const std::string& tag) {
+    const std::string file = (dir / (tag + ".h5")).string();
+    const std::string make = std::string(MAKE_MODEL_BIN) + " --combine " + model + " " + flags + " --out " + file;
+    EXPECT_EQ(std::system(make.c_str()), 0) << make;
+    const std::string fly = run("--model " + model + " " + flags, tag + ".json"), from_file = run("--model " + file, tag + "-f.json");
+    EXPECT_EQ(json_line(fly, "confusion"), json_line(from_file, "confusion")) << flags;
+    return fly;
+  };
+  // --scales; the JSON names the scales
+  const std::string scaled = same_as_file("--mirror --scales 0.5,1.25", "scaled");
   EXPECT_NE(json_line(scaled, "confusion"), json_line(mirrored, "confusion"));
   EXPECT_NE(json_line(scaled, "scales").find("[0.5,1.25]"), std::string::npos) << json_line(scaled, "scales");
   EXPECT_NE(json_line(plain, "scales").find("[1]"), std::string::npos) << json_line(plain, "scales");
-  // --refine, against make_model --combine --refine; the JSON names the settings
+  // --refine; the JSON names the settings
   const std::string refined_file = (dir / "refined.h5").string();
-  const std::string make4 = std::string(MAKE_MODEL_BIN) + " --combine " + model + " --mirror --refine=20,0.1,2 --out " +
-                            refined_file;
-  ASSERT_EQ(std::system(make4.c_str()), 0) << make4;
-  const std::string refined = run("--model " + model + " --mirror --refine=20,0.1,2", "r.json"),
-                    refined_f = run("--model " + refined_file, "rf.json");
-  EXPECT_EQ(json_line(refined, "confusion"), json_line(refined_f, "confusion"));
+  const std::string refined = same_as_file("--mirror --refine=20,0.1,2", "refined");
   EXPECT_NE(json_line(refined, "confusion"), json_line(mirrored, "confusion"));
   EXPECT_NE(json_line(refined, "refine").find("{\"sigma_s\": 20, \"sigma_r\": 0.1, \"iterations\": 2}"), std::string::npos)
       << json_line(refined, "refine");
@@ -160,6 +159,8 @@ TEST(EvalLabels, MirrorScalesRefineAndEnsembleEqualTheCombinedFiles) {
   fails("--refine --out x.h5", "--refine needs --combine");
   fails("--combine " + model + " --refine=40 --out x.h5", "--refine takes SIGMA_S,SIGMA_R[,ITERATIONS]");
   fails("--combine " + model + " --refine=40,0 --out x.h5", "sigma_r must be in (0, 1000]");
-  fails("--combine " + model + " --refine=40,0.2,2.5 --out x.h5", "iterations must be a whole number 1-8");
+  fails("--combine " + model + " --refine=40,0.2,2.5 --out x.h5", "iterations must be a whole number");
+  fails("--combine " + model + " --refine=40,0.2,9 --out x.h5", "iterations must be 1-8");
+  fails("--combine " + model + " --refine=5000,0.2 --out x.h5", "sigma_s must be in (0, 4096]");
   fails("--combine " + refined_file + " --refine --out x.h5", "refined already");
 }
