@@ -56,7 +56,7 @@ Model combine_models(const std::vector<Model>& members, bool mirror, const std::
   for (size_t k = 0; k < members.size(); ++k) require_labelling(members[k], k);
   const size_t passes = members.size() * (mirror ? 2 : 1) * scales.size();
   SL_REQUIRE(passes <= size_t(kSoftmaxMeanMaxInputs), "combine_models: ", members.size(), " models",
-             mirror ? ", mirrored," : "", scales.size() > 1 ? " at " + std::to_string(scales.size()) + " scales" : "",
+             mirror ? " mirrored" : "", scales.size() > 1 ? " at " + std::to_string(scales.size()) + " scales" : "",
              " make ", passes, " passes a frame; at most ", kSoftmaxMeanMaxInputs, " are averaged");
   const Model& first = members[0];
   for (size_t k = 1; k < members.size(); ++k) {

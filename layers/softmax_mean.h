@@ -3,7 +3,7 @@
 
 namespace scenelab {
 
-// Inputs of one softmax_mean node, at most (a mirrored ensemble of eight models).
-constexpr int kSoftmaxMeanMaxInputs = 16;
+// Inputs of one softmax_mean node, at most (a mirrored ensemble of four models at four scales).
+constexpr int kSoftmaxMeanMaxInputs = 32;
 
 }  // namespace scenelab

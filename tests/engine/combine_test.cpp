@@ -273,9 +273,10 @@ TEST(Combine, FileRoundTripAndSharedParameters) {
 }
 
 TEST(Combine, ErrorsNameTheModelAndWhatIsWrong) {
-  auto fails = [](const std::vector<Model>& ms, bool mirror, const std::string& want) {
+  auto fails = [](const std::vector<Model>& ms, bool mirror, const std::string& want,
+                  const std::vector<double>& scales = {1.0}) {
     try {
-      combine_models(ms, mirror);
+      combine_models(ms, mirror, scales);
       ADD_FAILURE() << "no error; expected one containing '" << want << "'";
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
@@ -296,7 +297,9 @@ TEST(Combine, ErrorsNameTheModelAndWhatIsWrong) {
   fails({other}, true, "its labels_full is not argmax(full)");
   // alone and not mirrored, any model comes back as it is (label_image's own checks apply)
   EXPECT_EQ(combine_models({other}, false).graph.to_text(), other.graph.to_text());
-  fails(std::vector<Model>(9, a), true, "9 models, mirrored, make 18 passes a frame; at most 16");
+  fails(std::vector<Model>(17, a), true, "17 models mirrored make 34 passes a frame; at most 32");
+  fails(std::vector<Model>(3, a), true, "3 models mirrored at 6 scales make 36 passes a frame; at most 32",
+        {0.5, 0.75, 1, 1.25, 1.5, 2});
   fails({}, true, "no models");
   // the files' reader: no list, or an empty name in it
   for (const auto& [paths, want] : std::vector<std::pair<std::vector<std::string>, std::string>>{

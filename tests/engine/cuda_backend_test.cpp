@@ -18,6 +18,7 @@
 #include "kernels/conv_cuda.h"
 #include "kernels/cuda_check.h"
 #include "kernels/layers_cuda.h"
+#include "layers/softmax_mean.h"
 #endif
 #include "weights/model_file.h"
 #include "tests/gpu_skip.h"
@@ -199,9 +200,16 @@ TEST(CudaBackend, EveryOtherLayer) {
       "fh = flip(upg) axis=h\n"
       "smean = softmax_mean(cat, fw, r)\n"
       "rf = refine(upg, x) sigma_s=8 sigma_r=0.2\n"
-      "rf1 = refine(upn, x) sigma_s=30 sigma_r=0.05 iterations=1\n"
-      "output yuv lcn pre mp half quarter upb upn upg ups upe cat r sm labels fw fh smean rf rf1\n";
-  Model m = random_model_from_text(text, 6);
+      "rf1 = refine(upn, x) sigma_s=30 sigma_r=0.05 iterations=1\n";
+  // softmax_mean at its most inputs (kSoftmaxMeanMaxInputs: a mirrored ensemble of four models at
+  // four scales), four maps taken in turn
+  std::string widest = "wide = softmax_mean(";
+  const char* maps[] = {"cat", "fw", "r", "sm"};
+  for (int k = 0; k < kSoftmaxMeanMaxInputs; ++k) widest += std::string(k ? ", " : "") + maps[k % 4];
+  Model m = random_model_from_text(text + widest + ")\n" +
+                                       "output yuv lcn pre mp half quarter upb upn upg ups upe cat r sm labels fw fh "
+                                       "smean rf rf1 wide\n",
+                                   6);
   compare(m, Shape(2, 3, 37, 53), opts("gemm"), 1e-4, "layers", 1.0);
   // The NHWC kernels: under fp16/bf16 with cuDNN, standardize writes half-precision NHWC and
   // every later layer runs on it (argmax may flip where two channels tie in half precision).

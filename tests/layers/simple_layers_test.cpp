@@ -8,6 +8,7 @@
 
 #include "engine/error.h"
 #include "engine/graph.h"
+#include "layers/softmax_mean.h"
 #include "tests/reference.h"
 
 using namespace scenelab;
@@ -100,16 +101,22 @@ TEST(Flip, MirrorsRowsOrColumnsExactly) {
 }
 
 // log(mean_k softmax(x_k)) against float64, scores up to +-60 (exp overflows float beyond 88:
-// the layer works in log space, so every output is finite); one input gives the log softmax.
+// the layer works in log space, so every output is finite); one input gives the log softmax. Up to
+// kSoftmaxMeanMaxInputs inputs (a mirrored ensemble of four models at four scales), one more is an error.
 TEST(SoftmaxMean, MatchesReference) {
   std::vector<Tensor> xs;
-  for (uint32_t k = 0; k < 3; ++k) xs.push_back(random_tensor(Shape(2, 11, 7, 9), 20 + k, -60.f, 60.f));
-  for (size_t count : {size_t(1), size_t(3)}) {
+  for (uint32_t k = 0; k <= uint32_t(kSoftmaxMeanMaxInputs); ++k)
+    xs.push_back(random_tensor(Shape(2, 11, 7, 9), 20 + k, -60.f, 60.f));
+  for (size_t count : {size_t(1), size_t(3), size_t(kSoftmaxMeanMaxInputs), size_t(kSoftmaxMeanMaxInputs) + 1}) {
     std::vector<const Tensor*> in;
     std::string line = "y = softmax_mean(";
     for (size_t k = 0; k < count; ++k) {
       in.push_back(&xs[k]);
       line += (k ? ", x" : "x") + std::to_string(k);
+    }
+    if (count > size_t(kSoftmaxMeanMaxInputs)) {
+      EXPECT_THROW(run_layer(line + ")", in, {}), Error) << count << " inputs";
+      continue;
     }
     LayerRun r = run_layer(line + ")", in, {});
     Ref want(xs[0].shape());
