@@ -797,8 +797,8 @@ __global__ void refine_prepare_kernel(const float* x, const float* g, float* y, 
   const size_t f = i / plane, p = i % plane;
   const int row = int(p / w), col = int(p % w);
   const float* gf = g + f * gc * plane;
-  vx[i] = col ? refine_weight(gf, gc, plane, p, p - 1, k) : 0.f;
-  vy[i] = row ? refine_weight(gf, gc, plane, p, p - w, k) : 0.f;
+  vx[i] = col ? refine_weight(refine_distance(gf, gc, plane, p, p - 1), k) : 0.f;
+  vy[i] = row ? refine_weight(refine_distance(gf, gc, plane, p, p - w), k) : 0.f;
   const float* px = x + f * c * plane + p;
   float* py = y + f * c * plane + p;
   float m = px[0];

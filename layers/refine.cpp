@@ -21,6 +21,7 @@
 #include "engine/error.h"
 #include "engine/layer.h"
 #include "engine/parallel.h"
+#include "layers/channel_math.h"
 #include "layers/refine_weights.h"
 #ifdef SCENELAB_WITH_CUDA
 #include "engine/cuda_backend.h"
@@ -68,33 +69,45 @@ class Refine : public Layer {
     parallel_for(int64_t(n) * h, a.threads, [&](int64_t r) {
       const int f = int(r / h), row = int(r % h);
       const float* gf = g.f32() + size_t(f) * g.shape.c * plane;
-      for (int col = 0; col < w; ++col) {
-        const size_t i = size_t(row) * w + col;
-        vx[f * plane + i] = col ? refine_weight(gf, g.shape.c, plane, i, i - 1, k) : 0.f;
-        vy[f * plane + i] = row ? refine_weight(gf, g.shape.c, plane, i, i - w, k) : 0.f;
-        // Softmax over the classes at this pixel (max-subtracted).
-        float m = x.channel(f, 0)[i];
-        for (int ch = 1; ch < c; ++ch) m = std::max(m, x.channel(f, ch)[i]);
-        float s = 0;
-        for (int ch = 0; ch < c; ++ch) s += (y.channel(f, ch)[i] = std::exp(x.channel(f, ch)[i] - m));
-        const float inv = 1.f / s;
-        for (int ch = 0; ch < c; ++ch) y.channel(f, ch)[i] *= inv;
-      }
+      for_each_span(size_t(w), [&](size_t j, size_t count) {
+        const size_t i = size_t(row) * w + j;
+        // The first column's and the first row's weights are never read: 0 there.
+        alignas(64) float dx[kChannelSpan], dy[kChannelSpan];
+        for (size_t q = 0; q < count; ++q) {
+          dx[q] = j + q ? refine_distance(gf, g.shape.c, plane, i + q, i + q - 1) : 0.f;
+          dy[q] = row ? refine_distance(gf, g.shape.c, plane, i + q, i + q - w) : 0.f;
+        }
+        const auto weights = [&](const float* d) {
+          return (-k.scale * (1.f + k.ratio * ConstSpanArray(d, int64_t(count)))).exp();
+        };
+        SpanArray(vx + f * plane + i, int64_t(count)) = weights(dx);
+        SpanArray vyr(vy + f * plane + i, int64_t(count));
+        if (row)
+          vyr = weights(dy);
+        else
+          vyr.setZero();
+        if (!j) vx[f * plane + i] = 0.f;
+        softmax_span(x, y, f, i, count);
+      });
     });
     constexpr int kBlock = 64;  // columns a task filters down and up, vectorised across them
     const int blocks = (w + kBlock - 1) / kBlock;
+    const int row_groups = (h + kRows - 1) / kRows;
     for (int it = 0; it < iterations_; ++it) {
       if (it)  // sigma halves: each weight a^d becomes its square
         parallel_for(int64_t(2 * frames_px + 4095) / 4096, a.threads, [&](int64_t b) {
           const size_t end = std::min(2 * frames_px, size_t(b + 1) * 4096);
           for (size_t i = size_t(b) * 4096; i < end; ++i) a.workspace[i] *= a.workspace[i];
         });
-      parallel_for(int64_t(n) * c * h, a.threads, [&](int64_t r) {  // along each row, there and back
-        const int f = int(r / (int64_t(c) * h)), row = int(r % h);
-        float* p = y.f32() + size_t(r) * w;
-        const float* v = vx + f * plane + size_t(row) * w;
-        for (int col = 1; col < w; ++col) p[col] += v[col] * (p[col - 1] - p[col]);
-        for (int col = w - 2; col >= 0; --col) p[col] += v[col + 1] * (p[col + 1] - p[col]);
+      parallel_for(int64_t(n) * c * row_groups, a.threads, [&](int64_t t) {  // along each row, there and back
+        const int64_t pl = t / row_groups;
+        const int f = int(pl / c), row0 = int(t % row_groups) * kRows, rows = std::min(kRows, h - row0);
+        float* p = y.f32() + size_t(pl) * plane + size_t(row0) * w;
+        const float* v = vx + f * plane + size_t(row0) * w;
+        if (rows == kRows)
+          filter_rows<kRows>(p, v, w);
+        else
+          for (int q = 0; q < rows; ++q) filter_rows<1>(p + size_t(q) * w, v + size_t(q) * w, w);
       });
       parallel_for(int64_t(n) * c * blocks, a.threads, [&](int64_t t) {  // along each column
         const int64_t pl = t / blocks;
@@ -115,7 +128,7 @@ class Refine : public Layer {
     }
     parallel_for(int64_t(n) * c * h, a.threads, [&](int64_t r) {
       float* p = y.f32() + size_t(r) * w;
-      for (int col = 0; col < w; ++col) p[col] = std::log(std::max(p[col], FLT_MIN));
+      log_floored(p, size_t(w));
     });
   }
 #ifdef SCENELAB_WITH_CUDA
@@ -126,6 +139,30 @@ class Refine : public Layer {
 #endif
 
  private:
+  // Rows a task filters along at once: each step of a row depends on the one before, so R rows'
+  // steps are interleaved to keep R independent chains in flight.
+  static constexpr int kRows = 8;
+
+  // The R rows from p (w apart), weights v alike: left to right, then right to left.
+  template <int R>
+  static void filter_rows(float* p, const float* v, int w) {
+    float prev[R];
+    for (int q = 0; q < R; ++q) prev[q] = p[size_t(q) * w];
+    for (int col = 1; col < w; ++col)
+      for (int q = 0; q < R; ++q) {
+        float& at = p[size_t(q) * w + col];
+        at += v[size_t(q) * w + col] * (prev[q] - at);
+        prev[q] = at;
+      }
+    for (int q = 0; q < R; ++q) prev[q] = p[size_t(q) * w + w - 1];
+    for (int col = w - 2; col >= 0; --col)
+      for (int q = 0; q < R; ++q) {
+        float& at = p[size_t(q) * w + col];
+        at += v[size_t(q) * w + col + 1] * (prev[q] - at);
+        prev[q] = at;
+      }
+  }
+
   double sigma_s_ = 0, sigma_r_ = 0;
   int iterations_ = 3;
 };

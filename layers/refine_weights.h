@@ -23,13 +23,17 @@ inline RefineCoefficients refine_coefficients(double sigma_s, double sigma_r, in
   return {float(std::sqrt(2.0) / sigma0), float(sigma_s / sigma_r)};
 }
 
-// The first iteration's weight between pixels i and j of a frame of the image (`channels` planes
-// of `plane` values each, starting at g): the L1 distance of their values across the channels.
-SL_HD inline float refine_weight(const float* g, int channels, size_t plane, size_t i, size_t j,
-                                 RefineCoefficients k) {
+// The L1 distance of pixels i and j of a frame of the image (`channels` planes of `plane` values
+// each, starting at g) across its channels.
+SL_HD inline float refine_distance(const float* g, int channels, size_t plane, size_t i, size_t j) {
   float d = 0;
   for (int ch = 0; ch < channels; ++ch) d += fabsf(g[ch * plane + i] - g[ch * plane + j]);
-  return expf(-k.scale * (1.f + k.ratio * d));
+  return d;
+}
+
+// The first iteration's weight of two pixels at that distance.
+SL_HD inline float refine_weight(float distance, RefineCoefficients k) {
+  return expf(-k.scale * (1.f + k.ratio * distance));
 }
 
 }  // namespace scenelab

@@ -1,9 +1,7 @@
 // Softmax over channels at each pixel (max-subtracted for stability).
-#include <algorithm>
-#include <cmath>
-
 #include "engine/layer.h"
 #include "engine/parallel.h"
+#include "layers/channel_math.h"
 #include "layers/formats.h"
 #ifdef SCENELAB_WITH_CUDA
 #include "engine/cuda_backend.h"
@@ -23,20 +21,10 @@ class Softmax : public Layer {
   Shape infer_shape(const std::vector<Shape>& in) const override { return in[0]; }
   void forward_cpu(const ForwardArgs& a) const override {
     const TensorView &x = a.in[0], &y = a.out;
+    const size_t w = size_t(x.shape.w);
     for (int n = 0; n < x.shape.n; ++n)
       parallel_for(int64_t(x.shape.h), a.threads, [&](int64_t row) {
-        for (size_t i = size_t(row) * x.shape.w; i < size_t(row + 1) * x.shape.w; ++i) {
-          float m = x.channel(n, 0)[i];
-          for (int c = 1; c < x.shape.c; ++c) m = std::max(m, x.channel(n, c)[i]);
-          float s = 0;
-          for (int c = 0; c < x.shape.c; ++c) {
-            float e = std::exp(x.channel(n, c)[i] - m);
-            y.channel(n, c)[i] = e;
-            s += e;
-          }
-          const float inv = 1.f / s;
-          for (int c = 0; c < x.shape.c; ++c) y.channel(n, c)[i] *= inv;
-        }
+        for_each_span(w, [&](size_t j, size_t count) { softmax_span(x, y, n, size_t(row) * w + j, count); });
       });
   }
 #ifdef SCENELAB_WITH_CUDA

@@ -3,12 +3,12 @@
 // class it favours. Computed in log space (log softmax, then a log-sum-exp over the inputs), so
 // every output is finite for finite inputs however large the scores. Inputs: one or more maps of
 // one shape. Used by test-time mirroring and ensembles (engine/combine.h). f32 NCHW.
-#include <algorithm>
 #include <cmath>
 
 #include "engine/error.h"
 #include "engine/layer.h"
 #include "engine/parallel.h"
+#include "layers/channel_math.h"
 #include "layers/softmax_mean.h"
 #ifdef SCENELAB_WITH_CUDA
 #include "engine/cuda_backend.h"
@@ -37,19 +37,24 @@ class SoftmaxMean : public Layer {
     const Shape& s = a.out.shape;
     const int K = int(a.in.size()), C = s.c;
     const float log_k = std::log(float(K));
+    const size_t w = size_t(s.w);
     for (int n = 0; n < s.n; ++n)
       parallel_for(int64_t(s.h), a.threads, [&](int64_t row) {
-        float lse[kSoftmaxMeanMaxInputs];
-        for (size_t i = size_t(row) * s.w; i < size_t(row + 1) * s.w; ++i) {
-          for (int k = 0; k < K; ++k) lse[k] = log_sum_exp(a.in[size_t(k)], n, i, C);
-          for (int c = 0; c < C; ++c) {
-            float m = -INFINITY;
-            for (int k = 0; k < K; ++k) m = std::max(m, a.in[size_t(k)].channel(n, c)[i] - lse[k]);
-            float sum = 0;
-            for (int k = 0; k < K; ++k) sum += std::exp(a.in[size_t(k)].channel(n, c)[i] - lse[k] - m);
-            a.out.channel(n, c)[i] = m + std::log(sum) - log_k;
+        for_each_span(w, [&](size_t j, size_t count) {
+          const size_t i = size_t(row) * w + j;
+          const auto span = [&](const TensorView& t, int c) { return ConstSpanArray(t.channel(n, c) + i, int64_t(count)); };
+          alignas(64) float lse_buf[kSoftmaxMeanMaxInputs][kChannelSpan], m_buf[kChannelSpan], sum_buf[kChannelSpan];
+          for (int k = 0; k < K; ++k) log_sum_exp_span(a.in[size_t(k)], n, i, count, lse_buf[k]);
+          SpanArray m(m_buf, int64_t(count)), sum(sum_buf, int64_t(count));
+          for (int c = 0; c < C; ++c) {  // log-sum-exp over the inputs of their log softmax
+            const auto lse = [&](int k) { return ConstSpanArray(lse_buf[k], int64_t(count)); };
+            m = span(a.in[0], c) - lse(0);
+            for (int k = 1; k < K; ++k) m = m.max(span(a.in[size_t(k)], c) - lse(k));
+            sum.setZero();
+            for (int k = 0; k < K; ++k) sum += (span(a.in[size_t(k)], c) - lse(k) - m).exp();
+            SpanArray(a.out.channel(n, c) + i, int64_t(count)) = m + sum.log() - log_k;
           }
-        }
+        });
       });
   }
 #ifdef SCENELAB_WITH_CUDA
@@ -58,15 +63,6 @@ class SoftmaxMean : public Layer {
   }
 #endif
 
- private:
-  // log(sum_c exp(x_c)) at pixel i of frame n, max-subtracted.
-  static float log_sum_exp(const TensorView& x, int n, size_t i, int C) {
-    float m = x.channel(n, 0)[i];
-    for (int c = 1; c < C; ++c) m = std::max(m, x.channel(n, c)[i]);
-    float s = 0;
-    for (int c = 0; c < C; ++c) s += std::exp(x.channel(n, c)[i] - m);
-    return m + std::log(s);
-  }
 };
 
 }  // namespace
