@@ -20,41 +20,63 @@ constexpr size_t kChannelSpan = 256;
 using SpanArray = Eigen::Map<Eigen::ArrayXf>;
 using ConstSpanArray = Eigen::Map<const Eigen::ArrayXf>;
 
+// A span's scratch, 64-byte aligned. Every exp and log is evaluated into one of these: Eigen
+// computes the elements before the destination's first aligned one (and after its last full
+// packet) one at a time, with the scalar functions, whose results may differ from the vector
+// ones in the last bit; into scratch that always starts aligned, which elements those are
+// depends on a pixel's place in its row alone, not on where the frame lies in memory, so a frame
+// labels the same alone and in a batch.
+struct alignas(64) SpanScratch {
+  float v[kChannelSpan];
+  Eigen::Map<Eigen::ArrayXf, Eigen::Aligned64> operator()(size_t count) {
+    return Eigen::Map<Eigen::ArrayXf, Eigen::Aligned64>(v, int64_t(count));
+  }
+};
+
+// x's values of channel c at pixels [i, i + count) of frame f.
+inline ConstSpanArray channel_span(const TensorView& x, int f, int c, size_t i, size_t count) {
+  return ConstSpanArray(x.channel(f, c) + i, int64_t(count));
+}
+
 // y = softmax over the channels of x at pixels [i, i + count) of frame f (count <= kChannelSpan;
 // max-subtracted). y may be x.
 inline void softmax_span(const TensorView& x, const TensorView& y, int f, size_t i, size_t count) {
-  alignas(64) float m_buf[kChannelSpan], s_buf[kChannelSpan];
-  SpanArray m(m_buf, int64_t(count)), s(s_buf, int64_t(count));
+  SpanScratch m_buf, s_buf, e_buf;
+  auto m = m_buf(count), s = s_buf(count), e = e_buf(count);
   const int C = x.shape.c;
-  m = ConstSpanArray(x.channel(f, 0) + i, int64_t(count));
-  for (int c = 1; c < C; ++c) m = m.max(ConstSpanArray(x.channel(f, c) + i, int64_t(count)));
+  m = channel_span(x, f, 0, i, count);
+  for (int c = 1; c < C; ++c) m = m.max(channel_span(x, f, c, i, count));
   s.setZero();
   for (int c = 0; c < C; ++c) {
-    SpanArray yc(y.channel(f, c) + i, int64_t(count));
-    yc = (ConstSpanArray(x.channel(f, c) + i, int64_t(count)) - m).exp();
-    s += yc;
+    e = (channel_span(x, f, c, i, count) - m).exp();
+    s += e;
+    SpanArray(y.channel(f, c) + i, int64_t(count)) = e;
   }
   s = s.inverse();
   for (int c = 0; c < C; ++c) SpanArray(y.channel(f, c) + i, int64_t(count)) *= s;
 }
 
-// out[j] = log(sum over the channels of exp(x)) at pixel i + j of frame f, j < count
+// out = log(sum over the channels of exp(x)) at pixels [i, i + count) of frame f
 // (count <= kChannelSpan; max-subtracted).
-inline void log_sum_exp_span(const TensorView& x, int f, size_t i, size_t count, float* out) {
-  alignas(64) float s_buf[kChannelSpan];
-  SpanArray m(out, int64_t(count)), s(s_buf, int64_t(count));
+inline void log_sum_exp_span(const TensorView& x, int f, size_t i, size_t count, SpanScratch& out) {
+  SpanScratch s_buf;
+  auto m = out(count), s = s_buf(count);
   const int C = x.shape.c;
-  m = ConstSpanArray(x.channel(f, 0) + i, int64_t(count));
-  for (int c = 1; c < C; ++c) m = m.max(ConstSpanArray(x.channel(f, c) + i, int64_t(count)));
+  m = channel_span(x, f, 0, i, count);
+  for (int c = 1; c < C; ++c) m = m.max(channel_span(x, f, c, i, count));
   s.setZero();
-  for (int c = 0; c < C; ++c) s += (ConstSpanArray(x.channel(f, c) + i, int64_t(count)) - m).exp();
-  m += s.log();
+  for (int c = 0; c < C; ++c) s += (channel_span(x, f, c, i, count) - m).exp();
+  s = s.log();
+  m += s;
 }
 
-// p[j] = log(max(p[j], FLT_MIN)), j < count.
+// p[j] = log(max(p[j], FLT_MIN)), j < count (count <= kChannelSpan).
 inline void log_floored(float* p, size_t count) {
+  SpanScratch t_buf;
+  auto t = t_buf(count);
   SpanArray a(p, int64_t(count));
-  a = a.max(FLT_MIN).log();
+  t = a.max(FLT_MIN).log();
+  a = t;
 }
 
 // Calls fn(begin, count) for the spans of [0, w): the row taken kChannelSpan pixels at a time.

@@ -42,17 +42,17 @@ class SoftmaxMean : public Layer {
       parallel_for(int64_t(s.h), a.threads, [&](int64_t row) {
         for_each_span(w, [&](size_t j, size_t count) {
           const size_t i = size_t(row) * w + j;
-          const auto span = [&](const TensorView& t, int c) { return ConstSpanArray(t.channel(n, c) + i, int64_t(count)); };
-          alignas(64) float lse_buf[kSoftmaxMeanMaxInputs][kChannelSpan], m_buf[kChannelSpan], sum_buf[kChannelSpan];
-          for (int k = 0; k < K; ++k) log_sum_exp_span(a.in[size_t(k)], n, i, count, lse_buf[k]);
-          SpanArray m(m_buf, int64_t(count)), sum(sum_buf, int64_t(count));
+          SpanScratch lse[kSoftmaxMeanMaxInputs], m_buf, sum_buf;
+          for (int k = 0; k < K; ++k) log_sum_exp_span(a.in[size_t(k)], n, i, count, lse[k]);
+          auto m = m_buf(count), sum = sum_buf(count);
           for (int c = 0; c < C; ++c) {  // log-sum-exp over the inputs of their log softmax
-            const auto lse = [&](int k) { return ConstSpanArray(lse_buf[k], int64_t(count)); };
-            m = span(a.in[0], c) - lse(0);
-            for (int k = 1; k < K; ++k) m = m.max(span(a.in[size_t(k)], c) - lse(k));
+            const auto term = [&](int k) { return channel_span(a.in[size_t(k)], n, c, i, count) - lse[k](count); };
+            m = term(0);
+            for (int k = 1; k < K; ++k) m = m.max(term(k));
             sum.setZero();
-            for (int k = 0; k < K; ++k) sum += (span(a.in[size_t(k)], c) - lse(k) - m).exp();
-            SpanArray(a.out.channel(n, c) + i, int64_t(count)) = m + sum.log() - log_k;
+            for (int k = 0; k < K; ++k) sum += (term(k) - m).exp();
+            sum = sum.log();
+            SpanArray(a.out.channel(n, c) + i, int64_t(count)) = m + sum - log_k;
           }
         });
       });
