@@ -10,6 +10,7 @@
 #include <cfloat>
 #include <cstddef>
 
+#include "engine/error.h"
 #include "engine/tensor.h"
 
 namespace scenelab {
@@ -29,6 +30,7 @@ using ConstSpanArray = Eigen::Map<const Eigen::ArrayXf>;
 struct alignas(64) SpanScratch {
   float v[kChannelSpan];
   Eigen::Map<Eigen::ArrayXf, Eigen::Aligned64> operator()(size_t count) {
+    SL_REQUIRE(count <= kChannelSpan, "a span of ", count, " pixels; at most ", kChannelSpan);
     return Eigen::Map<Eigen::ArrayXf, Eigen::Aligned64>(v, int64_t(count));
   }
 };
@@ -70,13 +72,16 @@ inline void log_sum_exp_span(const TensorView& x, int f, size_t i, size_t count,
   m += s;
 }
 
-// p[j] = log(max(p[j], FLT_MIN)), j < count (count <= kChannelSpan).
+// p[j] = log(max(p[j], FLT_MIN)), j < count (any count: a span at a time).
 inline void log_floored(float* p, size_t count) {
   SpanScratch t_buf;
-  auto t = t_buf(count);
-  SpanArray a(p, int64_t(count));
-  t = a.max(FLT_MIN).log();
-  a = t;
+  for (size_t j = 0; j < count; j += kChannelSpan) {
+    const size_t n = std::min(kChannelSpan, count - j);
+    auto t = t_buf(n);
+    SpanArray a(p + j, int64_t(n));
+    t = a.max(FLT_MIN).log();
+    a = t;
+  }
 }
 
 // Calls fn(begin, count) for the spans of [0, w): the row taken kChannelSpan pixels at a time.
