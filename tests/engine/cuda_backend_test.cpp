@@ -18,8 +18,8 @@
 #include "kernels/conv_cuda.h"
 #include "kernels/cuda_check.h"
 #include "kernels/layers_cuda.h"
-#include "layers/softmax_mean.h"
 #endif
+#include "layers/softmax_mean.h"
 #include "weights/model_file.h"
 #include "tests/gpu_skip.h"
 #include "tests/reference.h"
