@@ -49,7 +49,7 @@ const char* kUsage =
     "  --refine[=S,R[,K]]   refine the class probabilities along the image's edges (the\n"
     "                       domain transform: S pixels of spread where the image is flat,\n"
     "                       a colour step of R stops it; K iterations; default 40,0.2,3;\n"
-    "                       a 480x360 frame: about 0.2 ms on an H200, 7 ms on two CPU\n"
+    "                       a 480x360 frame: about 0.2 ms on an H200, 8 ms on two CPU\n"
     "                       cores; weights/MODELS.md)\n"
     "  --out DIR            output folder (default: labels)\n"
     "  --save LIST          outputs, any of classes,labels,overlay (default: all three;\n"
