@@ -40,14 +40,20 @@ inline ConstSpanArray channel_span(const TensorView& x, int f, int c, size_t i, 
   return ConstSpanArray(x.channel(f, c) + i, int64_t(count));
 }
 
+// m = the largest of x's channels at pixels [i, i + count) of frame f.
+template <class Span>
+void channel_max_span(const TensorView& x, int f, size_t i, size_t count, Span&& m) {
+  m = channel_span(x, f, 0, i, count);
+  for (int c = 1; c < x.shape.c; ++c) m = m.max(channel_span(x, f, c, i, count));
+}
+
 // y = softmax over the channels of x at pixels [i, i + count) of frame f (count <= kChannelSpan;
 // max-subtracted). y may be x.
 inline void softmax_span(const TensorView& x, const TensorView& y, int f, size_t i, size_t count) {
   SpanScratch m_buf, s_buf, e_buf;
   auto m = m_buf(count), s = s_buf(count), e = e_buf(count);
   const int C = x.shape.c;
-  m = channel_span(x, f, 0, i, count);
-  for (int c = 1; c < C; ++c) m = m.max(channel_span(x, f, c, i, count));
+  channel_max_span(x, f, i, count, m);
   s.setZero();
   for (int c = 0; c < C; ++c) {
     e = (channel_span(x, f, c, i, count) - m).exp();
@@ -64,8 +70,7 @@ inline void log_sum_exp_span(const TensorView& x, int f, size_t i, size_t count,
   SpanScratch s_buf;
   auto m = out(count), s = s_buf(count);
   const int C = x.shape.c;
-  m = channel_span(x, f, 0, i, count);
-  for (int c = 1; c < C; ++c) m = m.max(channel_span(x, f, c, i, count));
+  channel_max_span(x, f, i, count, m);
   s.setZero();
   for (int c = 0; c < C; ++c) s += (channel_span(x, f, c, i, count) - m).exp();
   s = s.log();

@@ -72,18 +72,18 @@ class Refine : public Layer {
       for_each_span(size_t(w), [&](size_t j, size_t count) {
         const size_t i = size_t(row) * w + j;
         // The first column's and the first row's weights are never read: 0 there.
-        SpanScratch dx_buf, dy_buf;
-        auto dx = dx_buf(count), dy = dy_buf(count);
-        for (size_t q = 0; q < count; ++q) {
-          dx[int64_t(q)] = j + q ? refine_distance(gf, g.shape.c, plane, i + q, i + q - 1) : 0.f;
-          dy[int64_t(q)] = row ? refine_distance(gf, g.shape.c, plane, i + q, i + q - w) : 0.f;
-        }
-        dx = (-k.scale * (1.f + k.ratio * dx)).exp();
-        dy = (-k.scale * (1.f + k.ratio * dy)).exp();
-        SpanArray(vx + f * plane + i, int64_t(count)) = dx;
-        SpanArray(vy + f * plane + i, int64_t(count)) = dy;
+        SpanScratch d_buf;
+        auto d = d_buf(count);
+        for (size_t q = 0; q < count; ++q)
+          d[int64_t(q)] = j + q ? refine_distance(gf, g.shape.c, plane, i + q, i + q - 1) : 0.f;
+        SpanArray(vx + f * plane + i, int64_t(count)) = d = refine_exponent(d, k).exp();
         if (!j) vx[f * plane + i] = 0.f;
-        if (!row) SpanArray(vy + f * plane + i, int64_t(count)).setZero();
+        if (row) {
+          for (size_t q = 0; q < count; ++q) d[int64_t(q)] = refine_distance(gf, g.shape.c, plane, i + q, i + q - w);
+          SpanArray(vy + f * plane + i, int64_t(count)) = d = refine_exponent(d, k).exp();
+        } else {
+          SpanArray(vy + f * plane + i, int64_t(count)).setZero();
+        }
         softmax_span(x, y, f, i, count);
       });
     });

@@ -31,9 +31,14 @@ SL_HD inline float refine_distance(const float* g, int channels, size_t plane, s
   return d;
 }
 
-// The first iteration's weight of two pixels at that distance.
-SL_HD inline float refine_weight(float distance, RefineCoefficients k) {
-  return expf(-k.scale * (1.f + k.ratio * distance));
+// The first iteration's weight of two pixels at that distance is exp of this: a float, or on the
+// CPU an Eigen array of a span's distances (layers/refine.cpp).
+template <class T>
+SL_HD inline auto refine_exponent(const T& distance, RefineCoefficients k) {
+  return -k.scale * (1.f + k.ratio * distance);
 }
+
+// The first iteration's weight of two pixels at that distance.
+SL_HD inline float refine_weight(float distance, RefineCoefficients k) { return expf(refine_exponent(distance, k)); }
 
 }  // namespace scenelab

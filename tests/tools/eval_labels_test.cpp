@@ -122,8 +122,9 @@ TEST(EvalLabels, MirrorScalesRefineAndEnsembleEqualTheCombinedFiles) {
   EXPECT_NE(json_line(listed, "confusion"), json_line(mirrored, "confusion"));
   // A mode on the fly against the file make_model --combine writes with the same flags: the same
   // confusion; the on-the-fly run's JSON is returned.
+  auto file_of = [&](const std::string& tag) { return (dir / (tag + ".h5")).string(); };
   auto same_as_file = [&](const std::string& flags, const std::string& tag) {
-    const std::string file = (dir / (tag + ".h5")).string();
+    const std::string file = file_of(tag);
     const std::string make = std::string(MAKE_MODEL_BIN) + " --combine " + model + " " + flags + " --out " + file;
     EXPECT_EQ(std::system(make.c_str()), 0) << make;
     const std::string fly = run("--model " + model + " " + flags, tag + ".json"), from_file = run("--model " + file, tag + "-f.json");
@@ -136,8 +137,7 @@ TEST(EvalLabels, MirrorScalesRefineAndEnsembleEqualTheCombinedFiles) {
   EXPECT_NE(json_line(scaled, "scales").find("[0.5,1.25]"), std::string::npos) << json_line(scaled, "scales");
   EXPECT_NE(json_line(plain, "scales").find("[1]"), std::string::npos) << json_line(plain, "scales");
   // --refine; the JSON names the settings
-  const std::string refined_file = (dir / "refined.h5").string();
-  const std::string refined = same_as_file("--mirror --refine=20,0.1,2", "refined");
+  const std::string refined = same_as_file("--mirror --refine=20,0.1,2", "refined"), refined_file = file_of("refined");
   EXPECT_NE(json_line(refined, "confusion"), json_line(mirrored, "confusion"));
   EXPECT_NE(json_line(refined, "refine").find("{\"sigma_s\": 20, \"sigma_r\": 0.1, \"iterations\": 2}"), std::string::npos)
       << json_line(refined, "refine");
