@@ -647,6 +647,49 @@ def hard_pixel_loss(full, labels, weights, fraction):
     return (w * ce).sum() / w.sum().clamp_min(1e-12)
 
 
+class AuxHeads(torch.nn.Module):
+    """--aux: deep supervision (Lee et al., AISTATS 2015; PSPNet's auxiliary loss, Zhao et al., CVPR
+    2017): a 1x1 convolution to the class scores on each feature map that the classifier's concat
+    joins (the multiscale net's three scales, 256 channels each), so that every scale's features
+    must separate the classes by themselves. Trained beside the net and dropped at export: the
+    model file and the engine are unchanged."""
+
+    def __init__(self, net, classes):
+        super().__init__()
+        concats = [ins for _, typ, ins, _ in net.nodes if typ == "concat"]
+        if not concats:
+            raise ValueError("deep supervision needs a net whose classifier reads a concat of feature "
+                             "maps (the multiscale net; the reference net's reads one)")
+        self.inputs = concats[-1]
+        self.heads = torch.nn.ModuleList(torch.nn.Conv2d(net.channels[i], classes, 1) for i in self.inputs)
+        gen = torch.Generator().manual_seed(12345)  # He init as the net's, from a generator of its own
+        with torch.no_grad():
+            for h in self.heads:
+                h.weight.copy_(torch.randn(h.weight.shape, generator=gen) * math.sqrt(2.0 / h.weight[0].numel()))
+                h.bias.zero_()
+
+    def forward(self, vals, size, dropout=0.0):
+        """Each head's scores on its feature map (vals: the net's outputs by name), resampled
+        bilinearly to size (H, W), the input's; dropout on the heads' inputs as on the classifier's."""
+        return [F.interpolate(h(F.dropout(vals[i], dropout, training=self.training) if dropout else vals[i]),
+                              size=size, mode="bilinear", align_corners=False)
+                for h, i in zip(self.heads, self.inputs)]
+
+
+class TrainStep(torch.nn.Module):
+    """One training forward pass: the net's full-resolution scores and, with aux heads, theirs."""
+
+    def __init__(self, net, aux=None):
+        super().__init__()
+        self.net, self.aux = net, aux
+
+    def forward(self, x):
+        want = ["full"] + (list(self.aux.inputs) if self.aux is not None else [])
+        vals = self.net(x, want)
+        aux = self.aux(vals, x.shape[2:], self.net.dropout) if self.aux is not None else []
+        return vals["full"], aux
+
+
 def sequence_of(name):
     """CamVid file names start with their sequence: 0016E5_07959 -> 0016E5."""
     return name.split("_")[0]
@@ -719,6 +762,10 @@ def parse_args(argv=None):
     ap.add_argument("--lovasz", type=float, default=0.0, metavar="W",
                     help="add W times the Lovasz-softmax loss (a surrogate of 1 - mean IoU, Berman et al. "
                          "2018) to the cross-entropy (default 0: none; 0.5 lost across sequences, weights/MODELS.md)")
+    ap.add_argument("--aux", type=float, default=0.0, metavar="W",
+                    help="deep supervision: add W times the mean cross-entropy (class-weighted) of a 1x1 "
+                         "classifier on each scale's features (the multiscale net's concat inputs), trained "
+                         "beside the net and dropped at export (default 0: none; weights/MODELS.md)")
     ap.add_argument("--teacher", default=None, metavar="A.h5,B.h5",
                     help="distil from these trained models (comma-separated; `{seq}` in a path becomes the "
                          "--holdout sequence, 'final' with --final, 'train' with neither): the loss's "
@@ -812,6 +859,11 @@ def parse_args(argv=None):
         ap.error(f"--mix {a.mix:g}: a probability, 0-1")
     if not (math.isfinite(a.lovasz) and 0 <= a.lovasz <= 10):
         ap.error(f"--lovasz {a.lovasz:g}: a weight from 0 (none) to 10")
+    if not (math.isfinite(a.aux) and 0 <= a.aux <= 10):
+        ap.error(f"--aux {a.aux:g}: a weight from 0 (none) to 10")
+    if a.aux and a.network != "multiscale":
+        ap.error(f"--aux {a.aux:g}: deep supervision needs --network multiscale (the reference net's "
+                 "classifier reads one feature map)")
     if a.ema is not None and not 0 < a.ema < 1:
         ap.error(f"--ema {a.ema:g}: a decay between 0 and 1 (exclusive), e.g. 0.999")
     if not (math.isfinite(a.weight_decay) and 0 <= a.weight_decay < 1):
@@ -888,6 +940,7 @@ def main():
         net.add_batchnorm()
     net = net.to(dev)
     net.dropout = a.dropout
+    aux = AuxHeads(net, len(CLASSES)).to(dev) if a.aux else None
     if a.init:  # the file's weights and standardisation statistics (its weights were trained on them)
         init_weights(net, a.init, CLASSES)
     else:
@@ -923,6 +976,8 @@ def main():
               + f", share {a.distill:g}", flush=True)
 
     trainable = [p for p in net.parameters() if p.requires_grad]
+    if aux is not None:
+        trainable += list(aux.parameters())
     # --ema: a second net holding the moving average of every floating-point tensor of the first
     # (state_dict's tensors share the nets' storage), updated after each step by two fused calls;
     # the decay ramps up from 0.1 over the first steps, as is usual, so early weights fade fast.
@@ -952,7 +1007,8 @@ def main():
     # The training steps' forward pass, compiled for the crop's shape (the first steps wait for
     # it; an epoch's shorter last batch compiles once more); evaluation and export use net itself,
     # whose parameters it shares.
-    step_net = torch.compile(net) if a.compile else net
+    step_net = TrainStep(net, aux)
+    step_net = torch.compile(step_net) if a.compile else step_net
     teacher_step = (torch.compile(teachers) if a.compile else teachers) if teachers is not None else None
     best, best_state, best_epoch = -1.0, None, -1
     log = open(a.log, "w") if a.log else None
@@ -963,7 +1019,7 @@ def main():
         loss_sum = torch.zeros((), device=dev)
         for _ in range(steps_per_epoch):
             xb, yb = batches.next()
-            full = step_net(xb, ["full"])["full"]
+            full, aux_scores = step_net(xb)
             if teacher_step is not None:
                 with torch.no_grad():
                     soft = teacher_step(xb)
@@ -974,6 +1030,9 @@ def main():
                 loss = F.cross_entropy(full.float(), yb, weight=weights, ignore_index=VOID)
             if a.lovasz:
                 loss = loss + a.lovasz * lovasz_softmax(full, yb)
+            if aux_scores:
+                loss = loss + a.aux * sum(F.cross_entropy(v.float(), yb, weight=weights, ignore_index=VOID)
+                                          for v in aux_scores) / len(aux_scores)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
@@ -1014,7 +1073,7 @@ def main():
     summary = {"network": a.network, "best_epoch": best_epoch, "epochs_run": epoch, "seed": a.seed,
                "selection": selection, "aug": a.aug, "exposure": a.exposure, "gamma": a.gamma, "shading": a.shading,
                "scale": list(a.scale) if a.scale else None, "ohem": a.ohem,
-               "mix": a.mix, "ema": a.ema, "rare": a.rare, "dropout": a.dropout, "batchnorm": a.batchnorm, "lovasz": a.lovasz, "lr": a.lr, "weight_decay": a.weight_decay, "balance": a.balance,
+               "mix": a.mix, "ema": a.ema, "rare": a.rare, "dropout": a.dropout, "batchnorm": a.batchnorm, "lovasz": a.lovasz, "aux": a.aux, "lr": a.lr, "weight_decay": a.weight_decay, "balance": a.balance,
                "teacher": a.teacher, "distill": a.distill if a.teacher else None,
                "teacher_mirror": a.teacher_mirror,
                "compile": a.compile, "workers": a.workers,

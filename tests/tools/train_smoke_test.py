@@ -545,6 +545,42 @@ def check_dropout():
     assert torch.equal(evaluated, plain_out), "dropout changed the evaluation-mode output"
 
 
+def check_aux():
+    """--aux: one 1x1 head a scale on the multiscale net's concat inputs (256 channels each), its
+    scores resampled to the input's size as F.interpolate would; TrainStep's full scores are the
+    net's; the heads' loss alone reaches the extractor and not the classifier; the reference net
+    has no concat to supervise."""
+    import torch.nn.functional as F
+    import scenelab_torch as st
+    torch.manual_seed(7)
+    net = st.TorchNet(st.network_text("multiscale", 11))
+    for t in net.params.values():
+        if t.requires_grad:
+            torch.nn.init.normal_(t, std=0.05)
+    aux = train.AuxHeads(net, 11)
+    assert list(aux.inputs) == ["s1r3", "s2up", "s4up"], aux.inputs
+    assert [tuple(h.weight.shape) for h in aux.heads] == [(11, 256, 1, 1)] * 3
+    x = torch.rand(2, 3, 45, 61)
+    full, scores = train.TrainStep(net, aux)(x)
+    assert torch.equal(full, net(x, ["full"])["full"]), "TrainStep's full scores are not the net's"
+    assert len(scores) == 3 and all(tuple(v.shape) == (2, 11, 45, 61) for v in scores)
+    feats = net(x, ["s2up"])["s2up"]
+    h = aux.heads[1]
+    want = F.interpolate(F.conv2d(feats, h.weight, h.bias), size=(45, 61), mode="bilinear", align_corners=False)
+    assert torch.allclose(scores[1], want, atol=1e-5), (scores[1] - want).abs().max()
+    y = torch.randint(0, 11, (2, 45, 61))
+    sum(F.cross_entropy(v, y) for v in scores).backward()
+    assert net.p("conv1", "weight").grad is not None and net.p("conv1", "weight").grad.abs().sum() > 0
+    assert net.p("fc1", "weight").grad is None, "the heads' loss reached the classifier"
+    full0, none = train.TrainStep(net)(x)
+    assert none == [] and torch.equal(full0, full)
+    try:
+        train.AuxHeads(st.TorchNet(st.network_text("reference", 11)), 11)
+        raise AssertionError("AuxHeads accepted the reference net")
+    except ValueError as e:
+        assert "concat" in str(e), e
+
+
 def check_batchnorm():
     """--batchnorm: in training mode a normalised convolution's output is (conv - batch mean) /
     sqrt(batch var + eps) x gamma + beta, with the statistics of the group's first use in the pass
@@ -798,6 +834,7 @@ def main():
     check_rare()
     check_dropout()
     check_batchnorm()
+    check_aux()
     check_lovasz()
     check_distill()
     check_ohem()
@@ -842,6 +879,11 @@ def main():
         assert '"scale": [0.75, 1.5], "ohem": 0.3,' in s, s
         s = run(root, os.path.join(tmp, "shade.h5"), "--last", "--shading", "0.5", "--rare", "0.5", "--epochs", "1")
         assert '"shading": 0.5,' in s and '"rare": 0.5,' in s, s
+        # --aux: the heads train beside the multiscale net; the file holds the plain graph's parameters
+        s = run(root, os.path.join(tmp, "aux.h5"), "--network", "multiscale", "--last", "--aux", "0.4", "--epochs", "1")
+        assert '"aux": 0.4,' in s, s
+        aux_net = st.load_model(os.path.join(tmp, "aux.h5"))[0]
+        assert [k for k, _ in aux_net.param_items()] == [k for k, _ in st.TorchNet(st.network_text("multiscale", 11)).param_items()]
         s = run(root, os.path.join(tmp, "lovasz.h5"), "--last", "--lovasz", "0.5", "--lr", "0.001", "--epochs", "1")
         assert '"lovasz": 0.5,' in s and '"lr": 0.001,' in s, s  # the summary records the rate
         # --balance: the median-frequency weights to a power (0.5 their square roots, 0 none);
@@ -877,6 +919,8 @@ def main():
                          ("--ohem=nan", "--ohem nan: the fraction of pixels kept"),
                          (["--ohem", "0.5", "--teacher", "t.h5"], "--ohem with --teacher: not supported"),
                          (["--batchnorm", "--init", "x.h5"], "--batchnorm with --init: a model file holds no batch"),
+                         ("--aux=-1", "--aux -1: a weight from 0 (none) to 10"),
+                         (["--network", "reference", "--aux", "0.4"], "--aux 0.4: deep supervision needs --network multiscale"),
                          ("--lovasz=-1", "--lovasz -1: a weight from 0 (none) to 10"), ("--workers=-1", "--workers -1: 0 or more"),
                          *((("--compile=on", "--compile on: needs torch.compile (PyTorch 2)"),)
                            if not hasattr(torch, "compile") else ())):
