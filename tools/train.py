@@ -707,9 +707,13 @@ def parse_args(argv=None):
     ap.add_argument("--minutes", type=float, default=120.0, help="stop training after this long")
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--crop", default="288x384", help="HxW")
-    ap.add_argument("--lr", type=float, default=2e-3,
-                    help="AdamW's peak learning rate in the one-cycle schedule (default 2e-3, the shipped "
-                         "recipe's; its decay step is lr x --weight-decay)")
+    ap.add_argument("--optimizer", default="adamw", choices=["adamw", "sgd"],
+                    help="adamw (the shipped recipe's) or sgd: SGD with Nesterov momentum 0.9 (cycled "
+                         "0.85-0.95 by the one-cycle schedule, as AdamW's first beta is) and L2 weight decay, "
+                         "as SegNet trained on CamVid")
+    ap.add_argument("--lr", type=float, default=None,
+                    help="the peak learning rate in the one-cycle schedule (default 2e-3 with adamw, the "
+                         "shipped recipe's, whose decay step is lr x --weight-decay; 0.05 with sgd)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--eval-every", type=int, default=5)
     ap.add_argument("--limit", type=int, default=None, help="images per split (smoke tests)")
@@ -765,7 +769,8 @@ def parse_args(argv=None):
     ap.add_argument("--aux", type=float, default=0.0, metavar="W",
                     help="deep supervision: add W times the mean cross-entropy (class-weighted) of a 1x1 "
                          "classifier on each scale's features (the multiscale net's concat inputs), trained "
-                         "beside the net and dropped at export (default 0: none; weights/MODELS.md)")
+                         "beside the net and dropped at export (default 0: none; 0.4 was level across "
+                         "sequences, weights/MODELS.md)")
     ap.add_argument("--teacher", default=None, metavar="A.h5,B.h5",
                     help="distil from these trained models (comma-separated; `{seq}` in a path becomes the "
                          "--holdout sequence, 'final' with --final, 'train' with neither): the loss's "
@@ -797,10 +802,11 @@ def parse_args(argv=None):
                     help="run the training steps through torch.compile (PyTorch 2): the same fp32 arithmetic "
                          "with fused kernels, 2.4x the multiscale net's step rate on an H100 (docs/BENCHMARKS.md); "
                          "auto: on a GPU where torch has it")
-    ap.add_argument("--weight-decay", type=float, default=0.05, metavar="WD",
+    ap.add_argument("--weight-decay", type=float, default=None, metavar="WD",
                     help="AdamW's decoupled weight decay on every trainable tensor (default 0.05, the "
                          "shipped recipe since 2026-11-27, chosen across sequences over 1e-4; "
-                         "weights/MODELS.md has the figures)")
+                         "weights/MODELS.md has the figures), or with --optimizer sgd the L2 penalty's "
+                         "factor (default 5e-4)")
     ap.add_argument("--balance", type=float, default=0.5, metavar="POWER",
                     help="class weights (median frequency / frequency) ** POWER: 0.5 (both shipped "
                          "models' recipe) their square roots, 1 SegNet's median-frequency "
@@ -866,6 +872,12 @@ def parse_args(argv=None):
                  "classifier reads one feature map)")
     if a.ema is not None and not 0 < a.ema < 1:
         ap.error(f"--ema {a.ema:g}: a decay between 0 and 1 (exclusive), e.g. 0.999")
+    if a.lr is None:
+        a.lr = 0.05 if a.optimizer == "sgd" else 2e-3
+    if not (math.isfinite(a.lr) and 0 < a.lr <= 10):
+        ap.error(f"--lr {a.lr:g}: expected a rate above 0, e.g. 2e-3")
+    if a.weight_decay is None:
+        a.weight_decay = 5e-4 if a.optimizer == "sgd" else 0.05
     if not (math.isfinite(a.weight_decay) and 0 <= a.weight_decay < 1):
         ap.error(f"--weight-decay {a.weight_decay:g}: expected 0 <= WD < 1, e.g. 1e-4 or 0.05")
     if not (math.isfinite(a.balance) and 0 <= a.balance <= 2):
@@ -995,7 +1007,10 @@ def main():
     groups = [{"params": [p for p in trainable if id(p) not in norm_ids]}]
     if norm_ids:
         groups.append({"params": [p for p in trainable if id(p) in norm_ids], "weight_decay": 0.0})
-    opt = torch.optim.AdamW(groups, lr=a.lr, weight_decay=a.weight_decay)
+    if a.optimizer == "sgd":
+        opt = torch.optim.SGD(groups, lr=a.lr, momentum=0.9, nesterov=True, weight_decay=a.weight_decay)
+    else:
+        opt = torch.optim.AdamW(groups, lr=a.lr, weight_decay=a.weight_decay)
     steps_per_epoch = math.ceil(xtr.shape[0] / a.batch)
     total_steps = a.epochs * steps_per_epoch
     if total_steps >= 4:  # one cycle: warm-up over 10% of the steps (at least 2), then cosine decay
@@ -1073,7 +1088,7 @@ def main():
     summary = {"network": a.network, "best_epoch": best_epoch, "epochs_run": epoch, "seed": a.seed,
                "selection": selection, "aug": a.aug, "exposure": a.exposure, "gamma": a.gamma, "shading": a.shading,
                "scale": list(a.scale) if a.scale else None, "ohem": a.ohem,
-               "mix": a.mix, "ema": a.ema, "rare": a.rare, "dropout": a.dropout, "batchnorm": a.batchnorm, "lovasz": a.lovasz, "aux": a.aux, "lr": a.lr, "weight_decay": a.weight_decay, "balance": a.balance,
+               "mix": a.mix, "ema": a.ema, "rare": a.rare, "dropout": a.dropout, "batchnorm": a.batchnorm, "lovasz": a.lovasz, "aux": a.aux, "optimizer": a.optimizer, "lr": a.lr, "weight_decay": a.weight_decay, "balance": a.balance,
                "teacher": a.teacher, "distill": a.distill if a.teacher else None,
                "teacher_mirror": a.teacher_mirror,
                "compile": a.compile, "workers": a.workers,

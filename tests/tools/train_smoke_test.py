@@ -881,7 +881,10 @@ def main():
         assert '"shading": 0.5,' in s and '"rare": 0.5,' in s, s
         # --aux: the heads train beside the multiscale net; the file holds the plain graph's parameters
         s = run(root, os.path.join(tmp, "aux.h5"), "--network", "multiscale", "--last", "--aux", "0.4", "--epochs", "1")
-        assert '"aux": 0.4,' in s, s
+        assert '"aux": 0.4, "optimizer": "adamw", "lr": 0.002, "weight_decay": 0.05,' in s, s  # the recipe's
+        # --optimizer sgd: its own defaults for the rate and the L2 factor, recorded
+        s = run(root, os.path.join(tmp, "sgd.h5"), "--last", "--optimizer", "sgd", "--epochs", "1")
+        assert '"optimizer": "sgd", "lr": 0.05, "weight_decay": 0.0005,' in s, s
         aux_net = st.load_model(os.path.join(tmp, "aux.h5"))[0]
         assert [k for k, _ in aux_net.param_items()] == [k for k, _ in st.TorchNet(st.network_text("multiscale", 11)).param_items()]
         s = run(root, os.path.join(tmp, "lovasz.h5"), "--last", "--lovasz", "0.5", "--lr", "0.001", "--epochs", "1")
@@ -920,6 +923,7 @@ def main():
                          (["--ohem", "0.5", "--teacher", "t.h5"], "--ohem with --teacher: not supported"),
                          (["--batchnorm", "--init", "x.h5"], "--batchnorm with --init: a model file holds no batch"),
                          ("--aux=-1", "--aux -1: a weight from 0 (none) to 10"),
+                         ("--lr=0", "--lr 0: expected a rate above 0"),
                          (["--network", "reference", "--aux", "0.4"], "--aux 0.4: deep supervision needs --network multiscale"),
                          ("--lovasz=-1", "--lovasz -1: a weight from 0 (none) to 10"), ("--workers=-1", "--workers -1: 0 or more"),
                          *((("--compile=on", "--compile on: needs torch.compile (PyTorch 2)"),)
