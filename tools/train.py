@@ -610,6 +610,18 @@ def load_teachers(paths, classes, dev, mirror):
     return Teachers(nets, mirror).to(dev).eval()
 
 
+def he_init_(t, gen):
+    """He initialisation of a convolution's weight t in place (normal, variance 2 / fan-in), drawn
+    from gen: the net's weights and --aux's heads."""
+    t.copy_(torch.randn(t.shape, generator=gen) * math.sqrt(2.0 / t[0].numel()))
+
+
+def weighted_ce(scores, labels, weights):
+    """The recipe's loss: the class-weighted cross-entropy of scores (N x C x H x W) against labels,
+    void ignored, in fp32 (the net's scores and --aux's heads' alike)."""
+    return F.cross_entropy(scores.float(), labels, weight=weights, ignore_index=VOID)
+
+
 def soft_target_loss(full, labels, weights, soft, alpha):
     """Class-weighted cross-entropy of the scores `full` (N x C x H x W) against (1 - alpha) x the
     one-hot labels + alpha x the probabilities `soft` (N x C x H x W), over the labelled pixels
@@ -665,7 +677,7 @@ class AuxHeads(torch.nn.Module):
         gen = torch.Generator().manual_seed(12345)  # He init as the net's, from a generator of its own
         with torch.no_grad():
             for h in self.heads:
-                h.weight.copy_(torch.randn(h.weight.shape, generator=gen) * math.sqrt(2.0 / h.weight[0].numel()))
+                he_init_(h.weight, gen)
                 h.bias.zero_()
 
     def forward(self, vals, size, dropout=0.0):
@@ -961,7 +973,7 @@ def main():
             gen = torch.Generator().manual_seed(a.seed)
             for key, p in net.param_items():
                 if key.endswith("/weight"):
-                    p.copy_(torch.randn(p.shape, generator=gen) * math.sqrt(2.0 / p[0].numel()))
+                    he_init_(p, gen)
                 elif key.endswith("/bias"):
                     p.zero_()
             # Standardisation statistics of the contrast-normalised YUV training images.
@@ -1042,12 +1054,11 @@ def main():
             elif a.ohem < 1:
                 loss = hard_pixel_loss(full, yb, weights, a.ohem)
             else:
-                loss = F.cross_entropy(full.float(), yb, weight=weights, ignore_index=VOID)
+                loss = weighted_ce(full, yb, weights)
             if a.lovasz:
                 loss = loss + a.lovasz * lovasz_softmax(full, yb)
             if aux_scores:
-                loss = loss + a.aux * sum(F.cross_entropy(v.float(), yb, weight=weights, ignore_index=VOID)
-                                          for v in aux_scores) / len(aux_scores)
+                loss = loss + a.aux * sum(weighted_ce(v, yb, weights) for v in aux_scores) / len(aux_scores)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
