@@ -82,6 +82,9 @@ CLASSES = ["Sky", "Building", "Pole", "Road", "Pavement", "Tree", "SignSymbol", 
 PALETTE = [[128, 128, 128], [128, 0, 0], [192, 192, 128], [128, 64, 128], [60, 40, 222],
            [128, 128, 0], [192, 128, 128], [64, 64, 128], [64, 0, 128], [64, 64, 0], [0, 128, 192]]
 VOID = 11
+# The classes a net of these widths separates worst at 480x360 (16-27% IoU across sequences,
+# weights/MODELS.md): --paste's default.
+THIN_CLASSES = ["Pole", "SignSymbol", "Fence", "Pedestrian", "Bicyclist"]
 # --aug full's exposure range (weights/MODELS.md): chosen across sequences, where it lifted the
 # dusk sequence 0001TP held out by 2.5 points and the mean by 1.1.
 DEFAULT_EXPOSURE = "0.3,1.2"
@@ -391,12 +394,16 @@ def degrade(xi, gen):
     return xi
 
 
-def class_mix(xb, yb, p, gen):
+def class_mix(xb, yb, p, gen, classes=None):
     """ClassMix (Olsson et al., WACV 2021) on an augmented batch: with probability p, image i gets
     the pixels of half the classes present in the next image of the batch (i+1 mod N, as it was
     before mixing), image and labels alike, pasted onto it. Objects then appear on backgrounds
-    they were never filmed on, so the net cannot lean on a sequence's scenery to label them. Draws
-    from gen alone, in a fixed order; p None or 0 draws nothing (the batch is returned as it is)."""
+    they were never filmed on, so the net cannot lean on a sequence's scenery to label them. With
+    classes (a list of class ids; --paste) the pixels pasted are those of these classes instead,
+    wherever the next image has them: copy-paste of the thin classes (Ghiasi et al., CVPR 2021,
+    without their own scale jitter: each image of the batch was scaled and cropped by its own
+    draws). Draws from gen alone, in a fixed order; p None or 0 draws nothing (the batch is
+    returned as it is)."""
     if not p:
         return xb, yb
     n = xb.shape[0]
@@ -405,12 +412,15 @@ def class_mix(xb, yb, p, gen):
         if n < 2 or torch.rand(1, generator=gen).item() >= p:
             continue
         j = (i + 1) % n
-        present = torch.unique(yb[j])
-        present = present[present != VOID]
-        if present.numel() == 0:
-            continue
-        order = torch.randperm(present.numel(), generator=gen)
-        chosen = present[order[:(present.numel() + 1) // 2]]
+        if classes is not None:
+            chosen = torch.tensor(classes, dtype=yb.dtype)
+        else:
+            present = torch.unique(yb[j])
+            present = present[present != VOID]
+            if present.numel() == 0:
+                continue
+            order = torch.randperm(present.numel(), generator=gen)
+            chosen = present[order[:(present.numel() + 1) // 2]]
         m = torch.isin(yb[j], chosen)
         xs[i][:, m] = xb[j][:, m]
         ys[i][m] = yb[j][m]
@@ -448,6 +458,8 @@ class Batches(torch.utils.data.Dataset):
         if getattr(a, "rare", None) is not None:
             self.aug["rare"] = (a.rare, median_frequency_weights(y, 1.0))
         self.mix = a.mix
+        self.paste = getattr(a, "paste", None)
+        self.paste_ids = getattr(a, "paste_ids", None)
         self.perm_epoch, self.perm = None, None
 
     def __len__(self):
@@ -461,7 +473,8 @@ class Batches(torch.utils.data.Dataset):
         idx = self.perm[step * self.batch:(step + 1) * self.batch]
         gen = torch.Generator().manual_seed(batch_seed(self.seed, "batch", epoch, step))
         xb, yb = augment(self.x[idx], self.y[idx], *self.crop, gen, "cpu", **self.aug)
-        return class_mix(xb, yb, self.mix, gen)
+        xb, yb = class_mix(xb, yb, self.mix, gen)
+        return class_mix(xb, yb, self.paste, gen, self.paste_ids)
 
 
 def set_batch_threads(threads, _worker_id=None):
@@ -751,6 +764,12 @@ def parse_args(argv=None):
     ap.add_argument("--mix", type=float, default=None, metavar="P",
                     help="ClassMix: with probability P an image also gets half the classes of the next "
                          "image of its batch pasted onto it, pixels and labels (weights/MODELS.md)")
+    ap.add_argument("--paste", type=float, default=None, metavar="P",
+                    help="copy-paste: with probability P an image also gets the next image's pixels of "
+                         "the --paste-classes pasted onto it, pixels and labels (after --mix); none by "
+                         "default (weights/MODELS.md)")
+    ap.add_argument("--paste-classes", default=",".join(THIN_CLASSES), metavar="A,B",
+                    help="the classes --paste pastes, by name (default the thin ones: %(default)s)")
     ap.add_argument("--rare", type=float, default=None, metavar="P",
                     help="rare-class crops: with probability P an image's crop is placed about one of its "
                          "pixels of a class drawn in proportion to the classes' median-frequency weights "
@@ -875,6 +894,13 @@ def parse_args(argv=None):
         a.rare = None
     if a.mix is not None and not 0 <= a.mix <= 1:
         ap.error(f"--mix {a.mix:g}: a probability, 0-1")
+    if a.paste is not None and not 0 <= a.paste <= 1:
+        ap.error(f"--paste {a.paste:g}: a probability, 0-1")
+    names = [c.strip() for c in a.paste_classes.split(",") if c.strip()]
+    unknown = [c for c in names if c not in CLASSES]
+    if unknown or not names:
+        ap.error(f"--paste-classes {a.paste_classes}: expected names from {', '.join(CLASSES)}")
+    a.paste_ids = [CLASSES.index(c) for c in names]
     if not (math.isfinite(a.lovasz) and 0 <= a.lovasz <= 10):
         ap.error(f"--lovasz {a.lovasz:g}: a weight from 0 (none) to 10")
     if not (math.isfinite(a.aux) and 0 <= a.aux <= 10):
@@ -1099,7 +1125,7 @@ def main():
     summary = {"network": a.network, "best_epoch": best_epoch, "epochs_run": epoch, "seed": a.seed,
                "selection": selection, "aug": a.aug, "exposure": a.exposure, "gamma": a.gamma, "shading": a.shading,
                "scale": list(a.scale) if a.scale else None, "ohem": a.ohem,
-               "mix": a.mix, "ema": a.ema, "rare": a.rare, "dropout": a.dropout, "batchnorm": a.batchnorm, "lovasz": a.lovasz, "aux": a.aux, "optimizer": a.optimizer, "lr": a.lr, "weight_decay": a.weight_decay, "balance": a.balance,
+               "mix": a.mix, "ema": a.ema, "rare": a.rare, "paste": a.paste, "paste_classes": [CLASSES[i] for i in a.paste_ids] if a.paste else None, "dropout": a.dropout, "batchnorm": a.batchnorm, "lovasz": a.lovasz, "aux": a.aux, "optimizer": a.optimizer, "lr": a.lr, "weight_decay": a.weight_decay, "balance": a.balance,
                "teacher": a.teacher, "distill": a.distill if a.teacher else None,
                "teacher_mirror": a.teacher_mirror,
                "compile": a.compile, "workers": a.workers,

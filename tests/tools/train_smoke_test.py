@@ -279,6 +279,28 @@ def check_class_mix():
             assert pasted[y[j] == c].all(), c
 
 
+def check_paste():
+    """--paste: image i gets exactly the next image's pixels of the given classes (image and label),
+    every other pixel its own; void and the other classes never pasted; repeatable from the seed."""
+    gen = torch.Generator().manual_seed(11)
+    n, h, w = 4, 18, 22
+    y = torch.randint(0, 6, (n, h, w), generator=gen)
+    y[:, :, :3] = train.VOID
+    x = torch.rand(n, 3, h, w, generator=gen)
+    classes = [1, 4]
+    xm, ym = train.class_mix(x, y, 1.0, torch.Generator().manual_seed(2), classes)
+    xr, yr = train.class_mix(x, y, 1.0, torch.Generator().manual_seed(2), classes)
+    assert torch.equal(xm, xr) and torch.equal(ym, yr), "copy-paste not repeatable from its seed"
+    for i in range(n):
+        j = (i + 1) % n
+        m = (y[j] == 1) | (y[j] == 4)
+        assert m.any() and (~m).any()
+        assert torch.equal(xm[i][:, m], x[j][:, m]) and torch.equal(ym[i][m], y[j][m]), i
+        assert torch.equal(xm[i][:, ~m], x[i][:, ~m]) and torch.equal(ym[i][~m], y[i][~m]), i
+    x0, y0 = train.class_mix(x, y, None, torch.Generator().manual_seed(2), classes)
+    assert torch.equal(x0, x) and torch.equal(y0, y)
+
+
 def check_rare():
     """--rare: the anchor is a pixel of a class the image shows (16 pixels or more), drawn in
     proportion to the weights; crops placed about it show it (a 5x5 block in a corner of 360x480:
@@ -831,6 +853,7 @@ def main():
     check_grid_and_jpeg_bit_exact()
     check_batches()
     check_class_mix()
+    check_paste()
     check_rare()
     check_dropout()
     check_batchnorm()
@@ -860,6 +883,9 @@ def main():
         # --ema exports the moving average and logs the raw weights' figures beside it; --mix is recorded
         s = run(root, os.path.join(tmp, "ema.h5"), "--last", "--mix", "0.5", "--ema", "0.9")
         assert '"mix": 0.5, "ema": 0.9' in s and '"val_raw_last": {' in s, s
+        s = run(root, os.path.join(tmp, "paste.h5"), "--last", "--paste", "0.5", "--paste-classes", "Car,Pole",
+                "--epochs", "1")
+        assert '"paste": 0.5, "paste_classes": ["Car", "Pole"],' in s, s
         s = run(root, os.path.join(tmp, "dropout.h5"), "--last", "--dropout", "0.3", "--epochs", "1")
         assert '"dropout": 0.3' in s, s
         s = run(root, os.path.join(tmp, "noshade.h5"), "--last", "--dropout", "0", "--shading", "none", "--epochs", "1",
@@ -905,7 +931,8 @@ def main():
         assert present.sum() == 3 and not np.allclose(w1[present], 1), w1
         assert np.allclose(w5, np.sqrt(w1), rtol=2e-3, atol=2e-3), (w5, w1)
         assert np.array_equal(w0, present.astype(float)), w0
-        for bad, why in (("--mix=1.5", "a probability"), ("--balance=-1", "--balance -1: expected a power"),
+        for bad, why in (("--mix=1.5", "a probability"), ("--paste=2", "--paste 2: a probability, 0-1"),
+                         ("--paste-classes=Pole,Lamp", "--paste-classes Pole,Lamp: expected names from Sky, "), ("--balance=-1", "--balance -1: expected a power"),
                          ("--weight-decay=nan", "--weight-decay nan: expected 0 <= WD < 1"), ("--ema=1", "a decay between 0 and 1"),
                          ("--threads=0", "--threads 0: at least 1"),
                          ("--shading=-1", "--shading -1: needs 0 <= AMP <= 2"),
