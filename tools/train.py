@@ -771,8 +771,9 @@ def parse_args(argv=None):
                     help="copy-paste: with probability P an image also gets the next image's pixels of "
                          "the --paste-classes pasted onto it, pixels and labels (after --mix); none by "
                          "default (weights/MODELS.md)")
-    ap.add_argument("--paste-classes", default=",".join(THIN_CLASSES), metavar="A,B",
-                    help="the classes --paste pastes, by name (default the thin ones: %(default)s)")
+    ap.add_argument("--paste-classes", default=None, metavar="A,B",
+                    help="the classes --paste pastes, by name (default the thin ones: "
+                         f"{','.join(THIN_CLASSES)})")
     ap.add_argument("--rare", type=float, default=None, metavar="P",
                     help="rare-class crops: with probability P an image's crop is placed about one of its "
                          "pixels of a class drawn in proportion to the classes' median-frequency weights "
@@ -899,9 +900,10 @@ def parse_args(argv=None):
         ap.error(f"--mix {a.mix:g}: a probability, 0-1")
     if a.paste is not None and not 0 <= a.paste <= 1:
         ap.error(f"--paste {a.paste:g}: a probability, 0-1")
-    names = [c.strip() for c in a.paste_classes.split(",") if c.strip()]
-    unknown = [c for c in names if c not in CLASSES]
-    if unknown or not names:
+    if a.paste_classes is not None and not a.paste:
+        ap.error("--paste-classes needs --paste P (the share of the images that get them)")
+    names = [c.strip() for c in (a.paste_classes or ",".join(THIN_CLASSES)).split(",") if c.strip()]
+    if not names or any(c not in CLASSES for c in names):
         ap.error(f"--paste-classes {a.paste_classes}: expected names from {', '.join(CLASSES)}")
     a.paste_ids = [CLASSES.index(c) for c in names]
     if not (math.isfinite(a.lovasz) and 0 <= a.lovasz <= 10):

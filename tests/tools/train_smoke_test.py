@@ -932,7 +932,8 @@ def main():
         assert np.allclose(w5, np.sqrt(w1), rtol=2e-3, atol=2e-3), (w5, w1)
         assert np.array_equal(w0, present.astype(float)), w0
         for bad, why in (("--mix=1.5", "a probability"), ("--paste=2", "--paste 2: a probability, 0-1"),
-                         ("--paste-classes=Pole,Lamp", "--paste-classes Pole,Lamp: expected names from Sky, "), ("--balance=-1", "--balance -1: expected a power"),
+                         (["--paste", "1", "--paste-classes", "Pole,Lamp"], "--paste-classes Pole,Lamp: expected names from Sky, "),
+                         ("--paste-classes=Pole", "--paste-classes needs --paste P"), ("--balance=-1", "--balance -1: expected a power"),
                          ("--weight-decay=nan", "--weight-decay nan: expected 0 <= WD < 1"), ("--ema=1", "a decay between 0 and 1"),
                          ("--threads=0", "--threads 0: at least 1"),
                          ("--shading=-1", "--shading -1: needs 0 <= AMP <= 2"),
