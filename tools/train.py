@@ -411,12 +411,13 @@ def class_mix(xb, yb, p, gen, classes=None):
         return xb, yb
     n = xb.shape[0]
     xs, ys = xb.clone(), yb.clone()
+    fixed = torch.tensor(classes, dtype=yb.dtype) if classes is not None else None
     for i in range(n):
         if n < 2 or torch.rand(1, generator=gen).item() >= p:
             continue
         j = (i + 1) % n
-        if classes is not None:
-            chosen = torch.tensor(classes, dtype=yb.dtype)
+        if fixed is not None:
+            chosen = fixed
         else:
             present = torch.unique(yb[j])
             present = present[present != VOID]
