@@ -724,6 +724,12 @@ def sequence_of(name):
     return name.split("_")[0]
 
 
+# The options that make the recipe (parse_args: those given other than their defaults name the model).
+RECIPE_OPTIONS = ("epochs", "batch", "crop", "optimizer", "lr", "aug", "exposure", "scale", "gamma", "shading",
+                  "mix", "paste", "paste_classes", "rare", "ema", "dropout", "batchnorm", "ohem", "lovasz", "aux",
+                  "distill", "weight_decay", "balance")
+
+
 def parse_args(argv=None):
     """train.py's arguments (argv, default the command line's), checked, with the recipe's defaults
     filled in: the ranges as (lo, hi) or None, --shading an amplitude or None, --detect parsed
@@ -852,6 +858,13 @@ def parse_args(argv=None):
                     help="detection head settings written into the model, 'CLASS: key=value ...; ...' "
                          "('' for none; default: those chosen for CamVid, weights/MODELS.md)")
     a = ap.parse_args(argv)
+    # The recipe options given other than their defaults, as a command line: the exported model's
+    # name carries them, so that a file trained off the recipe says so (paths, such as --teacher's
+    # and --init's, are left out; the log's SUMMARY has everything).
+    a.departures = " ".join(
+        ("--" if v else "--no-") + d.replace("_", "-") if isinstance(v, bool)
+        else f"--{d.replace('_', '-')} {v:g}" if isinstance(v, float) else f"--{d.replace('_', '-')} {v}"
+        for d in RECIPE_OPTIONS for v in [getattr(a, d)] if v is not None and v != ap.get_default(d))
     try:
         a.detect_settings = st.parse_detect(a.detect)
         st.detect_text(a.detect_settings, CLASSES)
@@ -1149,7 +1162,8 @@ def main():
     # The folded net: the graph's own parameters, nothing more (with --batchnorm its normalisation
     # in the weights and biases; without, a copy).
     st.save_model(a.out, model.cpu().folded(), CLASSES, PALETTE,
-                  f"camvid-{a.network} (tools/train.py seed {a.seed}, epoch {best_epoch})", a.detect_settings)
+                  f"camvid-{a.network} (tools/train.py {a.departures + ', ' if a.departures else ''}seed {a.seed}, "
+                  f"epoch {best_epoch})", a.detect_settings)
     print(f"exported {a.out}", flush=True)
 
 

@@ -886,6 +886,17 @@ def main():
         s = run(root, os.path.join(tmp, "paste.h5"), "--last", "--paste", "0.5", "--paste-classes", "Car,Pole",
                 "--epochs", "1")
         assert '"paste": 0.5, "paste_classes": ["Car", "Pole"],' in s, s
+        # the exported model's name gives the recipe options given (here run()'s and the paste's),
+        # so a file trained off the recipe says so; the recipe's own options name none
+        import h5py
+        with h5py.File(os.path.join(tmp, "paste.h5"), "r") as f:
+            got = f.attrs["name"]
+        got = got.decode() if isinstance(got, bytes) else str(got)
+        assert got == ("camvid-reference (tools/train.py --epochs 1 --batch 2 --crop 64x80 --paste 0.5 "
+                       "--paste-classes Car,Pole, seed 0, epoch 1)"), got
+        assert train.parse_args(["--data", "d", "--out", "o"]).departures == ""
+        assert train.parse_args(["--data", "d", "--out", "o", "--no-batchnorm", "--balance", "1",
+                                 "--shading", "none"]).departures == "--shading none --no-batchnorm --balance 1"
         s = run(root, os.path.join(tmp, "dropout.h5"), "--last", "--dropout", "0.3", "--epochs", "1")
         assert '"dropout": 0.3' in s, s
         s = run(root, os.path.join(tmp, "noshade.h5"), "--last", "--dropout", "0", "--shading", "none", "--epochs", "1",
