@@ -10,7 +10,9 @@ made by --workers processes (default: one per core but one); with them the multi
 epoch, 1.6 s with one batch-making thread), the reference net's 6; on a GPU the steps run
 through torch.compile (--compile; 0.7 s an epoch, docs/BENCHMARKS.md "Training speed").
 --minutes is a safety stop (the one-cycle schedule is laid out for --epochs, so a run cut short
-ends before its rate has decayed).
+ends before its rate has decayed). The exported file's name attribute gives the network, the
+recipe options given other than their defaults, the seed and the epoch, e.g. "camvid-multiscale
+(tools/train.py --paste 0.5, seed 1, epoch 480)".
 
 The network is tools/scenelab_torch.py's TorchNet on the engine's own graph text, so training runs
 the engine's preprocessing (RGB->YUV, 13x13 contrast normalisation, standardisation with

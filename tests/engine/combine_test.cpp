@@ -314,21 +314,27 @@ TEST(Combine, ErrorsNameTheModelAndWhatIsWrong) {
 }
 
 // The shipped accurate files are what make_model --combine --mirror --scales ... --refine makes of
-// the shipped models today (weights/MODELS.md, "Test-time scaling", "Edge-aware refinement"): the
-// same graph, parameters bit for bit, classes, palette and detection settings; so they cannot go
-// stale when a model is retrained.
+// the shipped models today (weights/MODELS.md, "Test-time scaling", "Edge-aware refinement", "The
+// recipe and copy-paste as one accurate mode"): the same graph, parameters bit for bit, classes,
+// palette and detection settings; so they cannot go stale when a model is retrained.
 TEST(Combine, ShippedAccurateFilesAreTheShippedModelsCombined) {
   struct Shipped {
-    const char *base, *accurate;
+    std::vector<const char*> bases;
+    const char* accurate;
     std::vector<double> scales;
   };
-  for (const Shipped& s : {Shipped{"camvid-multiscale.h5", "camvid-multiscale-accurate.h5", {0.5, 0.75, 1, 1.25}},
-                           Shipped{"camvid-reference.h5", "camvid-reference-accurate.h5", {0.5, 1}}}) {
-    const std::string dir = SCENELAB_SOURCE_DIR "/weights/";
-    if (!std::filesystem::exists(dir + s.base) || !std::filesystem::exists(dir + s.accurate))
-      GTEST_SKIP() << "shipped models absent";
+  const std::string dir = SCENELAB_SOURCE_DIR "/weights/";
+  for (const Shipped& s : {Shipped{{"camvid-multiscale.h5", "camvid-multiscale-paste.h5"}, "camvid-multiscale-accurate.h5",
+                                   {0.5, 0.75, 1, 1.25}},
+                           Shipped{{"camvid-reference.h5"}, "camvid-reference-accurate.h5", {0.5, 1}}}) {
+    std::vector<Model> bases;
+    for (const char* b : s.bases) {
+      if (!std::filesystem::exists(dir + b)) GTEST_SKIP() << "shipped model absent: " << b;
+      bases.push_back(read_model(dir + b));
+    }
+    if (!std::filesystem::exists(dir + s.accurate)) GTEST_SKIP() << "shipped model absent: " << s.accurate;
     SCOPED_TRACE(s.accurate);
-    const Model want = refine_model(combine_models({read_model(dir + s.base)}, true, s.scales), kDefaultRefinement),
+    const Model want = refine_model(combine_models(bases, true, s.scales), kDefaultRefinement),
                 got = read_model(dir + s.accurate);
     EXPECT_EQ(got.graph.to_text(), want.graph.to_text());
     EXPECT_EQ(got.name, want.name);

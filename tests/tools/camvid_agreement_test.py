@@ -33,7 +33,9 @@ if not val:
 torch.set_num_threads(2)
 device = os.environ.get("SCENELAB_TEST_DEVICE", "cpu")
 ok = True
-for name in ("camvid-multiscale", "camvid-reference"):
+# every shipped single model (the accurate files are combinations of these, tests/engine/combine_test.cpp)
+for name in ("camvid-multiscale", "camvid-multiscale-seed1", "camvid-multiscale-seed2", "camvid-multiscale-paste",
+             "camvid-reference"):
     model = os.path.join(src, "weights", name + ".h5")
     net, _, _, _ = st.load_model(model)
     net.eval()
