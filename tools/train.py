@@ -726,10 +726,27 @@ def sequence_of(name):
     return name.split("_")[0]
 
 
-# The options that make the recipe (parse_args: those given other than their defaults name the model).
+# The options that make the recipe: those given other than their defaults name the exported model.
 RECIPE_OPTIONS = ("epochs", "batch", "crop", "optimizer", "lr", "aug", "exposure", "scale", "gamma", "shading",
                   "mix", "paste", "paste_classes", "rare", "ema", "dropout", "batchnorm", "ohem", "lovasz", "aux",
-                  "distill", "weight_decay", "balance")
+                  "teacher", "distill", "init", "weight_decay", "balance")
+
+
+def departures(a, ap):
+    """The recipe options of the parsed arguments `a` given other than their defaults in `ap`, as a
+    command line ('' for the recipe); model files by their names alone."""
+    out = []
+    for dest in RECIPE_OPTIONS:
+        v, flag = getattr(a, dest), "--" + dest.replace("_", "-")
+        if v is None or v == ap.get_default(dest):
+            continue
+        if isinstance(v, bool):
+            out.append(flag if v else "--no-" + flag[2:])
+        elif dest in ("teacher", "init"):
+            out.append(f"{flag} {','.join(os.path.basename(f) for f in v.split(','))}")
+        else:
+            out.append(f"{flag} {v:g}" if isinstance(v, float) else f"{flag} {v}")
+    return " ".join(out)
 
 
 def parse_args(argv=None):
@@ -860,13 +877,8 @@ def parse_args(argv=None):
                     help="detection head settings written into the model, 'CLASS: key=value ...; ...' "
                          "('' for none; default: those chosen for CamVid, weights/MODELS.md)")
     a = ap.parse_args(argv)
-    # The recipe options given other than their defaults, as a command line: the exported model's
-    # name carries them, so that a file trained off the recipe says so (paths, such as --teacher's
-    # and --init's, are left out; the log's SUMMARY has everything).
-    a.departures = " ".join(
-        ("--" if v else "--no-") + d.replace("_", "-") if isinstance(v, bool)
-        else f"--{d.replace('_', '-')} {v:g}" if isinstance(v, float) else f"--{d.replace('_', '-')} {v}"
-        for d in RECIPE_OPTIONS for v in [getattr(a, d)] if v is not None and v != ap.get_default(d))
+    # the exported model's name carries these, so that a file trained off the recipe says so
+    a.departures = departures(a, ap)
     try:
         a.detect_settings = st.parse_detect(a.detect)
         st.detect_text(a.detect_settings, CLASSES)

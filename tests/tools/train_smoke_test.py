@@ -897,6 +897,8 @@ def main():
         assert train.parse_args(["--data", "d", "--out", "o"]).departures == ""
         assert train.parse_args(["--data", "d", "--out", "o", "--no-batchnorm", "--balance", "1",
                                  "--shading", "none"]).departures == "--shading none --no-batchnorm --balance 1"
+        assert train.parse_args(["--data", "d", "--out", "o", "--init", "/x/a.h5", "--teacher", "/y/t-{seq}.h5,u.h5"]
+                                ).departures == "--teacher t-{seq}.h5,u.h5 --init a.h5"  # model files by name
         s = run(root, os.path.join(tmp, "dropout.h5"), "--last", "--dropout", "0.3", "--epochs", "1")
         assert '"dropout": 0.3' in s, s
         s = run(root, os.path.join(tmp, "noshade.h5"), "--last", "--dropout", "0", "--shading", "none", "--epochs", "1",
