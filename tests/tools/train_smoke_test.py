@@ -916,6 +916,7 @@ def main():
         assert abs(m["global_acc"] - summary["val"]["global_acc"]) < 1e-3, (m, summary["val"])
         s = run(root, os.path.join(tmp, "ohem.h5"), "--last", "--scale", "0.75,1.5", "--ohem", "0.3", "--epochs", "1")
         assert '"scale": [0.75, 1.5], "ohem": 0.3,' in s, s
+        assert '"batch": 2, "crop": "64x80",' in s, s  # run()'s --batch and --crop, as given
         s = run(root, os.path.join(tmp, "shade.h5"), "--last", "--shading", "0.5", "--rare", "0.5", "--epochs", "1")
         assert '"shading": 0.5,' in s and '"rare": 0.5,' in s, s
         # --aux: the heads train beside the multiscale net; the file holds the plain graph's parameters
