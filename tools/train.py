@@ -731,7 +731,8 @@ def sequence_of(name):
     return name.split("_")[0]
 
 
-# The options that make the recipe: those given other than their defaults name the exported model.
+# The options that make the recipe: those given other than their defaults name the exported model
+# (departures()), and main()'s SUMMARY line gives every one of them (tests/tools/train_smoke_test.py).
 RECIPE_OPTIONS = ("epochs", "batch", "crop", "optimizer", "lr", "aug", "exposure", "scale", "gamma", "shading",
                   "mix", "paste", "paste_classes", "rare", "ema", "dropout", "batchnorm", "ohem", "lovasz", "aux",
                   "teacher", "distill", "init", "weight_decay", "balance")
@@ -1161,7 +1162,7 @@ def main():
     model.load_state_dict(best_state)
     m = metrics(evaluate(model, xva, yva, dev))
     summary = {"network": a.network, "best_epoch": best_epoch, "epochs_run": epoch, "seed": a.seed,
-               "selection": selection, "batch": a.batch, "crop": a.crop, "aug": a.aug, "exposure": a.exposure, "gamma": a.gamma, "shading": a.shading,
+               "selection": selection, "epochs": a.epochs, "init": a.init, "batch": a.batch, "crop": a.crop, "aug": a.aug, "exposure": a.exposure, "gamma": a.gamma, "shading": a.shading,
                "scale": list(a.scale) if a.scale else None, "ohem": a.ohem,
                "mix": a.mix, "ema": a.ema, "rare": a.rare, "paste": a.paste, "paste_classes": [CLASSES[i] for i in a.paste_ids] if a.paste else None, "dropout": a.dropout, "batchnorm": a.batchnorm, "lovasz": a.lovasz, "aux": a.aux, "optimizer": a.optimizer, "lr": a.lr, "weight_decay": a.weight_decay, "balance": a.balance,
                "teacher": a.teacher, "distill": a.distill if a.teacher else None,

@@ -917,6 +917,8 @@ def main():
         s = run(root, os.path.join(tmp, "ohem.h5"), "--last", "--scale", "0.75,1.5", "--ohem", "0.3", "--epochs", "1")
         assert '"scale": [0.75, 1.5], "ohem": 0.3,' in s, s
         assert '"batch": 2, "crop": "64x80",' in s, s  # run()'s --batch and --crop, as given
+        missing = set(train.RECIPE_OPTIONS) - set(json.loads(s[len("SUMMARY "):]))
+        assert not missing, f"SUMMARY leaves out recipe options {sorted(missing)}: {s}"
         s = run(root, os.path.join(tmp, "shade.h5"), "--last", "--shading", "0.5", "--rare", "0.5", "--epochs", "1")
         assert '"shading": 0.5,' in s and '"rare": 0.5,' in s, s
         # --aux: the heads train beside the multiscale net; the file holds the plain graph's parameters
