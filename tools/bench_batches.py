@@ -8,7 +8,7 @@ make the same batches bit for bit. Training runs are bound by their batches wher
 steps outrun them (docs/BENCHMARKS.md, "Training speed").
 
   python3 tools/bench_batches.py --data ../shared/data/camvid [--peer /tmp/train_rev.py]
-         [--images 96] [--batches 24] [--rounds 5] [--batch 8] [--crop 288x384] [-- TRAIN.PY ARGS]
+         [--images 96] [--batches 24] [--rounds 5] [--batch 8] [--crop 360x480] [-- TRAIN.PY ARGS]
 """
 import argparse
 import importlib.util
@@ -42,7 +42,7 @@ def main():
     ap.add_argument("--batches", type=int, default=24, help="batches a round")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--batch", type=int, default=8)
-    ap.add_argument("--crop", default="288x384", help="HxW")
+    ap.add_argument("--crop", default="360x480", help="HxW (train.py's recipe; 288x384 until 2026-11-29)")
     ap.add_argument("extra", nargs="*", help="after --: train.py's augmentation arguments (e.g. --exposure 0.2,1.2)")
     a = ap.parse_args()
     if a.images < a.batch or a.batches < 1 or a.rounds < 1:

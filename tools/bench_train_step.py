@@ -6,7 +6,7 @@ eager fp32 with TF32 (train.py --compile off), channels_last, bf16 autocast, bot
 torch.compile (train.py's default on a GPU); with --lovasz W, also torch.compile with train.py's
 Lovasz-softmax term added to the loss (train.py --lovasz W), to show what that term costs.
 
-  python3 tools/bench_train_step.py [--network multiscale] [--batch 8] [--crop 288x384] [--lovasz 0.5]
+  python3 tools/bench_train_step.py [--network multiscale] [--batch 8] [--crop 360x480] [--lovasz 0.5]
 """
 import argparse
 import os
@@ -25,7 +25,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--network", default="multiscale", choices=["reference", "multiscale"])
     ap.add_argument("--batch", type=int, default=8)
-    ap.add_argument("--crop", default="288x384", help="HxW")
+    ap.add_argument("--crop", default="360x480", help="HxW (train.py's recipe; 288x384 until 2026-11-29)")
     ap.add_argument("--lovasz", type=float, default=0.0, metavar="W",
                     help="also time the compiled step with W times the Lovasz-softmax loss added")
     a = ap.parse_args()
