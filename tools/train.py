@@ -5,8 +5,9 @@
          [--epochs 480] [--minutes 120] [--batch 8] [--crop 360x480] [--seed 0]
 
 The defaults are the shipped models' recipe (weights/MODELS.md) except the split and the network:
-they were trained with --final, the reference model with --network reference. The batches are
-made by --workers processes (default: one per core but one); with them the multiscale net's 480 epochs on train took 10 minutes on an H100 (0.9 s an
+they were trained with --final, the reference model with --network reference --crop 288x384 (the
+recipe of its day; the multiscale models were trained again with full frames). The batches are
+made by --workers processes (default: one per core but one); with them the multiscale net's 480 epochs on train (288x384 crops) took 10 minutes on an H100 (0.9 s an
 epoch, 1.6 s with one batch-making thread), the reference net's 6; on a GPU the steps run
 through torch.compile (--compile; 0.7 s an epoch, docs/BENCHMARKS.md "Training speed").
 --minutes is a safety stop (the one-cycle schedule is laid out for --epochs, so a run cut short
