@@ -42,7 +42,7 @@ def main():
     ap.add_argument("--batches", type=int, default=24, help="batches a round")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--batch", type=int, default=8)
-    ap.add_argument("--crop", default="360x480", help="HxW (train.py's recipe; 288x384 until 2026-11-29)")
+    ap.add_argument("--crop", default=train.DEFAULT_CROP, help="HxW (default: train.py's recipe)")
     ap.add_argument("extra", nargs="*", help="after --: train.py's augmentation arguments (e.g. --exposure 0.2,1.2)")
     a = ap.parse_args()
     if a.images < a.batch or a.batches < 1 or a.rounds < 1:

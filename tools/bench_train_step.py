@@ -18,14 +18,14 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import scenelab_torch as st  # noqa: E402
-from train import lovasz_softmax  # noqa: E402
+from train import DEFAULT_CROP, lovasz_softmax  # noqa: E402
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--network", default="multiscale", choices=["reference", "multiscale"])
     ap.add_argument("--batch", type=int, default=8)
-    ap.add_argument("--crop", default="360x480", help="HxW (train.py's recipe; 288x384 until 2026-11-29)")
+    ap.add_argument("--crop", default=DEFAULT_CROP, help="HxW (default: train.py's recipe)")
     ap.add_argument("--lovasz", type=float, default=0.0, metavar="W",
                     help="also time the compiled step with W times the Lovasz-softmax loss added")
     a = ap.parse_args()

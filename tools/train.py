@@ -101,6 +101,7 @@ THIN_CLASSES = ["Pole", "SignSymbol", "Fence", "Pedestrian", "Bicyclist"]
 DEFAULT_EXPOSURE = "0.3,1.2"
 # --aug full's range of random scales, drawn log-uniformly (the recipe since 2026-11-23).
 DEFAULT_SCALE = (0.5, 2.0)
+DEFAULT_CROP = "360x480"  # HxW, the whole CamVid frame (the recipe since 2026-11-29; 288x384 before)
 # The classifier's dropout and --aug full's illumination field (weights/MODELS.md, 2026-11-27),
 # each chosen across sequences over two seeds: dropout lifted the multiscale net by 0.45 points of
 # global accuracy and 0.86 of mean IoU, the field then by 2.41 and 1.44 more (the dusk sequence
@@ -767,7 +768,7 @@ def parse_args(argv=None):
     ap.add_argument("--epochs", type=int, default=480)
     ap.add_argument("--minutes", type=float, default=120.0, help="stop training after this long")
     ap.add_argument("--batch", type=int, default=8)
-    ap.add_argument("--crop", default="360x480", help="HxW (the recipe since 2026-11-29; 288x384 before)")
+    ap.add_argument("--crop", default=DEFAULT_CROP, help=f"HxW (default {DEFAULT_CROP}, the recipe since 2026-11-29; 288x384 before)")
     ap.add_argument("--optimizer", default="adamw", choices=["adamw", "sgd"],
                     help="adamw (the shipped recipe's) or sgd: SGD with Nesterov momentum 0.9 (cycled "
                          "0.85-0.95 by the one-cycle schedule, as AdamW's first beta is) and L2 weight decay, "
