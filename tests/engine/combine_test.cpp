@@ -315,8 +315,10 @@ TEST(Combine, ErrorsNameTheModelAndWhatIsWrong) {
 
 // The shipped accurate files are what make_model --combine --mirror --scales ... --refine[=S,R] makes of
 // the shipped models today (weights/MODELS.md, "Test-time scaling", "Edge-aware refinement", "The
-// recipe and copy-paste as one accurate mode"): the same graph, parameters bit for bit, classes,
-// palette and detection settings; so they cannot go stale when a model is retrained.
+// recipe and copy-paste as one accurate mode", "The accurate file's refinement, chosen again": the
+// multiscale file at 40,0.1, the reference file at --refine's default): the same graph, parameters
+// bit for bit, classes, palette and detection settings; so they cannot go stale when a model is
+// retrained.
 TEST(Combine, ShippedAccurateFilesAreTheShippedModelsCombined) {
   struct Shipped {
     std::vector<const char*> bases;
@@ -325,8 +327,6 @@ TEST(Combine, ShippedAccurateFilesAreTheShippedModelsCombined) {
     Refinement refine;
   };
   const std::string dir = SCENELAB_SOURCE_DIR "/weights/";
-  // The multiscale file refines with a narrower colour range than --refine's default (MODELS.md,
-  // "The accurate file's refinement, chosen again"); the reference file with the default.
   for (const Shipped& s : {Shipped{{"camvid-multiscale.h5", "camvid-multiscale-paste.h5"}, "camvid-multiscale-accurate.h5",
                                    {0.5, 0.75, 1, 1.25}, Refinement{40, 0.1, 3}},
                            Shipped{{"camvid-reference.h5"}, "camvid-reference-accurate.h5", {0.5, 1},
