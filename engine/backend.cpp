@@ -10,8 +10,19 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
+#include <new>
+#include <optional>
+#include <sstream>
 #include <thread>
+#include <utility>
 #include <vector>
+
+#ifdef __linux__
+#include <sys/resource.h>
+#include <unistd.h>
+#endif
 
 #include "engine/error.h"
 #include "engine/parallel.h"
@@ -56,8 +67,108 @@ void CpuBackend::activate() const {
 }
 
 BackendMemory CpuBackend::allocate(size_t bytes) const {
-  float* p = aligned_floats((bytes + sizeof(float) - 1) / sizeof(float)).release();
+  float* p = nullptr;
+  try {
+    p = aligned_floats((bytes + sizeof(float) - 1) / sizeof(float)).release();
+  } catch (const std::bad_alloc&) {
+    throw_error("cannot allocate ", (bytes + (size_t(1) << 20) - 1) >> 20, " MiB of host memory");
+  }
   return BackendMemory(p, [](void* q) { AlignedFree()(static_cast<float*>(q)); });
+}
+
+size_t CpuBackend::free_bytes() const { return host_memory_headroom(); }
+
+namespace {
+
+// The first whitespace-separated word of a /proc or /sys file as a count, or nullopt where the
+// file is absent or the word is not one ("max": no limit).
+std::optional<uint64_t> read_count(const std::string& path) {
+  std::ifstream f(path);
+  std::string word;
+  if (!(f >> word) || word.empty() || word.size() > 20 ||
+      word.find_first_not_of("0123456789") != std::string::npos)
+    return std::nullopt;
+  return std::stoull(word);
+}
+
+// A "Key:   N kB" line of /proc/meminfo, in bytes (unit 1024), or a "key N" line of a cgroup's
+// memory.stat (unit 1).
+std::optional<uint64_t> keyed_count(const std::string& text, const std::string& key, uint64_t unit) {
+  const size_t at = text.find("\n" + key);
+  if (at == std::string::npos) return std::nullopt;
+  std::istringstream line(text.substr(at + 1 + key.size()));
+  uint64_t v = 0;
+  if (!(line >> v)) return std::nullopt;
+  return v * unit;
+}
+
+std::string whole_file(const std::string& path) {
+  std::ifstream f(path);
+  return "\n" + std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+// What a cgroup's limit leaves: the limit less its use, where its use's inactive file cache
+// (which the kernel reclaims before it fails an allocation) does not count.
+std::optional<uint64_t> cgroup_room(std::optional<uint64_t> limit, std::optional<uint64_t> used,
+                                    std::optional<uint64_t> inactive_file) {
+  if (!limit) return std::nullopt;
+  uint64_t u = used.value_or(0);
+  u -= std::min(u, inactive_file.value_or(0));
+  return *limit > u ? *limit - u : 0;
+}
+
+}  // namespace
+
+size_t host_memory_headroom() {
+  uint64_t room = UINT64_MAX;
+  auto at_most = [&room](std::optional<uint64_t> v) {
+    if (v) room = std::min(room, *v);
+  };
+  {
+    const std::string text = whole_file("/proc/meminfo");
+    const auto avail = keyed_count(text, "MemAvailable:", 1024), swap = keyed_count(text, "SwapFree:", 1024);
+    if (avail) at_most(*avail + swap.value_or(0));
+  }
+  // cgroup v2: this process's group and each above it may set memory.max.
+  {
+    std::ifstream f("/proc/self/cgroup");
+    std::string line, group;
+    while (std::getline(f, line))
+      if (line.rfind("0::", 0) == 0) group = line.substr(3);
+    for (std::string g = group; !group.empty();) {
+      const std::string dir = "/sys/fs/cgroup" + (g == "/" ? std::string() : g);
+      at_most(cgroup_room(read_count(dir + "/memory.max"), read_count(dir + "/memory.current"),
+                          keyed_count(whole_file(dir + "/memory.stat"), "inactive_file ", 1)));
+      if (g == "/" || g.empty()) break;
+      g = g.substr(0, std::max<size_t>(g.rfind('/'), 1));
+    }
+  }
+  // cgroup v1's memory controller (a limit of about 2^63 means none).
+  {
+    const std::string dir = "/sys/fs/cgroup/memory";
+    const auto limit = read_count(dir + "/memory.limit_in_bytes");
+    if (limit && *limit < (uint64_t(1) << 62))
+      at_most(cgroup_room(limit, read_count(dir + "/memory.usage_in_bytes"),
+                          keyed_count(whole_file(dir + "/memory.stat"), "total_inactive_file ", 1)));
+  }
+  // The process's own limits: RLIMIT_AS against its mappings, RLIMIT_DATA against its data and
+  // stack (/proc/self/statm's first and sixth fields, in pages).
+#ifdef __linux__
+  const uint64_t page = uint64_t(::sysconf(_SC_PAGESIZE));
+  std::ifstream statm("/proc/self/statm");
+  uint64_t pages[6] = {};
+  if (statm >> pages[0] >> pages[1] >> pages[2] >> pages[3] >> pages[4] >> pages[5]) {
+    const std::pair<decltype(RLIMIT_AS), uint64_t> limits[] = {{RLIMIT_AS, pages[0] * page},
+                                                               {RLIMIT_DATA, pages[5] * page}};
+    for (const auto& [resource, used] : limits) {
+      struct rlimit lim {};
+      if (::getrlimit(resource, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY)
+        at_most(uint64_t(lim.rlim_cur) > used ? uint64_t(lim.rlim_cur) - used : 0);
+    }
+  }
+#endif
+  if (room == UINT64_MAX) return 0;  // nothing known
+  return size_t(std::max<uint64_t>(room, 1));  // known, and none left: still not "unknown"
 }
 
 void CpuBackend::upload(void* dst, const void* src, size_t bytes) const {

@@ -71,7 +71,9 @@ class Backend {
   // What a choice timed on this backend depends on (device, driver and library versions): plan
   // caches key by it. Empty where nothing is timed (the CPU).
   virtual std::string identity() const { return {}; }
-  // Device memory free now, in bytes (0 where unknown or host memory).
+  // Memory this backend's allocations can take now, in bytes (0 where unknown): the device's
+  // free memory on the GPU, the host memory this process may still use on the CPU. A plan that
+  // needs more fails by name before anything is allocated (Graph::plan).
   virtual size_t free_bytes() const { return 0; }
   // The CUDA context layers receive (nullptr on the CPU).
   virtual const CudaContext* cuda() const { return nullptr; }
@@ -97,9 +99,11 @@ class CpuBackend : public Backend {
   int threads() const override { return threads_; }
   CpuConv cpu_conv() const override { return conv_; }
   void activate() const override;
-  BackendMemory allocate(size_t bytes) const override;
+  BackendMemory allocate(size_t bytes) const override;  // throws Error, naming the size, on failure
   void upload(void* dst, const void* src, size_t bytes) const override;
   void download(void* dst, const void* src, size_t bytes) const override;
+  // Host memory the process may still take (host_memory_headroom()).
+  size_t free_bytes() const override;
   void u8_to_float(const uint8_t* src, float* dst, int n, int c, int h, int w,
                    float divisor) const override;
   void resize_u8_to_float(const uint8_t* src, int sh, int sw, float* dst, int n, int c, int h, int w,
@@ -126,6 +130,12 @@ struct CudaOptions {
   // not for one image. label_image turns it on for 10000 images or more and for videos.
   bool runtime_fusion = true;
 };
+
+// Host memory this process may still take, in bytes (0 where unknown): the least of what the
+// system has available (MemAvailable + SwapFree), what its cgroup's memory limits leave (v2, up to
+// the root; v1's limit) and what its address-space and data limits (RLIMIT_AS, RLIMIT_DATA) leave.
+// Read from /proc and /sys on each call (not for hot paths). Linux; 0 elsewhere.
+size_t host_memory_headroom();
 
 // "cpu", "cuda", "cuda:N" (device N) or "auto" (cuda when built with it and a GPU is present,
 // else cpu).

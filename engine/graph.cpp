@@ -413,8 +413,9 @@ void Graph::plan(int n, int h, int w, const Backend& backend, const PlanIO& io) 
   const size_t free = backend.free_bytes();
   auto mib = [](size_t b) { return (b + (size_t(1) << 20) - 1) >> 20; };
   SL_REQUIRE(free == 0 || bytes <= free, "input ", w, "x", h, " (batch ", n, ") needs ", mib(bytes),
-             " MiB of device memory (activations, workspace, parameters) but ", mib(free),
-             " MiB are free");
+             host ? " MiB of host memory (activations, workspace)"
+                  : " MiB of device memory (activations, workspace, parameters)",
+             " but ", mib(free), " MiB are free on ", backend.describe());
   try {
     buffer_bytes_ = sizes;
     for (size_t s : sizes) buffers_.push_back(backend.allocate(s));
