@@ -85,7 +85,7 @@ namespace {
 std::optional<uint64_t> read_count(const std::string& path) {
   std::ifstream f(path);
   std::string word;
-  if (!(f >> word) || word.empty() || word.size() > 20 ||
+  if (!(f >> word) || word.empty() || word.size() > 19 ||  // 19 digits: always within uint64
       word.find_first_not_of("0123456789") != std::string::npos)
     return std::nullopt;
   return std::stoull(word);

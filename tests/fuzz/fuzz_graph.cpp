@@ -61,7 +61,7 @@ void plan_and_run(scenelab::Graph& g, int n, int h, int w) {
   const CappedCpu cpu;
   g.plan(n, h, w, cpu);
   if (g.total_ops() > kMaxOps || g.planned_bytes() > kMaxPlannedBytes) {
-    if (verbose) std::fprintf(stderr, "fuzz_graph: %dx%dx%d planned, too large to run\n", n, h, w);
+    if (verbose) std::fprintf(stderr, "fuzz_graph: %dx%d (batch %d) planned, too large to run\n", w, h, n);
     return;
   }
   const scenelab::Tensor a = input_pattern(g.input_shape(), 1), b = input_pattern(g.input_shape(), 2);
@@ -72,11 +72,11 @@ void plan_and_run(scenelab::Graph& g, int n, int h, int w) {
     if (first[k].numel() == again[k].numel() &&
         std::memcmp(first[k].data(), again[k].data(), first[k].numel() * sizeof(float)) == 0)
       continue;
-    std::fprintf(stderr, "fuzz_graph: output '%s' at %dx%dx%d differs between two runs on the same input\n",
-                 g.outputs()[k].c_str(), n, h, w);
+    std::fprintf(stderr, "fuzz_graph: output '%s' at %dx%d (batch %d) differs between two runs on one input\n",
+                 g.outputs()[k].c_str(), w, h, n);
     std::abort();
   }
-  if (verbose) std::fprintf(stderr, "fuzz_graph: %dx%dx%d ran three times alike\n", n, h, w);
+  if (verbose) std::fprintf(stderr, "fuzz_graph: %dx%d (batch %d) ran three times alike\n", w, h, n);
 }
 
 }  // namespace
@@ -112,7 +112,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       scenelab::Graph g(m);
       plan_and_run(g, n, h, w);
     } catch (const scenelab::Error& e) {
-      if (verbose) std::fprintf(stderr, "fuzz_graph: %dx%dx%d: %s\n", n, h, w, e.what());
+      if (verbose) std::fprintf(stderr, "fuzz_graph: %dx%d (batch %d): %s\n", w, h, n, e.what());
     }
   }
   return 0;
