@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <new>
 #include <optional>
 #include <sstream>
@@ -85,10 +86,10 @@ namespace {
 std::optional<uint64_t> read_count(const std::string& path) {
   std::ifstream f(path);
   std::string word;
-  if (!(f >> word) || word.empty() || word.size() > 19 ||  // 19 digits: always within uint64
-      word.find_first_not_of("0123456789") != std::string::npos)
-    return std::nullopt;
-  return std::stoull(word);
+  if (!(f >> word)) return std::nullopt;
+  const auto v = parse_long(word, 0, std::numeric_limits<long>::max());
+  if (!v) return std::nullopt;
+  return uint64_t(*v);
 }
 
 // A "Key:   N kB" line of /proc/meminfo, in bytes (unit 1024), or a "key N" line of a cgroup's

@@ -31,6 +31,18 @@ uint64_t meminfo(const std::string& key) {
   return 0;
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kAddressSanitizer = true;
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+
 // A CPU backend that reports a fixed headroom (as a small machine or a tight cgroup would).
 class SmallCpu : public CpuBackend {
  public:
@@ -80,7 +92,7 @@ TEST(CpuBackend, HostMemoryHeadroomIsKnownAndWithinTheMachine) {
   const size_t room = host_memory_headroom();
   EXPECT_GT(room, 0u);
   EXPECT_LE(room, total);
-  EXPECT_EQ(CpuBackend(1).free_bytes() > 0, true);
+  EXPECT_GT(CpuBackend(1).free_bytes(), 0u);
 }
 
 TEST(CpuBackend, HeadroomFollowsTheProcessDataLimit) {
@@ -140,14 +152,8 @@ TEST(CpuBackend, GraphWhosePlanCannotFitIsRefusedBeforeAllocating) {
 }
 
 TEST(CpuBackend, AllocationFailureIsAnErrorNamingTheSize) {
-#if defined(__SANITIZE_ADDRESS__)
-  GTEST_SKIP() << "AddressSanitizer reports a failed huge allocation itself (allocator_may_return_null=0)";
-#endif
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-  GTEST_SKIP() << "AddressSanitizer reports a failed huge allocation itself (allocator_may_return_null=0)";
-#endif
-#endif
+  if (kAddressSanitizer)
+    GTEST_SKIP() << "AddressSanitizer reports a failed huge allocation itself (allocator_may_return_null=0)";
   const std::string err = error_of([] { CpuBackend(1).allocate(size_t(1) << 62); });
   EXPECT_EQ(err, "cannot allocate 4398046511104 MiB of host memory");
 }
