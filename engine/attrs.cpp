@@ -3,8 +3,8 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "engine/error.h"
-#include "engine/parse_number.h"
+#include "core/error.h"
+#include "core/parse_number.h"
 
 namespace scenelab {
 

@@ -25,11 +25,11 @@
 #include <unistd.h>
 #endif
 
-#include "engine/error.h"
-#include "engine/parallel.h"
-#include "engine/parse_number.h"
+#include "core/error.h"
+#include "core/parallel.h"
+#include "core/parse_number.h"
 #include "engine/resize_linear.h"
-#include "engine/tensor.h"
+#include "core/tensor.h"
 
 #ifdef SCENELAB_WITH_CUDA
 #include <cuda_runtime.h>

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/tensor.h"
+#include "core/tensor.h"
 
 namespace scenelab {
 

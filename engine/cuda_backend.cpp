@@ -5,9 +5,9 @@
 #include <string>
 
 #ifdef SCENELAB_WITH_CUDA
-#include "engine/error.h"
-#include "kernels/convert_cuda.h"
-#include "kernels/hog_cuda.h"
+#include "core/error.h"
+#include "engine/convert_cuda.h"
+#include "engine/resize_cuda.h"
 
 namespace scenelab {
 

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "engine/backend.h"
-#include "kernels/cuda_check.h"
+#include "core/cuda_check.h"
 
 #define SL_CUBLAS_CHECK(call, what) \
   SL_CHECK_STATUS(call, what, CUBLAS_STATUS_SUCCESS, cublasGetStatusString)

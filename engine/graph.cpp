@@ -4,7 +4,7 @@
 #include <chrono>
 #include <map>
 
-#include "engine/error.h"
+#include "core/error.h"
 
 namespace scenelab {
 

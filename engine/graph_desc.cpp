@@ -5,7 +5,7 @@
 #include <set>
 #include <sstream>
 
-#include "engine/error.h"
+#include "core/error.h"
 
 namespace scenelab {
 namespace {

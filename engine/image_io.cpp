@@ -20,8 +20,8 @@
 #include <cstring>
 #include <memory>
 
-#include "engine/error.h"
-#include "engine/file_io.h"
+#include "core/error.h"
+#include "core/file_io.h"
 #include "engine/png_deflate.h"
 
 namespace scenelab {

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/file_io.h"
-#include "engine/tensor.h"
+#include "core/file_io.h"
+#include "core/tensor.h"
 
 namespace scenelab {
 

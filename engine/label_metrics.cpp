@@ -3,7 +3,7 @@
 #include <cmath>
 #include <limits>
 
-#include "engine/error.h"
+#include "core/error.h"
 
 namespace scenelab {
 

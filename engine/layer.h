@@ -8,7 +8,7 @@
 
 #include "engine/backend.h"
 #include "engine/graph_desc.h"
-#include "engine/tensor.h"
+#include "core/tensor.h"
 
 namespace scenelab {
 

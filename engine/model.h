@@ -9,7 +9,7 @@
 
 #include "engine/graph_desc.h"
 #include "engine/layer.h"
-#include "engine/tensor.h"
+#include "core/tensor.h"
 
 namespace scenelab {
 
@@ -29,7 +29,7 @@ struct Model {
   // has them (optional attribute `detect`); classes without keep the head's defaults.
   std::map<std::string, std::string> detect;
   // A sliding-window detector over an image pyramid (optional attribute `pyramid`, e.g. a HOG +
-  // linear SVM model: "window=64x128 scale=1.05 levels=64 threshold=0"; engine/pyramid_detector.h).
+  // linear SVM model: "window=64x128 scale=1.05 levels=64 threshold=0"; job/pyramid_detector.h).
   std::string pyramid;
 };
 

@@ -1,6 +1,6 @@
 #include "engine/networks.h"
 
-#include "engine/error.h"
+#include "core/error.h"
 
 namespace scenelab {
 namespace {

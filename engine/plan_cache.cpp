@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <sstream>
 
-#include "engine/error.h"
-#include "engine/file_io.h"
+#include "core/error.h"
+#include "core/file_io.h"
 
 namespace scenelab {
 namespace {

@@ -45,7 +45,7 @@ void png_filter_rows(const uint8_t* px, size_t w, size_t h, size_t bpp, uint8_t*
 size_t png_zlib_bound(size_t w, size_t h, size_t bpp);
 size_t png_zlib_stream(const uint8_t* px, size_t w, size_t h, size_t bpp, uint8_t* out);
 // The same stream from rows already filtered (png_filter_rows' layout, e.g. made on a GPU:
-// kernels/png_rows_cuda.h): coded in the same pieces, so the bytes equal png_zlib_stream's of
+// engine/png_rows_cuda.h): coded in the same pieces, so the bytes equal png_zlib_stream's of
 // the pixels those rows came from.
 size_t png_zlib_stream_filtered(const uint8_t* rows, size_t w, size_t h, size_t bpp, uint8_t* out);
 

@@ -4,7 +4,7 @@
 
 #include "engine/cuda_backend.h"
 #include "kernels/conv_cuda.h"
-#include "kernels/convert_cuda.h"
+#include "engine/convert_cuda.h"
 #include "kernels/layers_cuda.h"
 
 namespace scenelab::cuda {

@@ -18,8 +18,8 @@
 
 #include <cstddef>
 
-#include "engine/tensor.h"
-#include "kernels/cuda_check.h"
+#include "core/tensor.h"
+#include "core/cuda_check.h"
 
 namespace scenelab::cuda {
 

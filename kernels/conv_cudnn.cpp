@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "engine/error.h"
+#include "core/error.h"
 #include "kernels/layers_cuda.h"
 
 namespace scenelab::cuda {

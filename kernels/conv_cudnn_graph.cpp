@@ -7,7 +7,7 @@
 #include <cstdlib>
 
 #include "engine/cuda_backend.h"
-#include "engine/error.h"
+#include "core/error.h"
 #include "kernels/layers_cuda.h"
 
 // The operation graph's and the plan's handle attributes are deprecated in cuDNN 9 (the handle

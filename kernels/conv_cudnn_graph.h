@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/tensor.h"
+#include "core/tensor.h"
 #include "kernels/conv_cuda.h"
 
 namespace scenelab::cuda {

@@ -35,9 +35,9 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "engine/error.h"
+#include "core/error.h"
 #include "kernels/conv_cuda.h"
-#include "kernels/cuda_check.h"
+#include "core/cuda_check.h"
 #include "kernels/mma_sm80.cuh"
 
 namespace scenelab::cuda {

@@ -1,5 +1,5 @@
 // Launchers of the HOG layers' GPU kernels (layers/hog_gradient.cpp, layers/hog_blocks.cpp,
-// layers/linear_window.cpp; the arithmetic in layers/hog_math.h) and of the pyramid's resize.
+// layers/linear_window.cpp; the arithmetic in layers/hog_math.h).
 // Device pointers, f32 NCHW, stream-ordered, no synchronisation.
 #pragma once
 #ifdef SCENELAB_WITH_CUDA
@@ -17,10 +17,6 @@ void hog_blocks(const TensorView& x, const TensorView& y, int cell, int cells, i
                 float sigma, float clip, cudaStream_t s);
 void linear_window(const TensorView& x, const float* weight, const float* bias, const TensorView& y,
                    int kh, int kw, cudaStream_t s);
-// Interleaved 8-bit pixels (n x sh x sw x c) resized to f32 NCHW (n x c x h x w), value / divisor
-// (engine/resize_linear.h).
-void resize_u8_to_f32(const uint8_t* src, int n, int c, int sh, int sw, float* dst, int h, int w,
-                      float divisor, cudaStream_t s);
 
 }  // namespace scenelab::cuda
 #endif

@@ -14,7 +14,9 @@ namespace scenelab::cuda {
 
 // The formats the simple layers' kernels take (input and output alike): f32 NCHW, and f32,
 // f16 or bf16 NHWC.
-bool supports(Format f);
+inline bool supports(Format f) {
+  return f == Format{} || (f.layout == Layout::NHWC && f.dtype != DType::U8);
+}
 
 void relu(const TensorView& x, const TensorView& y, cudaStream_t s);
 void maxpool2d(const TensorView& x, const TensorView& y, int k, int stride, cudaStream_t s);
@@ -34,7 +36,7 @@ void upsample_argmax(const TensorView& x, const TensorView& y, bool geometry, bo
                      const Geometry& gin, const Geometry& gout, cudaStream_t s);
 void softmax(const TensorView& x, const TensorView& y, cudaStream_t s);
 // The softmax probability of class `cls` at each pixel of frame `frame` of x (f32 NCHW or an
-// NHWC type), computed as engine/labeler.h's class_probabilities does, into out (h x w floats).
+// NHWC type), computed as job/labeler.h's class_probabilities does, into out (h x w floats).
 void class_probability(const TensorView& x, int frame, int cls, float* out, cudaStream_t s);
 void concat(const std::vector<TensorView>& xs, const TensorView& y, cudaStream_t s);
 // Mirror of each plane (f32 NCHW): each row reversed, or the rows (rows = true).

@@ -1,7 +1,7 @@
 // Index of the largest channel at each pixel (as float); ties go to the lowest index and NaN
 // scores never win (all-NaN gives 0).
 #include "engine/layer.h"
-#include "engine/parallel.h"
+#include "core/parallel.h"
 #include "layers/formats.h"
 #ifdef SCENELAB_WITH_CUDA
 #include "engine/cuda_backend.h"

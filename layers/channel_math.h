@@ -10,8 +10,8 @@
 #include <cfloat>
 #include <cstddef>
 
-#include "engine/error.h"
-#include "engine/tensor.h"
+#include "core/error.h"
+#include "core/tensor.h"
 
 namespace scenelab {
 

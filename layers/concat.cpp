@@ -1,9 +1,9 @@
 // Concatenation along channels; all inputs share batch and spatial size.
 #include <cstring>
 
-#include "engine/error.h"
+#include "core/error.h"
 #include "engine/layer.h"
-#include "engine/parallel.h"
+#include "core/parallel.h"
 #include "layers/formats.h"
 #ifdef SCENELAB_WITH_CUDA
 #include "engine/cuda_backend.h"

@@ -20,9 +20,9 @@
 #include <mutex>
 #include <tuple>
 
-#include "engine/error.h"
+#include "core/error.h"
 #include "engine/layer.h"
-#include "engine/parallel.h"
+#include "core/parallel.h"
 #include "layers/conv2d_winograd.h"
 #include "layers/cpu_gemm.h"
 #include "layers/formats.h"
@@ -31,7 +31,7 @@
 #include "kernels/conv_cuda.h"
 #include "kernels/conv_cudnn.h"
 #include "kernels/conv_cudnn_graph.h"
-#include "kernels/cuda_timer.h"
+#include "core/cuda_timer.h"
 #endif
 
 namespace scenelab {

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "engine/error.h"
+#include "core/error.h"
 #include "layers/cpu_gemm.h"
 
 namespace scenelab {

@@ -1,8 +1,8 @@
 // Image pyramid step: average of each f x f block (f = factor, 2 or 4 in the paper's multi-scale
 // net), floor output size, as PyTorch's avg_pool2d(kernel=f, stride=f).
-#include "engine/error.h"
+#include "core/error.h"
 #include "engine/layer.h"
-#include "engine/parallel.h"
+#include "core/parallel.h"
 #include "layers/formats.h"
 #ifdef SCENELAB_WITH_CUDA
 #include "engine/cuda_backend.h"

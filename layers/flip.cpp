@@ -4,12 +4,12 @@
 // about the middle of ref's extent (ref's values are not read): a map of a pass on the mirrored
 // image, flipped back, then lies where its pixels are on the image itself, which may not be where
 // the plain pass's map lies (a stride-4 map of an image whose width is not a multiple of 4).
-// Used by test-time mirroring (engine/combine.h). f32 NCHW on both backends.
+// Used by test-time mirroring (job/combine.h). f32 NCHW on both backends.
 #include <algorithm>
 
-#include "engine/error.h"
+#include "core/error.h"
 #include "engine/layer.h"
-#include "engine/parallel.h"
+#include "core/parallel.h"
 #ifdef SCENELAB_WITH_CUDA
 #include "engine/cuda_backend.h"
 #include "kernels/layers_cuda.h"

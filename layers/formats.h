@@ -4,7 +4,7 @@
 // otherwise (the CPU path).
 #pragma once
 #include "engine/backend.h"
-#include "engine/tensor.h"
+#include "core/tensor.h"
 #ifdef SCENELAB_WITH_CUDA
 #include "engine/cuda_backend.h"
 #include "kernels/layers_cuda.h"

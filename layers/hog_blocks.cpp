@@ -7,9 +7,9 @@
 #include <array>
 #include <vector>
 
-#include "engine/error.h"
+#include "core/error.h"
 #include "engine/layer.h"
-#include "engine/parallel.h"
+#include "core/parallel.h"
 #include "layers/hog_math.h"
 #ifdef SCENELAB_WITH_CUDA
 #include "engine/cuda_backend.h"

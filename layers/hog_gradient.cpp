@@ -3,9 +3,9 @@
 // vote between the two nearest orientation bins (layers/hog_math.h has the arithmetic, OpenCV's).
 // Input: 1 or 3 channels in [0, 1] (8-bit values / 255). Output: 3 channels per pixel: the
 // lower bin's share of the magnitude, the upper bin's share, and the lower bin's index.
-#include "engine/error.h"
+#include "core/error.h"
 #include "engine/layer.h"
-#include "engine/parallel.h"
+#include "core/parallel.h"
 #include "layers/hog_math.h"
 #ifdef SCENELAB_WITH_CUDA
 #include "engine/cuda_backend.h"

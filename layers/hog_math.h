@@ -14,7 +14,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "kernels/host_device.h"
+#include "core/host_device.h"
 
 namespace scenelab::hog {
 

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <limits>
 
-#include "engine/error.h"
+#include "core/error.h"
 #include "engine/layer.h"
-#include "engine/parallel.h"
+#include "core/parallel.h"
 #include "layers/formats.h"
 #ifdef SCENELAB_WITH_CUDA
 #include "engine/cuda_backend.h"

@@ -18,9 +18,9 @@
 #include <cfloat>
 #include <cmath>
 
-#include "engine/error.h"
+#include "core/error.h"
 #include "engine/layer.h"
-#include "engine/parallel.h"
+#include "core/parallel.h"
 #include "layers/channel_math.h"
 #include "layers/refine_weights.h"
 #ifdef SCENELAB_WITH_CUDA

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstddef>
 
-#include "kernels/host_device.h"
+#include "core/host_device.h"
 
 namespace scenelab {
 

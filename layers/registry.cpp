@@ -2,7 +2,7 @@
 #include <cstring>
 #include <memory>
 
-#include "engine/error.h"
+#include "core/error.h"
 #include "engine/layer.h"
 
 namespace scenelab {

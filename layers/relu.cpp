@@ -2,7 +2,7 @@
 #include <algorithm>
 
 #include "engine/layer.h"
-#include "engine/parallel.h"
+#include "core/parallel.h"
 #include "layers/formats.h"
 #ifdef SCENELAB_WITH_CUDA
 #include "engine/cuda_backend.h"

@@ -2,9 +2,9 @@
 //   Y =  0.299 R + 0.587 G + 0.114 B
 //   U = -0.14713 R - 0.28886 G + 0.436 B
 //   V =  0.615 R - 0.51499 G - 0.10001 B
-#include "engine/error.h"
+#include "core/error.h"
 #include "engine/layer.h"
-#include "engine/parallel.h"
+#include "core/parallel.h"
 #ifdef SCENELAB_WITH_CUDA
 #include "engine/cuda_backend.h"
 #include "kernels/layers_cuda.h"

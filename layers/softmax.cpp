@@ -1,6 +1,6 @@
 // Softmax over channels at each pixel (max-subtracted for stability).
 #include "engine/layer.h"
-#include "engine/parallel.h"
+#include "core/parallel.h"
 #include "layers/channel_math.h"
 #include "layers/formats.h"
 #ifdef SCENELAB_WITH_CUDA

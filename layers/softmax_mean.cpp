@@ -2,12 +2,12 @@
 // y_c = log(mean_k softmax(x_k)_c), so that softmax(y) is the mean probability and argmax(y) the
 // class it favours. Computed in log space (log softmax, then a log-sum-exp over the inputs), so
 // every output is finite for finite inputs however large the scores. Inputs: one or more maps of
-// one shape. Used by test-time mirroring and ensembles (engine/combine.h). f32 NCHW.
+// one shape. Used by test-time mirroring and ensembles (job/combine.h). f32 NCHW.
 #include <cmath>
 
-#include "engine/error.h"
+#include "core/error.h"
 #include "engine/layer.h"
-#include "engine/parallel.h"
+#include "core/parallel.h"
 #include "layers/channel_math.h"
 #include "layers/softmax_mean.h"
 #ifdef SCENELAB_WITH_CUDA

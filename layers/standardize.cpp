@@ -1,8 +1,8 @@
 // Per-channel standardisation y = (x - mean[c]) / std[c], with mean and std stored in the model
 // (datasets GROUP/mean and GROUP/std, computed on the training data).
-#include "engine/error.h"
+#include "core/error.h"
 #include "engine/layer.h"
-#include "engine/parallel.h"
+#include "core/parallel.h"
 #include "layers/formats.h"
 #ifdef SCENELAB_WITH_CUDA
 #include "engine/cuda_backend.h"

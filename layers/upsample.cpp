@@ -1,6 +1,6 @@
 // Resize input 0 to the spatial size of input 1 (whose values are not read), or, given `scale=S`
 // and one input, by S (S < 1 shrinks) to round(S h) x round(S w) (at least 1 x 1), sampled as
-// align=size (a pass of test-time scaling starts from upsample(image) scale=S, engine/combine.h).
+// align=size (a pass of test-time scaling starts from upsample(image) scale=S, job/combine.h).
 //   mode=nearest|bilinear
 //   align=size      PyTorch's F.interpolate(size=..., align_corners=False) sampling: source
 //                   coordinate (i + 0.5) * in/out - 0.5 (bilinear), floor(i * in/out) (nearest).
@@ -10,9 +10,9 @@
 #include <cmath>
 #include <vector>
 
-#include "engine/error.h"
+#include "core/error.h"
 #include "engine/layer.h"
-#include "engine/parallel.h"
+#include "core/parallel.h"
 #include "layers/formats.h"
 #include "layers/upsample_taps.h"
 #ifdef SCENELAB_WITH_CUDA

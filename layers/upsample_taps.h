@@ -2,7 +2,7 @@
 #pragma once
 #include <cmath>
 
-#include "kernels/host_device.h"
+#include "core/host_device.h"
 
 namespace scenelab {
 

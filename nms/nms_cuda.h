@@ -23,7 +23,7 @@
 #ifdef SCENELAB_WITH_CUDA
 #include <cuda_runtime.h>
 
-#include "kernels/cuda_check.h"
+#include "core/cuda_check.h"
 
 namespace scenelab::nms {
 

@@ -110,7 +110,7 @@ std::vector<Detection> window_candidates_cpu(const float* prob, int H, int W, in
 #ifdef SCENELAB_WITH_CUDA
 #include <cuda_runtime.h>
 
-#include "kernels/cuda_check.h"
+#include "core/cuda_check.h"
 #include "nms/nms_cuda.h"
 
 namespace scenelab::nms {

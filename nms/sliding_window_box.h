@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "kernels/host_device.h"
+#include "core/host_device.h"
 #include "nms/sliding_window.h"
 
 namespace scenelab::nms {

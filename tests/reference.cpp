@@ -4,7 +4,7 @@
 #include <limits>
 #include <random>
 
-#include "engine/error.h"
+#include "core/error.h"
 #include "engine/graph_desc.h"
 
 namespace scenelab::test {

@@ -9,7 +9,7 @@
 
 #include "engine/layer.h"
 #include "engine/model.h"
-#include "engine/tensor.h"
+#include "core/tensor.h"
 
 namespace scenelab::test {
 

@@ -10,7 +10,7 @@
 #include <sstream>
 #include <string>
 
-#include "engine/error.h"
+#include "core/error.h"
 #include "engine/image_io.h"
 
 namespace scenelab::test {

@@ -24,7 +24,7 @@
 #include "engine/model.h"
 #ifdef SCENELAB_WITH_CUDA
 #include "engine/cuda_backend.h"
-#include "kernels/cuda_timer.h"
+#include "core/cuda_timer.h"
 #include "tools/energy_meter.h"
 // The timed passes are one NVTX range, "timed", so that a profiler can take only them
 // (ncu --nvtx --nvtx-include "timed/": tools/gpu_check.sh BENCH=ncu). Header-only.

@@ -1,4 +1,4 @@
-// bench_hog: the HOG pedestrian detector (weights/hog-people.h5 through engine/pyramid_detector.h)
+// bench_hog: the HOG pedestrian detector (weights/hog-people.h5 through job/pyramid_detector.h)
 // on frames of several sizes, end to end from the 8-bit image to the fused boxes, every level of
 // the 1.05 pyramid. Median of --runs after --warmup runs. On a GPU the frame sits in page-locked
 // memory (Backend::allocate_host, as a streaming pipeline holds it); "ms" brackets each detect()
@@ -18,7 +18,7 @@
 
 #include "engine/backend.h"
 #include "engine/image_io.h"
-#include "engine/pyramid_detector.h"
+#include "job/pyramid_detector.h"
 #include "engine/resize_linear.h"
 #include "tools/cli.h"
 #include "weights/model_file.h"
@@ -27,7 +27,7 @@
 #include <cuda_runtime.h>
 
 #include "engine/cuda_backend.h"
-#include "kernels/cuda_check.h"
+#include "core/cuda_check.h"
 #endif
 
 using namespace scenelab;

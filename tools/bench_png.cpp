@@ -4,7 +4,7 @@
 // decoded pixels checked equal to the input. Images: an overlay (a photo blended with a label
 // map, as label_image writes it), the colour labels (indexed colour) and the class indices. The
 // overlay also as the host codes it when a GPU made its filtered rows (encode_png_filtered: what
-// is left to label_image's writers with a GPU, engine/overlay_rows.h).
+// is left to label_image's writers with a GPU, job/overlay_rows.h).
 // --threads N: the overlay also encoded by N threads at once (each --runs times), as
 // label_image's writers do on a busy machine: median ms of one encoding and encodings a second.
 //   bench_png IMAGE.jpg [--runs 15] [--threads N]
@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "engine/image_io.h"
-#include "engine/labeler.h"
+#include "job/labeler.h"
 #include "engine/png_deflate.h"
 #include "tools/cli.h"
 

@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "engine/backend.h"
-#include "engine/combine.h"
-#include "engine/error.h"
-#include "engine/parse_number.h"
-#include "engine/pipeline.h"
+#include "job/combine.h"
+#include "core/error.h"
+#include "core/parse_number.h"
+#include "job/pipeline.h"
 
 namespace scenelab {
 
@@ -136,7 +136,7 @@ inline PipelineOptions pipeline_options(const Cli& cli) {
 
 // The labelling model of --model, --mirror, --scales and --refine: one file, or several separated by commas
 // (an ensemble: their class probabilities averaged), mirrored or not, at the image's size or at
-// several (engine/combine.h). A path that exists as it is is one file, commas and all.
+// several (job/combine.h). A path that exists as it is is one file, commas and all.
 inline Model labelling_model(const std::string& spec, bool mirror, const std::vector<double>& scales,
                              const Refinement& refine = {}, const char* option = "--model") {
   std::vector<std::string> paths;
@@ -160,7 +160,7 @@ inline Model labelling_model(const std::string& spec, bool mirror, const std::ve
 inline std::vector<double> scales_option(const Cli& cli) { return cli.get_doubles("scales", {1.0}); }
 
 // --refine (a flag: the chosen settings, kDefaultRefinement) or --refine=SIGMA_S,SIGMA_R[,ITERATIONS]:
-// edge-aware refinement of the class probabilities (engine/combine.h); none without it. "refine"
+// edge-aware refinement of the class probabilities (job/combine.h); none without it. "refine"
 // must be among the Cli's flags and its options with a value. The settings' ranges are the refine
 // layer's, checked when the model is made.
 inline Refinement refine_option(const Cli& cli) {

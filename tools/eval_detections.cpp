@@ -19,9 +19,9 @@
 #include <sstream>
 
 #include "engine/detection_eval.h"
-#include "engine/labeler.h"
-#include "engine/pipeline.h"
-#include "engine/score_map_head.h"
+#include "job/labeler.h"
+#include "job/pipeline.h"
+#include "job/score_map_head.h"
 #include "nms/sliding_window.h"
 #include "tools/cli.h"
 #include "weights/model_file.h"

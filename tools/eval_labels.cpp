@@ -14,8 +14,8 @@
 #include <sstream>
 
 #include "engine/label_metrics.h"
-#include "engine/labeler.h"
-#include "engine/pipeline.h"
+#include "job/labeler.h"
+#include "job/pipeline.h"
 #include "tools/cli.h"
 #include "weights/model_file.h"
 #include "weights/model_locator.h"

@@ -188,7 +188,7 @@ for b in $BENCH; do
         tee -a "$OUT/pipeline.log" | tail -5 | tee -a "$OUT/summary.txt"
     done ;;
   mirror)
-    # test-time mirroring and scaling (label_image --mirror --scales; engine/combine.h) against the
+    # test-time mirroring and scaling (label_image --mirror --scales; job/combine.h) against the
     # plain model, each against PyTorch running the same graph (the file make_model --combine writes)
     build-gpu/tools/make_model --combine weights/camvid-multiscale.h5 --mirror --out /tmp/mirrored.h5
     build-gpu/tools/make_model --combine weights/camvid-multiscale.h5 --mirror --scales 0.5,0.75,1,1.25 \

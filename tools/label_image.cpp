@@ -1,5 +1,5 @@
 // label_image: labels image files and videos with a scene-labelling model, on the streaming
-// pipeline (engine/pipeline.h). For each input image NAME.ext it writes into --out DIR, as
+// pipeline (job/pipeline.h). For each input image NAME.ext it writes into --out DIR, as
 // --save asks: NAME_classes.png (8-bit class index per pixel), NAME_labels.png (colour label
 // map, an indexed-colour PNG) and NAME_overlay.png (labels over the photo), all at the input
 // resolution. A video NAME.mp4 gives NAME_overlay.mp4 and/or NAME_labels.mp4, and per-frame
@@ -19,11 +19,11 @@
 #include <thread>
 #include <sstream>
 
-#include "engine/labeler.h"
-#include "engine/pipeline.h"
-#include "engine/pyramid_detector.h"
-#include "engine/video.h"
-#include "engine/score_map_head.h"
+#include "job/labeler.h"
+#include "job/pipeline.h"
+#include "job/pyramid_detector.h"
+#include "job/video.h"
+#include "job/score_map_head.h"
 #include "nms/sliding_window.h"
 #include "tools/cli.h"
 #include "tools/inputs.h"
@@ -396,7 +396,7 @@ int main(int argc, char** argv) {
   PipelineOptions po;
   ImageLimits limits;
   std::vector<std::string> inputs;
-  // --detector hog|FILE: a pyramid detector (engine/pyramid_detector.h) instead of the head.
+  // --detector hog|FILE: a pyramid detector (job/pyramid_detector.h) instead of the head.
   Model hog_model;
   std::string hog_overrides, hog_class;
   bool use_hog = false, detect_only = false;

@@ -1,7 +1,7 @@
 // make_model: writes a model file with deterministic random weights for a named network, or
 // prints a network's graph description, or combines labelling models into one file: an
 // ensemble (their class probabilities averaged), test-time mirroring and/or test-time scaling
-// (engine/combine.h).
+// (job/combine.h).
 //   make_model --network multiscale --classes 8 --seed 1 --out model.h5
 //   make_model --network reference --print-graph
 //   make_model --combine A.h5,B.h5,C.h5 [--mirror] [--scales 0.5,0.75,1] [--refine[=S,R[,K]]] --out ensemble.h5

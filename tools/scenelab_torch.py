@@ -358,7 +358,7 @@ class TorchNet(torch.nn.Module):
                 v = torch.argmax(v, dim=1, keepdim=True).to(x.dtype)
             elif typ == "softmax":
                 v = torch.softmax(v, dim=1)
-            elif typ == "flip":  # engine/combine.h: test-time mirroring
+            elif typ == "flip":  # job/combine.h: test-time mirroring
                 rows = a.get("axis", "w") == "h"
                 v = torch.flip(v, dims=[2 if rows else 3])
                 if len(ins) > 1:  # the geometry mirrored about the reference's middle (layers/flip.cpp)

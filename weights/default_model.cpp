@@ -3,7 +3,7 @@
 #include <cmath>
 #include <random>
 
-#include "engine/error.h"
+#include "core/error.h"
 #include "engine/networks.h"
 
 namespace scenelab {

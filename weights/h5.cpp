@@ -9,7 +9,7 @@
 #include <memory>
 #include <vector>
 
-#include "engine/error.h"
+#include "core/error.h"
 
 namespace scenelab {
 

@@ -14,7 +14,7 @@
 #include <cstring>
 #include <new>
 
-#include "engine/error.h"
+#include "core/error.h"
 
 namespace scenelab {
 namespace {

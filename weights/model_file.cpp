@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "engine/error.h"
+#include "core/error.h"
 #include "nms/sliding_window.h"
 #include "weights/isolated.h"
 #include "weights/h5.h"

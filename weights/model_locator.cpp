@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "engine/error.h"
+#include "core/error.h"
 
 namespace scenelab {
 

@@ -2,7 +2,7 @@
 
 #include <vector>
 
-#include "engine/error.h"
+#include "core/error.h"
 #include "weights/h5.h"
 
 namespace scenelab {

@@ -4,7 +4,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/tensor.h"
+#include "core/tensor.h"
 
 namespace scenelab {
 

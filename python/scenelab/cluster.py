@@ -186,7 +186,7 @@ _PARTIAL = re.compile(r"^(.+)_[a-z]+\.png\.tmp\.\d+\.\d+$")
 
 
 def _remove_partial_outputs(out_dir: str, bases: Sequence[str]) -> None:
-    """Outputs are written to NAME.tmp.PID.N and renamed (engine/file_io.cpp); a worker killed
+    """Outputs are written to NAME.tmp.PID.N and renamed (core/file_io.cpp); a worker killed
     while writing leaves its temporary file, and Dask runs the task again elsewhere. Once every
     task is done, the temporary files of this run's outputs are such leftovers: removed (one pass
     over the folder)."""

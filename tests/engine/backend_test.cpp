@@ -9,7 +9,7 @@
 #include <string>
 
 #include "engine/backend.h"
-#include "engine/error.h"
+#include "core/error.h"
 #include "engine/graph.h"
 #include "tests/test_util.h"
 

@@ -10,13 +10,13 @@
 #include <random>
 #include <tuple>
 
-#include "engine/combine.h"
+#include "job/combine.h"
 #include "engine/graph.h"
 #include "engine/networks.h"
-#include "engine/pyramid_detector.h"
+#include "job/pyramid_detector.h"
 #ifdef SCENELAB_WITH_CUDA
 #include "kernels/conv_cuda.h"
-#include "kernels/cuda_check.h"
+#include "core/cuda_check.h"
 #include "kernels/layers_cuda.h"
 #endif
 #include "layers/softmax_mean.h"
@@ -292,7 +292,7 @@ TEST(CudaBackend, WholeNetworksAgreeWithCpu) {
   }
 }
 
-// Test-time mirroring and ensembles (engine/combine.h: flip, the net, flip back, softmax_mean):
+// Test-time mirroring and ensembles (job/combine.h: flip, the net, flip back, softmax_mean):
 // the CPU's labels in fp32 and fp16, through CUDA graphs as compare() runs them.
 TEST(CudaBackend, MirroredScaledAndEnsembleModelsAgreeWithCpu) {
   SCENELAB_REQUIRE_GPU();

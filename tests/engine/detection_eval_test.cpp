@@ -6,8 +6,8 @@
 #include <filesystem>
 
 #include "engine/detection_eval.h"
-#include "engine/error.h"
-#include "engine/score_map_head.h"
+#include "core/error.h"
+#include "job/score_map_head.h"
 #include "weights/default_model.h"
 #include "weights/model_file.h"
 

@@ -7,7 +7,7 @@
 #include <functional>
 #include <map>
 
-#include "engine/error.h"
+#include "core/error.h"
 #include "engine/graph.h"
 #include "engine/networks.h"
 #include "tests/reference.h"

@@ -16,7 +16,7 @@
 #include <functional>
 #include <random>
 
-#include "engine/error.h"
+#include "core/error.h"
 #include "engine/image_io.h"
 #include "tests/test_util.h"
 

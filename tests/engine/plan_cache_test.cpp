@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "engine/file_io.h"
+#include "core/file_io.h"
 #include "engine/plan_cache.h"
 #include "weights/default_model.h"
 

@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-#include "engine/error.h"
+#include "core/error.h"
 #include "engine/image_io.h"
 #include "engine/png_deflate.h"
 
@@ -158,7 +158,7 @@ TEST(PngDeflate, CompressedPixelsServeTwoHeaders) {
 }
 
 TEST(PngDeflate, RowsFilteredElsewhereCodeToTheSameFile) {
-  // Rows filtered apart (as a GPU makes them, engine/overlay_rows.h) give encode_png's file of
+  // Rows filtered apart (as a GPU makes them, job/overlay_rows.h) give encode_png's file of
   // the pixels: the same pieces, the same stream; rows over 64 KiB and one-row images too.
   std::mt19937 rng(5);
   for (int ch : {1, 3, 4}) {

@@ -15,7 +15,7 @@
 #include <tuple>
 #include <vector>
 
-#include "engine/error.h"
+#include "core/error.h"
 #include "engine/graph.h"
 #include "engine/graph_desc.h"
 

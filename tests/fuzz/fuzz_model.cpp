@@ -13,7 +13,7 @@
 #include <filesystem>
 #include <string>
 
-#include "engine/error.h"
+#include "core/error.h"
 #include "engine/graph.h"
 #include "scratch_path.h"
 #include "weights/model_file.h"

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/error.h"
-#include "engine/pyramid_detector.h"
+#include "core/error.h"
+#include "job/pyramid_detector.h"
 #include "nms/sliding_window.h"
 
 using namespace scenelab;

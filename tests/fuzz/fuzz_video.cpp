@@ -9,8 +9,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "engine/error.h"
-#include "engine/video.h"
+#include "core/error.h"
+#include "job/video.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const int fd = ::memfd_create("fuzz_video", 0);

@@ -11,7 +11,7 @@
 #include <cmath>
 #include <random>
 
-#include "engine/error.h"
+#include "core/error.h"
 #include "tests/reference.h"
 
 using namespace scenelab;

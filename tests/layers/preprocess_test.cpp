@@ -2,7 +2,7 @@
 // uses direct 2-D window sums, not the layer's separable passes). Bound: 1e-5 relative.
 #include <gtest/gtest.h>
 
-#include "engine/error.h"
+#include "core/error.h"
 #include "tests/reference.h"
 
 using namespace scenelab;

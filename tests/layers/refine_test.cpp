@@ -8,7 +8,7 @@
 #include <cfloat>
 #include <cmath>
 
-#include "engine/error.h"
+#include "core/error.h"
 #include "tests/reference.h"
 
 using namespace scenelab;

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <limits>
 
-#include "engine/error.h"
+#include "core/error.h"
 #include "engine/graph.h"
 #include "layers/softmax_mean.h"
 #include "tests/reference.h"

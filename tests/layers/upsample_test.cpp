@@ -6,7 +6,7 @@
 #include <cmath>
 #include <string>
 
-#include "engine/error.h"
+#include "core/error.h"
 #include "engine/graph.h"
 #include "tests/reference.h"
 

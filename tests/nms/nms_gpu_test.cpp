@@ -7,7 +7,7 @@
 #include <limits>
 #include <random>
 
-#include "engine/error.h"
+#include "core/error.h"
 #include "nms/nms.h"
 #include "tests/nms/box_sets.h"
 #include "nms/nms_cuda.h"

@@ -142,7 +142,7 @@ def test_local_cluster_workers_start_without_dasks_malloc_trim(tmp_path):
 
 
 def test_partial_outputs_of_this_run_are_removed(tmp_path):
-    # what a worker killed while writing leaves (engine/file_io.cpp: NAME.tmp.PID.N, then renamed)
+    # what a worker killed while writing leaves (core/file_io.cpp: NAME.tmp.PID.N, then renamed)
     for n in ["frame_01_classes.png.tmp.5600.12", "frame_01_classes.png", "other_labels.png.tmp.7.1",
               "frame_01_labels.png.tmp.x"]:
         (tmp_path / n).write_bytes(b"x")

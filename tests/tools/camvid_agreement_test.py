@@ -33,7 +33,7 @@ if not val:
 torch.set_num_threads(2)
 device = os.environ.get("SCENELAB_TEST_DEVICE", "cpu")
 ok = True
-# every shipped single model (the accurate files are combinations of these, tests/engine/combine_test.cpp)
+# every shipped single model (the accurate files are combinations of these, tests/job/combine_test.cpp)
 models = sorted(m for m in glob.glob(os.path.join(src, "weights", "camvid-*.h5")) if not m.endswith("-accurate.h5"))
 assert len(models) >= 2, models
 for model in models:

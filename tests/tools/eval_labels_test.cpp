@@ -10,7 +10,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "engine/error.h"
+#include "core/error.h"
 #include "engine/image_io.h"
 #include "engine/label_metrics.h"
 #include "weights/default_model.h"

@@ -6,9 +6,9 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "engine/file_io.h"
+#include "core/file_io.h"
 #include "engine/image_io.h"
-#include "engine/labeler.h"
+#include "job/labeler.h"
 #include "weights/model_file.h"
 #include "weights/model_locator.h"
 #include "tests/gpu_skip.h"
@@ -21,7 +21,7 @@ TEST(LabelImageGpu, SameLabelsAsCpu) {
   const fs::path dir = fs::path(::testing::TempDir()) / "scenelab_label_gpu";
   fs::remove_all(dir);
   const std::string img = std::string(SCENELAB_BUILD_DIR) + "/samples/street.png";
-  // plain, --mirror (the image and its mirror through the net, engine/combine.h) and with scales
+  // plain, --mirror (the image and its mirror through the net, job/combine.h) and with scales
   for (const std::string mode : {"", "mirror", "scales"}) {
     for (const char* dev : {"cpu", "cuda"}) {
       std::string cmd = std::string(LABEL_IMAGE_BIN) + " --quiet --device " + dev + " --out " +
@@ -44,7 +44,7 @@ TEST(LabelImageGpu, SameLabelsAsCpu) {
   EXPECT_NE(m.pixels, load_image((dir / "cpuscales/street_classes.png").string(), 1).pixels);
 }
 
-// On the GPU the overlay is blended and filtered there (engine/overlay_rows.h): its file is the
+// On the GPU the overlay is blended and filtered there (job/overlay_rows.h): its file is the
 // one the host writes from the same labels (encode_png of overlay_labels), byte for byte.
 TEST(LabelImageGpu, OverlayMadeOnTheGpuIsTheHostsFile) {
   SCENELAB_REQUIRE_GPU();

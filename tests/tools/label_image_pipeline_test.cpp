@@ -16,8 +16,8 @@
 #include <thread>
 
 #include "engine/image_io.h"
-#include "engine/pyramid_detector.h"
-#include "engine/video.h"
+#include "job/pyramid_detector.h"
+#include "job/video.h"
 #include "weights/default_model.h"
 #include "weights/model_file.h"
 #include "tests/test_util.h"

@@ -187,7 +187,7 @@ else:
                                     f"pixels counted differently, bound 0.5%)")
         check(asym > sym, f"multiscale: plain labels are not ({asym} pixels counted differently)")
         check(not np.array_equal(pa, ma), "multiscale: mirroring changes the labels of some pixels")
-        # the engine's mirrored labelling (eval_labels --mirror, engine/combine.h) against this one
+        # the engine's mirrored labelling (eval_labels --mirror, job/combine.h) against this one
         subprocess.check_call([eval_labels, "--data", a, "--model", model, "--device", "cpu", "--mirror",
                                "--threads", "2", "--json", out], stdout=subprocess.DEVNULL)
         with open(out) as fh:

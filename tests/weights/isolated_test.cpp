@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/error.h"
+#include "core/error.h"
 #include "weights/default_model.h"
 #include "weights/isolated.h"
 #include "weights/model_file.h"

@@ -12,7 +12,7 @@
 #include <fstream>
 #include <limits>
 
-#include "engine/error.h"
+#include "core/error.h"
 #include "engine/graph.h"
 #include "tests/reference.h"
 #include "weights/default_model.h"

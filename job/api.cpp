@@ -1,0 +1,311 @@
+// The public API (include/scenelab/scenelab.h) over the engine: a graph planned at the batch size
+// for labels (from the caller's memory into the caller's memory), the engine's Labeler for scores
+// and the detection head, and the streaming pipeline for files.
+#include "scenelab/scenelab.h"
+
+#include <algorithm>
+#include <chrono>
+#include <mutex>
+
+#include "job/combine.h"
+#include "core/error.h"
+#include "engine/graph.h"
+#ifdef SCENELAB_WITH_CUDA
+#include "engine/cuda_backend.h"
+#include "core/cuda_check.h"
+#endif
+#include "engine/image_io.h"
+#include "core/file_io.h"
+#include "job/labeler.h"
+#include "job/pipeline.h"
+#include "engine/plan_cache.h"
+#include "job/pyramid_detector.h"
+#include "job/score_map_head.h"
+#include "nms/sliding_window.h"
+#include "weights/model_file.h"
+#include "weights/model_locator.h"
+
+namespace scenelab::api {
+
+struct Labeler::Impl {
+  std::string path;
+  ModelOptions options;
+  Model model;
+  std::unique_ptr<scenelab::Labeler> single;
+  std::unique_ptr<Backend> batch_backend;
+  std::unique_ptr<Graph> batch;
+  std::unique_ptr<Graph> device_batch;  // label_device's plan (inputs and outputs on the GPU)
+#ifdef SCENELAB_WITH_CUDA
+  std::unique_ptr<CudaEvent> caller_ready, labels_ready;  // label_device's ordering with the caller
+#endif
+  std::unique_ptr<Pipeline> pipeline;  // label_files, made on first use
+  std::pair<int, int> pipeline_key{-1, -1};  // its batch and io_threads
+  std::string pipeline_cache;
+};
+
+namespace {
+
+Image8 to_internal(const Image& img, const char* what) {
+  SL_REQUIRE(img.channels == 3, what, ": expected an RGB image (3 channels), got ", img.channels);
+  SL_REQUIRE(img.width > 0 && img.height > 0 &&
+                 img.pixels.size() == size_t(img.width) * img.height * 3,
+             what, ": the pixels (", img.pixels.size(), " bytes) do not match ", img.width, "x",
+             img.height, "x3");
+  return Image8{img.width, img.height, 3, img.pixels};
+}
+
+}  // namespace
+
+Labeler::Labeler(const ModelOptions& o) : impl_(std::make_unique<Impl>()) {
+  impl_->path = o.path.empty() ? find_default_model() : o.path;
+  impl_->options = o;
+  std::vector<std::string> paths{impl_->path};
+  paths.insert(paths.end(), o.ensemble.begin(), o.ensemble.end());
+  impl_->model = read_combined(paths, o.mirror, o.scales,
+                               o.refine ? Refinement{o.refine_sigma_s, o.refine_sigma_r, o.refine_iterations} : Refinement{});
+  CudaOptions co;
+  co.precision = o.precision;
+  impl_->single = std::make_unique<scenelab::Labeler>(impl_->model, make_backend(o.device, o.threads, co));
+  impl_->batch_backend = make_backend(o.device, o.threads, co);
+  impl_->batch = std::make_unique<Graph>(impl_->model);
+  impl_->device_batch = std::make_unique<Graph>(impl_->model);
+}
+
+Labeler::~Labeler() = default;
+Labeler::Labeler(Labeler&&) noexcept = default;
+Labeler& Labeler::operator=(Labeler&&) noexcept = default;
+
+Labels Labeler::label(const Image& rgb) {
+  to_internal(rgb, "Labeler::label");
+  Labels out{rgb.width, rgb.height, std::vector<uint8_t>(size_t(rgb.width) * rgb.height)};
+  label(rgb.pixels.data(), 1, rgb.height, rgb.width, out.classes.data());
+  return out;
+}
+
+void Labeler::label(const uint8_t* rgb, int n, int h, int w, uint8_t* labels) {
+  SL_REQUIRE(n > 0 && h > 0 && w > 0, "Labeler::label: ", n, " images of ", w, "x", h,
+             ": expected at least one image of at least 1x1");
+  SL_REQUIRE(rgb != nullptr && labels != nullptr, "Labeler::label: null pixels or labels");
+  Graph& g = *impl_->batch;
+  if (!g.planned() || g.input_shape() != Shape(n, 3, h, w)) {
+    PlanIO io;
+    io.u8_input = true;
+    io.u8_outputs = {"labels_full"};
+    g.plan(n, h, w, *impl_->batch_backend, io);
+  }
+  g.run_u8(rgb);
+  g.fetch_u8_async("labels_full", labels);
+  g.synchronize();
+}
+
+void Labeler::label_device(const uint8_t* rgb, int n, int h, int w, uint8_t* labels, void* stream) {
+  SL_REQUIRE(n > 0 && h > 0 && w > 0, "Labeler::label_device: ", n, " images of ", w, "x", h,
+             ": expected at least one image of at least 1x1");
+  SL_REQUIRE(rgb != nullptr && labels != nullptr, "Labeler::label_device: null pixels or labels");
+#ifdef SCENELAB_WITH_CUDA
+  Impl& m = *impl_;
+  const auto* backend = dynamic_cast<const CudaBackend*>(m.batch_backend.get());
+  SL_REQUIRE(backend, "Labeler::label_device: this labeller runs on ", device(),
+             ", not a GPU (label() takes host memory)");
+  backend->activate();
+  for (const void* p : {static_cast<const void*>(rgb), static_cast<const void*>(labels)}) {
+    cudaPointerAttributes a{};
+    SL_CUDA_CHECK(cudaPointerGetAttributes(&a, p), "Labeler::label_device: where the memory is");
+    SL_REQUIRE((a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged) && a.device == backend->device(),
+               "Labeler::label_device: ", p == rgb ? "the pixels" : "the labels", " are not in memory of GPU ",
+               backend->device(), " (", a.type == cudaMemoryTypeDevice ? "memory of GPU " + std::to_string(a.device)
+                                                                        : std::string("host memory"), ")");
+  }
+  Graph& g = *m.device_batch;
+  if (!g.planned() || g.input_shape() != Shape(n, 3, h, w)) {
+    PlanIO io;
+    io.u8_input = true;
+    io.u8_outputs = {"labels_full"};
+    g.plan(n, h, w, *backend, io);
+  }
+  if (!m.caller_ready) {
+    m.caller_ready = std::make_unique<CudaEvent>(cudaEventDisableTiming);
+    m.labels_ready = std::make_unique<CudaEvent>(cudaEventDisableTiming);
+  }
+  const cudaStream_t caller = static_cast<cudaStream_t>(stream), own = backend->cuda()->stream;
+  SL_CUDA_CHECK(cudaEventRecord(m.caller_ready->get(), caller), "Labeler::label_device: the caller's stream");
+  SL_CUDA_CHECK(cudaStreamWaitEvent(own, m.caller_ready->get(), 0), "Labeler::label_device: the caller's stream");
+  g.copy_u8_input(rgb);
+  g.run_resident();
+  backend->copy(labels, g.u8_output_in_backend("labels_full"), size_t(n) * h * w);
+  SL_CUDA_CHECK(cudaEventRecord(m.labels_ready->get(), own), "Labeler::label_device: the labels");
+  SL_CUDA_CHECK(cudaStreamWaitEvent(caller, m.labels_ready->get(), 0), "Labeler::label_device: the labels");
+#else
+  (void)stream;
+  throw_error("Labeler::label_device: this build has no CUDA (label() takes host memory)");
+#endif
+}
+
+std::vector<Labels> Labeler::label(const std::vector<Image>& images) {
+  std::vector<Labels> out(images.size());
+  std::vector<bool> done(images.size(), false);
+  std::vector<uint8_t> pixels, labels;
+  for (size_t i = 0; i < images.size(); ++i) {
+    if (done[i]) continue;
+    // Every image of this one's size, run as one batch.
+    std::vector<size_t> group;
+    for (size_t j = i; j < images.size(); ++j)
+      if (!done[j] && images[j].width == images[i].width && images[j].height == images[i].height)
+        group.push_back(j);
+    const int n = int(group.size()), h = images[i].height, w = images[i].width;
+    const size_t frame = size_t(h) * w;
+    pixels.clear();
+    for (size_t j : group) {
+      to_internal(images[j], "Labeler::label");
+      pixels.insert(pixels.end(), images[j].pixels.begin(), images[j].pixels.end());
+    }
+    labels.resize(size_t(n) * frame);
+    label(pixels.data(), n, h, w, labels.data());
+    for (int k = 0; k < n; ++k) {
+      const size_t j = group[size_t(k)];
+      const auto first = labels.begin() + ptrdiff_t(size_t(k) * frame);
+      out[j] = Labels{w, h, std::vector<uint8_t>(first, first + ptrdiff_t(frame))};
+      done[j] = true;
+    }
+  }
+  return out;
+}
+
+FileSummary Labeler::label_files(const std::vector<FileJob>& jobs, const FileOptions& fo) {
+  Impl& m = *impl_;
+  const std::string cache = fo.plan_cache == "default" ? PlanCache::default_dir() : fo.plan_cache;
+  if (!m.pipeline || m.pipeline_key != std::pair{fo.batch, fo.io_threads} || m.pipeline_cache != cache) {
+    PipelineOptions po;
+    po.device = m.options.device;
+    po.cuda.precision = m.options.precision;
+    po.threads = m.options.threads;
+    po.pool_threads = fo.io_threads;
+    po.batch = fo.batch;
+    po.plan_cache = cache;
+    m.pipeline.reset();
+    m.pipeline = std::make_unique<Pipeline>(m.model, po);
+    m.pipeline_key = {fo.batch, fo.io_threads};
+    m.pipeline_cache = cache;
+  }
+  std::vector<std::string> inputs;
+  inputs.reserve(jobs.size());
+  for (const auto& j : jobs) inputs.push_back(j.input);
+  FileSource source(inputs);
+  const int classes = int(m.model.class_names.size());
+  FileSummary sum;
+  sum.device = m.pipeline->describe();
+  sum.histogram.assign(size_t(classes), 0);
+  std::mutex mu;
+  PngOptions indexed;
+  indexed.palette = m.model.palette;
+  auto finish = [&](Frame& f) {
+    if (!f.error.empty()) return;
+    const std::vector<size_t> hist = histogram(f.labels, classes);
+    const std::string& base = jobs[f.index].output_base;
+    const Image8 index{f.labels.width, f.labels.height, 1, std::move(f.labels.labels)};
+    if (fo.save_classes || fo.save_labels) {
+      const PngPixels px = compress_png(index);  // once for both files (another header each)
+      if (fo.save_classes) write_file_atomic(base + "_classes.png", png_file(px));
+      if (fo.save_labels) write_file_atomic(base + "_labels.png", png_file(px, indexed));
+    }
+    f.image = Image8();
+    std::lock_guard<std::mutex> lock(mu);
+    for (int c = 0; c < classes; ++c) sum.histogram[size_t(c)] += hist[size_t(c)];
+  };
+  auto report = [&](Frame& f) {
+    if (f.error.empty()) ++sum.images;
+    else sum.failures.push_back(FileFailure{jobs[f.index].input, f.error});
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  m.pipeline->run(source, finish, report);
+  sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return sum;
+}
+
+Scores Labeler::scores(const Image& rgb) {
+  impl_->single->label(to_internal(rgb, "Labeler::scores"));
+  Graph& g = impl_->single->graph();
+  const Tensor s = g.fetch("scores");
+  const Geometry geo = g.geometry_of("scores");
+  Scores out;
+  out.classes = s.shape().c;
+  out.height = s.shape().h;
+  out.width = s.shape().w;
+  out.values.assign(s.data(), s.data() + s.numel());
+  out.stride_y = geo.stride_y, out.stride_x = geo.stride_x;
+  out.offset_y = geo.offset_y, out.offset_x = geo.offset_x;
+  return out;
+}
+
+std::vector<nms::Detection> Labeler::detect(const Image& rgb, const std::string& name) {
+  const auto& names = impl_->model.class_names;
+  const auto it = std::find(names.begin(), names.end(), name);
+  SL_REQUIRE(it != names.end(), "Labeler::detect: the model has no class '", name, "'");
+  const int cls = int(it - names.begin());
+  const nms::WindowHeadOptions o = head_settings(impl_->model, cls);
+  impl_->single->label(to_internal(rgb, "Labeler::detect"));
+  int h = 0, w = 0;
+  Geometry g;
+  const auto probs = impl_->single->class_probabilities({cls}, &h, &w, &g);
+  return nms::detect_windows_cpu(probs[0].data(), h, w, cls, o,
+                                 nms::MapGeometry{g.stride_y, g.stride_x, g.offset_y, g.offset_x},
+                                 rgb.width, rgb.height);
+}
+
+const std::vector<std::string>& Labeler::classes() const { return impl_->model.class_names; }
+const std::vector<std::array<uint8_t, 3>>& Labeler::palette() const { return impl_->model.palette; }
+
+Image Labeler::colorize(const Labels& l) const {
+  const Image8 c = scenelab::colorize(LabelMap{l.width, l.height, l.classes}, impl_->model.palette);
+  return Image{c.width, c.height, 3, c.pixels};
+}
+
+std::string Labeler::device() const { return impl_->single->backend().describe(); }
+std::string Labeler::model_path() const { return impl_->path; }
+
+Image load_image(const std::string& path) {
+  const Image8 i = scenelab::load_image(path, 3);
+  return Image{i.width, i.height, i.channels, i.pixels};
+}
+
+void save_png(const std::string& path, const Image& img) {
+  scenelab::save_png(path, Image8{img.width, img.height, img.channels, img.pixels});
+}
+
+struct WindowDetector::Impl {
+  Model model;
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<PyramidDetector> det;
+  std::string cls;
+  std::mutex mu;  // one image at a time through the planned levels
+};
+
+WindowDetector::WindowDetector(const WindowDetectorOptions& o) : impl_(std::make_unique<Impl>()) {
+  impl_->model = read_model(o.path.empty() ? find_weights("hog-people.h5") : o.path);
+  impl_->backend = make_backend(o.device, o.threads, CudaOptions{});
+  impl_->det = std::make_unique<PyramidDetector>(impl_->model, *impl_->backend, o.spec);
+  impl_->cls = impl_->model.class_names.empty() ? "object" : impl_->model.class_names[0];
+}
+
+WindowDetector::~WindowDetector() = default;
+WindowDetector::WindowDetector(WindowDetector&&) noexcept = default;
+WindowDetector& WindowDetector::operator=(WindowDetector&&) noexcept = default;
+
+std::vector<nms::Detection> WindowDetector::detect(const uint8_t* pixels, int height, int width, int channels) {
+  SL_REQUIRE(pixels != nullptr || size_t(height) * width == 0, "WindowDetector::detect: no pixels");
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (height < 1 || width < 1) return {};
+  return impl_->det->detect(pixels, height, width, channels);
+}
+
+std::vector<nms::Detection> WindowDetector::detect(const Image& image) {
+  SL_REQUIRE(image.pixels.size() == size_t(image.width) * image.height * size_t(image.channels),
+             "WindowDetector::detect: the pixels (", image.pixels.size(), " bytes) do not match ", image.width,
+             "x", image.height, "x", image.channels);
+  return detect(image.pixels.data(), image.height, image.width, image.channels);
+}
+
+const std::string& WindowDetector::class_name() const { return impl_->cls; }
+std::string WindowDetector::device() const { return impl_->backend->describe(); }
+
+}  // namespace scenelab::api
