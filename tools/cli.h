@@ -2,6 +2,7 @@
 #pragma once
 #include <algorithm>
 #include <climits>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cmath>
@@ -9,11 +10,13 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "engine/backend.h"
 #include "job/combine.h"
+#include "core/json.h"
 #include "core/error.h"
 #include "core/parse_number.h"
 #include "job/pipeline.h"
@@ -174,28 +177,6 @@ inline Refinement refine_option(const Cli& cli) {
   return {v[0], v[1], v.size() == 3 ? int(v[2]) : 3};
 }
 
-// A string as JSON string content (quotes, backslashes, control characters escaped).
-inline std::string json_escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '"': o += "\\\""; break;
-      case '\\': o += "\\\\"; break;
-      case '\n': o += "\\n"; break;
-      case '\t': o += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char b[8];
-          std::snprintf(b, sizeof b, "\\u%04x", c);
-          o += b;
-        } else {
-          o += c;
-        }
-    }
-  }
-  return o;
-}
-
 // "640x480" -> {w, h}
 // (each side a whole number from 1 to 2^20; atoi had read "99999999999" with undefined behaviour)
 inline std::pair<int, int> parse_size(const std::string& s) {
@@ -207,6 +188,41 @@ inline std::pair<int, int> parse_size(const std::string& s) {
   };
   SL_REQUIRE(x != std::string::npos, "size '", s, "' should look like 640x480");
   return {side(s.substr(0, x)), side(s.substr(x + 1))};
+}
+
+// --max-pixels N|WxH: the largest image accepted.
+inline uint64_t parse_max_pixels(const std::string& v) {
+  if (v.find('x') != std::string::npos) {
+    auto [w, h] = parse_size(v);
+    return uint64_t(w) * uint64_t(h);
+  }
+  char* end = nullptr;
+  const unsigned long long n = std::strtoull(v.c_str(), &end, 10);
+  SL_REQUIRE(!v.empty() && *end == '\0' && n > 0, "--max-pixels: expected N or WxH, got '", v, "'");
+  return n;
+}
+
+// --detect CLASS[,CLASS...]: class names (any case) or indices of `names`.
+inline std::vector<int> parse_classes(const std::string& list, const std::vector<std::string>& names) {
+  std::vector<int> out;
+  std::stringstream ss(list);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    int found = -1;
+    for (size_t c = 0; c < names.size(); ++c) {
+      std::string a = names[c], b = item;
+      std::transform(a.begin(), a.end(), a.begin(), ::tolower);
+      std::transform(b.begin(), b.end(), b.begin(), ::tolower);
+      if (a == b || std::to_string(c) == item) found = int(c);
+    }
+    if (found < 0) {
+      std::string all;
+      for (const auto& n : names) all += (all.empty() ? "" : ", ") + n;
+      throw_error("--detect: unknown class '", item, "' (classes: ", all, ")");
+    }
+    out.push_back(found);
+  }
+  return out;
 }
 
 }  // namespace scenelab
