@@ -1,6 +1,6 @@
 // The public API (include/scenelab/scenelab.h) over the engine: a graph planned at the batch size
 // for labels (from the caller's memory into the caller's memory), the engine's Labeler for scores
-// and the detection head, and the streaming pipeline for files.
+// and the detection head, and the job (job/label_job.h) for files.
 #include "scenelab/scenelab.h"
 
 #include <algorithm>
@@ -16,6 +16,7 @@
 #endif
 #include "engine/image_io.h"
 #include "core/file_io.h"
+#include "job/label_job.h"
 #include "job/labeler.h"
 #include "job/pipeline.h"
 #include "engine/plan_cache.h"
@@ -38,9 +39,9 @@ struct Labeler::Impl {
 #ifdef SCENELAB_WITH_CUDA
   std::unique_ptr<CudaEvent> caller_ready, labels_ready;  // label_device's ordering with the caller
 #endif
-  std::unique_ptr<Pipeline> pipeline;  // label_files, made on first use
-  std::pair<int, int> pipeline_key{-1, -1};  // its batch and io_threads
-  std::string pipeline_cache;
+  std::unique_ptr<LabelJob> job;  // label_files, made on first use
+  std::pair<int, int> job_key{-1, -1};  // its batch and io_threads
+  std::string job_cache;
 };
 
 namespace {
@@ -174,52 +175,45 @@ std::vector<Labels> Labeler::label(const std::vector<Image>& images) {
 FileSummary Labeler::label_files(const std::vector<FileJob>& jobs, const FileOptions& fo) {
   Impl& m = *impl_;
   const std::string cache = fo.plan_cache == "default" ? PlanCache::default_dir() : fo.plan_cache;
-  if (!m.pipeline || m.pipeline_key != std::pair{fo.batch, fo.io_threads} || m.pipeline_cache != cache) {
-    PipelineOptions po;
-    po.device = m.options.device;
-    po.cuda.precision = m.options.precision;
-    po.threads = m.options.threads;
-    po.pool_threads = fo.io_threads;
-    po.batch = fo.batch;
-    po.plan_cache = cache;
-    m.pipeline.reset();
-    m.pipeline = std::make_unique<Pipeline>(m.model, po);
-    m.pipeline_key = {fo.batch, fo.io_threads};
-    m.pipeline_cache = cache;
+  if (!m.job || m.job_key != std::pair{fo.batch, fo.io_threads} || m.job_cache != cache) {
+    JobOptions jo;
+    jo.save.overlay = false;
+    jo.pipeline.device = m.options.device;
+    jo.pipeline.cuda.precision = m.options.precision;
+    jo.pipeline.threads = m.options.threads;
+    jo.pipeline.pool_threads = fo.io_threads;
+    jo.pipeline.batch = fo.batch;
+    jo.pipeline.plan_cache = cache;
+    jo.model_path = m.path;
+    m.job.reset();
+    m.job = std::make_unique<LabelJob>(&m.model, jo);
+    m.job_key = {fo.batch, fo.io_threads};
+    m.job_cache = cache;
   }
-  std::vector<std::string> inputs;
-  inputs.reserve(jobs.size());
-  for (const auto& j : jobs) inputs.push_back(j.input);
-  FileSource source(inputs);
-  const int classes = int(m.model.class_names.size());
-  FileSummary sum;
-  sum.device = m.pipeline->describe();
-  sum.histogram.assign(size_t(classes), 0);
-  std::mutex mu;
-  PngOptions indexed;
-  indexed.palette = m.model.palette;
-  auto finish = [&](Frame& f) {
-    if (!f.error.empty()) return;
-    const std::vector<size_t> hist = histogram(f.labels, classes);
-    const std::string& base = jobs[f.index].output_base;
-    const Image8 index{f.labels.width, f.labels.height, 1, std::move(f.labels.labels)};
-    if (fo.save_classes || fo.save_labels) {
-      const PngPixels px = compress_png(index);  // once for both files (another header each)
-      if (fo.save_classes) write_file_atomic(base + "_classes.png", png_file(px));
-      if (fo.save_labels) write_file_atomic(base + "_labels.png", png_file(px, indexed));
+  // The job's report, summed: images written, failures by input, the classes' pixels.
+  struct Sum : JobObserver {
+    FileSummary s;
+    void image(const ImageResult& r) override {
+      if (!r.ok) {
+        s.failures.push_back(FileFailure{r.file, r.error});
+        return;
+      }
+      ++s.images;
+      for (size_t c = 0; c < r.histogram.size(); ++c) s.histogram[c] += r.histogram[c];
     }
-    f.image = Image8();
-    std::lock_guard<std::mutex> lock(mu);
-    for (int c = 0; c < classes; ++c) sum.histogram[size_t(c)] += hist[size_t(c)];
-  };
-  auto report = [&](Frame& f) {
-    if (f.error.empty()) ++sum.images;
-    else sum.failures.push_back(FileFailure{jobs[f.index].input, f.error});
-  };
+  } sum;
+  std::vector<std::string> inputs, bases;
+  inputs.reserve(jobs.size());
+  bases.reserve(jobs.size());
+  for (const auto& j : jobs) inputs.push_back(j.input), bases.push_back(j.output_base);
+  m.job->options().output_bases = bases;
+  m.job->options().save = OutputKinds{fo.save_classes, fo.save_labels, false};
+  sum.s.device = m.job->describe();
+  sum.s.histogram.assign(m.model.class_names.size(), 0);
   const auto t0 = std::chrono::steady_clock::now();
-  m.pipeline->run(source, finish, report);
-  sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return sum;
+  m.job->run(inputs, sum);
+  sum.s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return sum.s;
 }
 
 Scores Labeler::scores(const Image& rgb) {
