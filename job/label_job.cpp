@@ -27,6 +27,22 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
+// Several observers as one, in order.
+class Tell : public JobObserver {
+ public:
+  explicit Tell(const std::vector<JobObserver*>& all) : all_(all) {}
+  void started(const JobStart& s) override { for (auto* o : all_) o->started(s); }
+  void image(const ImageResult& r) override { for (auto* o : all_) o->image(r); }
+  void video_started(const std::string& f, size_t n) override { for (auto* o : all_) o->video_started(f, n); }
+  void video_frame(const VideoFrameResult& r) override { for (auto* o : all_) o->video_frame(r); }
+  void video_frame_failed(const std::string& e) override { for (auto* o : all_) o->video_frame_failed(e); }
+  void video(const VideoResult& r) override { for (auto* o : all_) o->video(r); }
+  void finished(const JobSummary& s) override { for (auto* o : all_) o->finished(s); }
+
+ private:
+  const std::vector<JobObserver*>& all_;
+};
+
 // What a frame's finishing leaves for its report (small; the images are gone by then).
 struct Finished {
   std::vector<size_t> hist;
@@ -66,17 +82,6 @@ void draw_box(Image8& img, const nms::Box& b, const std::array<uint8_t, 3>& colo
     for (int y = y1 - 1; y <= y2 + 1; ++y) put(x1 + t, y, outline), put(x2 - t, y, outline);
   }
 }
-
-#define SL_EACH(call) \
-  for (auto* o : all_) o->call
-void JobObservers::started(const JobStart& s) { SL_EACH(started(s)); }
-void JobObservers::image(const ImageResult& r) { SL_EACH(image(r)); }
-void JobObservers::video_started(const std::string& f, size_t n) { SL_EACH(video_started(f, n)); }
-void JobObservers::video_frame(const VideoFrameResult& r) { SL_EACH(video_frame(r)); }
-void JobObservers::video_frame_failed(const std::string& e) { SL_EACH(video_frame_failed(e)); }
-void JobObservers::video(const VideoResult& r) { SL_EACH(video(r)); }
-void JobObservers::finished(const JobSummary& s) { SL_EACH(finished(s)); }
-#undef SL_EACH
 
 LabelJob::LabelJob(const Model* model, JobOptions opt) : model_(model), opt_(std::move(opt)) {
   SL_REQUIRE(model_ || opt_.detect_only, "a job needs a labelling model unless it only detects");
@@ -127,7 +132,8 @@ void LabelJob::draw_boxes(Image8& img, const std::vector<Found>& dets) const {
   for (const auto& d : dets) draw_box(img, d.box, d.cls < 0 ? kPyramidColour : model_->palette[size_t(d.cls)]);
 }
 
-JobSummary LabelJob::run(const std::vector<std::string>& inputs, JobObserver& obs) {
+JobSummary LabelJob::run(const std::vector<std::string>& inputs, const std::vector<JobObserver*>& observers) {
+  Tell obs(observers);
   SL_REQUIRE(opt_.output_bases.empty() || opt_.output_bases.size() == inputs.size(), "a job of ", inputs.size(),
              " input(s) given ", opt_.output_bases.size(), " output base(s)");
   JobSummary sum;

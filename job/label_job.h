@@ -129,22 +129,6 @@ class JobObserver {
   virtual void finished(const JobSummary&) {}
 };
 
-// Several observers as one, in order.
-class JobObservers : public JobObserver {
- public:
-  explicit JobObservers(std::vector<JobObserver*> all) : all_(std::move(all)) {}
-  void started(const JobStart& s) override;
-  void image(const ImageResult& r) override;
-  void video_started(const std::string& file, size_t frames_hint) override;
-  void video_frame(const VideoFrameResult& r) override;
-  void video_frame_failed(const std::string& error) override;
-  void video(const VideoResult& r) override;
-  void finished(const JobSummary& s) override;
-
- private:
-  std::vector<JobObserver*> all_;
-};
-
 class LabelJob {
  public:
   // model: the labelling model (kept by reference; null with detect_only). Throws on options it
@@ -154,8 +138,10 @@ class LabelJob {
   LabelJob(const LabelJob&) = delete;
   LabelJob& operator=(const LabelJob&) = delete;
 
-  // Labels `inputs` (files, already expanded: job/inputs.h). A failing input fails alone.
-  JobSummary run(const std::vector<std::string>& inputs, JobObserver& observer);
+  // Labels `inputs` (files, already expanded: job/inputs.h), told to each observer in turn. A
+  // failing input fails alone.
+  JobSummary run(const std::vector<std::string>& inputs, const std::vector<JobObserver*>& observers);
+  JobSummary run(const std::vector<std::string>& inputs, JobObserver& observer) { return run(inputs, {&observer}); }
   // Stops taking inputs: those in flight finish and are reported. Safe in a signal handler.
   void cancel();
   bool cancelled() const { return cancelled_.load(); }

@@ -8,15 +8,24 @@
 namespace scenelab::cuda {
 namespace {
 
+// The taps of output row oy (col_tap_of: column ox) in the input, by the two maps' geometry
+// where `geometry`, else by the sizes alone.
+__device__ __forceinline__ UpsampleTap row_tap_of(int oy, int hi, int ho, bool geometry, bool bilinear,
+                                                  const Geometry& gi, const Geometry& go) {
+  return upsample_tap(oy, hi, ho, geometry, bilinear, gi.offset_y, gi.stride_y, go.offset_y, go.stride_y);
+}
+__device__ __forceinline__ UpsampleTap col_tap_of(int ox, int wi, int wo, bool geometry, bool bilinear,
+                                                  const Geometry& gi, const Geometry& go) {
+  return upsample_tap(ox, wi, wo, geometry, bilinear, gi.offset_x, gi.stride_x, go.offset_x, go.stride_x);
+}
+
 __global__ void upsample_kernel(const float* x, float* y, int planes, int hi, int wi, int ho,
                                 int wo, bool geometry, bool bilinear, Geometry gi, Geometry go) {
   size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= size_t(planes) * ho * wo) return;
   const auto [p, oy, ox] = plane_pixel(i, ho, wo);
-  const UpsampleTap t = upsample_tap(oy, hi, ho, geometry, bilinear, gi.offset_y, gi.stride_y,
-                                     go.offset_y, go.stride_y);
-  const UpsampleTap u = upsample_tap(ox, wi, wo, geometry, bilinear, gi.offset_x, gi.stride_x,
-                                     go.offset_x, go.stride_x);
+  const UpsampleTap t = row_tap_of(oy, hi, ho, geometry, bilinear, gi, go);
+  const UpsampleTap u = col_tap_of(ox, wi, wo, geometry, bilinear, gi, go);
   const float* r0 = x + p * hi * wi + size_t(t.i0) * wi;
   const float* r1 = x + p * hi * wi + size_t(t.i1) * wi;
   const float top = r0[u.i0] + u.w1 * (r0[u.i1] - r0[u.i0]);
@@ -31,10 +40,8 @@ __global__ void upsample_nhwc_kernel(const T* x, T* y, int c, int hi, int wi, in
   size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= total) return;
   const Nhwc o = nhwc_of(i, ho, wo, c);
-  const UpsampleTap t = upsample_tap(o.y, hi, ho, geometry, bilinear, gi.offset_y, gi.stride_y,
-                                     go.offset_y, go.stride_y);
-  const UpsampleTap u = upsample_tap(o.x, wi, wo, geometry, bilinear, gi.offset_x, gi.stride_x,
-                                     go.offset_x, go.stride_x);
+  const UpsampleTap t = row_tap_of(o.y, hi, ho, geometry, bilinear, gi, go);
+  const UpsampleTap u = col_tap_of(o.x, wi, wo, geometry, bilinear, gi, go);
   auto at = [&](int yy, int xx) { return ld(x, ((o.b * hi + size_t(yy)) * wi + size_t(xx)) * c + o.c); };
   const float a0 = at(t.i0, u.i0), a1 = at(t.i0, u.i1), b0 = at(t.i1, u.i0), b1 = at(t.i1, u.i1);
   const float top = a0 + u.w1 * (a1 - a0), bot = b0 + u.w1 * (b1 - b0);
@@ -54,10 +61,8 @@ __global__ void upsample_nhwc8_kernel(const T* x, T* y, int c, int hi, int wi, i
   const size_t pix = i / gc;
   const int ox = int(pix % wo), oy = int((pix / wo) % ho);
   const size_t b = pix / (size_t(wo) * ho);
-  const UpsampleTap t = upsample_tap(oy, hi, ho, geometry, bilinear, gi.offset_y, gi.stride_y,
-                                     go.offset_y, go.stride_y);
-  const UpsampleTap u = upsample_tap(ox, wi, wo, geometry, bilinear, gi.offset_x, gi.stride_x,
-                                     go.offset_x, go.stride_x);
+  const UpsampleTap t = row_tap_of(oy, hi, ho, geometry, bilinear, gi, go);
+  const UpsampleTap u = col_tap_of(ox, wi, wo, geometry, bilinear, gi, go);
   auto at = [&](int yy, int xx) {
     return *reinterpret_cast<const uint4*>(x + ((b * hi + size_t(yy)) * wi + size_t(xx)) * c + 8 * size_t(cg));
   };
@@ -86,11 +91,9 @@ __global__ void __launch_bounds__(kUaW * kUaH) upsample_argmax_kernel(const T* x
   pdl_wait();
   const int ox = int(blockIdx.x * kUaW + threadIdx.x), oy = int(blockIdx.y * kUaH + threadIdx.y);
   if (threadIdx.y == 0 && ox < wo)
-    col_tap[threadIdx.x] = upsample_tap(ox, wi, wo, geometry, bilinear, gi.offset_x, gi.stride_x,
-                                        go.offset_x, go.stride_x);
+    col_tap[threadIdx.x] = col_tap_of(ox, wi, wo, geometry, bilinear, gi, go);
   if (threadIdx.x == 0 && oy < ho)
-    row_tap[threadIdx.y] = upsample_tap(oy, hi, ho, geometry, bilinear, gi.offset_y, gi.stride_y,
-                                        go.offset_y, go.stride_y);
+    row_tap[threadIdx.y] = row_tap_of(oy, hi, ho, geometry, bilinear, gi, go);
   __syncthreads();
   if (ox >= wo || oy >= ho) return;
   const size_t b = blockIdx.z;

@@ -220,13 +220,12 @@ int main(int argc, char** argv) {
   ConsoleReport console("label_image", human, r.quiet, isatty(STDERR_FILENO));
   std::vector<JobObserver*> observers{&console};
   if (json) observers.push_back(&json->report());
-  JobObservers report(observers);
   g_job.store(job.get());
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   JobSummary sum;
   try {
-    sum = job->run(r.inputs, report);
+    sum = job->run(r.inputs, observers);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "label_image: %s\n", e.what());
     return 2;

@@ -11,6 +11,11 @@ src = os.path.abspath(sys.argv[1])
 script = os.path.join(src, "tools", "check_includes.py")
 
 
+def write(root, path, text, mode="w"):
+    with open(os.path.join(root, path), mode) as f:
+        f.write(text)
+
+
 def run(root):
     p = subprocess.run([sys.executable, script, root], capture_output=True, text=True)
     return p.returncode, p.stdout
@@ -25,16 +30,12 @@ with tempfile.TemporaryDirectory() as tmp:
     shutil.copy(os.path.join(src, "docs", "ARCHITECTURE.md"), os.path.join(tmp, "docs"))
     for d in ("core", "engine", "kernels", "job"):
         os.makedirs(os.path.join(tmp, d))
-    with open(os.path.join(tmp, "core", "a.h"), "w") as f:
-        f.write('#pragma once\n#include "core/b.h"\n')
-    with open(os.path.join(tmp, "engine", "g.cpp"), "w") as f:
-        f.write('#include "core/a.h"\n#include "engine/g.h"\n')
+    write(tmp, "core/a.h", '#pragma once\n#include "core/b.h"\n')
+    write(tmp, "engine/g.cpp", '#include "core/a.h"\n#include "engine/g.h"\n')
     rc, out = run(tmp)
     assert rc == 0, f"a tree with only downward includes was refused:\n{out}"
-    with open(os.path.join(tmp, "core", "a.h"), "a") as f:
-        f.write('#include "engine/graph.h"\n')
-    with open(os.path.join(tmp, "kernels", "k.cu"), "w") as f:
-        f.write('  #  include "job/pipeline.h"\n')
+    write(tmp, "core/a.h", '#include "engine/graph.h"\n', "a")
+    write(tmp, "kernels/k.cu", '  #  include "job/pipeline.h"\n')
     rc, out = run(tmp)
     assert rc == 1, f"upward includes were not refused (exit {rc}):\n{out}"
     assert 'core/a.h:3: floor core includes "engine/..." (floor engine)' in out, out
