@@ -138,6 +138,13 @@ class Graph {
   std::vector<bool> kept_;                    // per node: its memory holds it after the pass
   int kept_index(const std::string& name, const char* what) const;
   void try_fuse(size_t node, const std::vector<int>& readers, const Backend& backend);
+  // plan()'s phases (engine/graph_plan.cpp).
+  std::vector<int> node_indices(const std::vector<std::string>& names) const;
+  void infer_nodes(const Backend& backend);
+  void place_steps();
+  std::vector<size_t> assign_buffers(const Backend& backend);
+  void allocate(const Backend& backend, const std::vector<size_t>& sizes, const std::vector<int>& u8_nodes,
+                const std::vector<int>& f32_nodes);
   std::map<int, BackendMemory> u8_outputs_;   // node index -> its bytes
   std::map<int, BackendMemory> f32_outputs_;  // node index -> its f32 NCHW copy
   std::map<const Tensor*, BackendMemory> device_params_;  // per model tensor, off the host
