@@ -18,31 +18,33 @@ std::string fmt(const char* f, double v) {
   return b;
 }
 
-std::string quoted(const std::string& s) { return "\"" + json_escape(s) + "\""; }
-
-std::string times_json(const StageTimes& t) {
-  return str_cat("{\"decode\": ", t.decode_ms, ", \"upload\": ", t.upload_ms, ", \"forward\": ", t.forward_ms,
-                 ", \"download\": ", t.download_ms, ", \"finish\": ", t.finish_ms, ", \"detect\": ", t.detect_ms, "}");
+Json times_json(const StageTimes& t) {
+  return Json{{"decode", json_number(t.decode_ms)},     {"upload", json_number(t.upload_ms)},
+              {"forward", json_number(t.forward_ms)},   {"download", json_number(t.download_ms)},
+              {"finish", json_number(t.finish_ms)},     {"detect", json_number(t.detect_ms)}};
 }
 
-std::string histogram_json(const std::vector<size_t>& hist, const std::vector<std::string>& classes) {
-  std::string s = "{";
-  for (size_t c = 0; c < classes.size(); ++c) s += str_cat(c ? ", " : "", quoted(classes[c]), ": ", hist[c]);
-  return s + "}";
+Json histogram_json(const std::vector<size_t>& hist, const std::vector<std::string>& classes) {
+  Json h = Json::object();
+  for (size_t c = 0; c < classes.size(); ++c) h[classes[c]] = hist[c];
+  return h;
 }
 
-std::string detections_json(const std::vector<Found>& dets) {
-  std::string s = "[";
-  for (size_t k = 0; k < dets.size(); ++k)
-    s += str_cat(k ? ", " : "", "{\"class\": ", quoted(dets[k].name), ", \"score\": ", dets[k].score, ", \"box\": [",
-                 dets[k].box.x1, ", ", dets[k].box.y1, ", ", dets[k].box.x2, ", ", dets[k].box.y2, "]}");
-  return s + "]";
+Json detections_json(const std::vector<Found>& dets) {
+  Json list = Json::array();
+  for (const auto& d : dets)
+    list.push_back({{"class", d.name},
+                    {"score", json_number(d.score)},
+                    {"box", {json_number(d.box.x1), json_number(d.box.y1), json_number(d.box.x2), json_number(d.box.y2)}}});
+  return list;
 }
 
-std::string list_json(const std::vector<std::string>& items) {
-  std::string s = "[";
-  for (size_t k = 0; k < items.size(); ++k) s += (k ? ", " : "") + quoted(items[k]);
-  return s + "]";
+// The members of `fields` as they continue an object already open: `, "key": value` each,
+// `sep` before each ("\n  " puts one a line).
+std::string members(const Json& fields, const char* sep) {
+  std::string s;
+  for (const auto& [k, v] : fields.items()) s += str_cat(",", sep, json_text(k), ": ", json_text(v));
+  return s;
 }
 
 // Frames a run's averages are over: images and video frames (at least 1).
@@ -54,33 +56,37 @@ double frames_of(const JobSummary& s) { return double(std::max<size_t>(1, s.ok +
 
 void JsonReport::started(const JobStart& s) {
   start_ = s;
-  if (s.detect_only) {
-    os_ << "{\n  \"detector\": " << quoted(s.detector_name) << ",\n  \"device\": " << quoted(s.device)
-        << ",\n  \"images\": [";
-    return;
-  }
-  os_ << "{\n  \"model\": " << quoted(s.model_path) << ",\n  \"model_name\": " << quoted(s.model_name)
-      << ",\n  \"device\": " << quoted(s.device) << ",\n  \"classes\": [";
-  for (size_t c = 0; c < s.classes.size(); ++c) os_ << (c ? ", " : "") << quoted(s.classes[c]);
-  os_ << "],\n  \"images\": [";
+  const Json head = s.detect_only ? Json{{"detector", s.detector_name}, {"device", s.device}}
+                                  : Json{{"model", s.model_path},
+                                         {"model_name", s.model_name},
+                                         {"device", s.device},
+                                         {"classes", s.classes}};
+  os_ << "{" << members(head, "\n  ").substr(1) << ",\n  \"images\": [";
 }
 
 void JsonReport::image(const ImageResult& r) {
-  os_ << (entries_++ ? "," : "") << "\n    {\"file\": " << quoted(r.file) << ", \"ok\": " << (r.ok ? "true" : "false");
+  Json e{{"file", r.file}, {"ok", r.ok}};
   if (!r.ok) {
-    os_ << ", \"error\": " << quoted(r.error) << "}";
+    e["error"] = r.error;
   } else if (start_.detect_only) {
-    os_ << ", \"width\": " << r.width << ", \"height\": " << r.height << ", \"levels\": " << r.levels
-        << ", \"ms\": " << r.detect_ms << ", \"detections\": " << detections_json(r.detections)
-        << ", \"outputs\": " << list_json(r.outputs) << "}";
+    e.update(Json{{"width", r.width}, {"height", r.height}, {"levels", r.levels}, {"ms", json_number(r.detect_ms)},
+                  {"detections", detections_json(r.detections)}, {"outputs", r.outputs}});
   } else {
-    const double ms = r.times.forward_ms;
-    os_ << ", \"width\": " << r.width << ", \"height\": " << r.height << ", \"batch\": " << r.batch
-        << ", \"ms\": " << ms << ", \"gop\": " << r.ops * 1e-9 << ", \"gops\": " << r.ops * 1e-9 / (ms * 1e-3)
-        << ", \"times_ms\": " << times_json(r.times) << ", \"encode_ms\": " << r.encode_ms
-        << ", \"write_ms\": " << r.write_ms << ", \"histogram\": " << histogram_json(r.histogram, start_.classes)
-        << ", \"detections\": " << detections_json(r.detections) << ", \"outputs\": " << list_json(r.outputs) << "}";
+    const double ms = r.times.forward_ms, gop = r.ops * 1e-9;
+    e.update(Json{{"width", r.width},
+                  {"height", r.height},
+                  {"batch", r.batch},
+                  {"ms", json_number(ms)},
+                  {"gop", json_number(gop)},
+                  {"gops", json_number(gop / (ms * 1e-3))},
+                  {"times_ms", times_json(r.times)},
+                  {"encode_ms", json_number(r.encode_ms)},
+                  {"write_ms", json_number(r.write_ms)},
+                  {"histogram", histogram_json(r.histogram, start_.classes)},
+                  {"detections", detections_json(r.detections)},
+                  {"outputs", r.outputs}});
   }
+  os_ << (entries_++ ? "," : "") << "\n    " << json_text(e);
 }
 
 void JsonReport::close_images() {
@@ -90,49 +96,61 @@ void JsonReport::close_images() {
 
 void JsonReport::video_started(const std::string& file, size_t) {
   close_images();
-  os_ << (videos_++ ? "," : "") << "\n    {\"file\": " << quoted(file) << ", \"frames\": [";
+  os_ << (videos_++ ? "," : "") << "\n    {\"file\": " << json_text(file) << ", \"frames\": [";
   frames_ = 0;
 }
 
 void JsonReport::video_frame(const VideoFrameResult& r) {
-  os_ << (frames_++ ? "," : "") << "\n      {\"frame\": " << r.frame << ", \"times_ms\": " << times_json(r.times)
-      << ", \"histogram\": " << histogram_json(r.histogram, start_.classes)
-      << ", \"detections\": " << detections_json(r.detections) << "}";
+  const Json f{{"frame", r.frame},
+               {"times_ms", times_json(r.times)},
+               {"histogram", histogram_json(r.histogram, start_.classes)},
+               {"detections", detections_json(r.detections)}};
+  os_ << (frames_++ ? "," : "") << "\n      " << json_text(f);
 }
 
 void JsonReport::video(const VideoResult& r) {
   close_images();
   if (r.opened) {
-    os_ << "\n    ], \"ok\": " << (r.error.empty() ? "true" : "false") << ", \"frames_labelled\": " << r.frames
-        << ", \"frames_failed\": " << r.frames_failed << ", \"frames_per_s\": " << r.frames_per_s
-        << ", \"stopped\": " << quoted(r.stopped) << ", \"error\": " << quoted(r.error)
-        << ", \"outputs\": " << list_json(r.outputs) << "}";
+    const Json rest{{"ok", r.error.empty()},
+                    {"frames_labelled", r.frames},
+                    {"frames_failed", r.frames_failed},
+                    {"frames_per_s", json_number(r.frames_per_s)},
+                    {"stopped", r.stopped},
+                    {"error", r.error},
+                    {"outputs", r.outputs}};
+    os_ << "\n    ]" << members(rest, " ") << "}";
   } else {
-    os_ << (videos_++ ? "," : "") << "\n    {\"file\": " << quoted(r.file) << ", \"ok\": false, \"error\": "
-        << quoted(r.error) << "}";
+    os_ << (videos_++ ? "," : "") << "\n    " << json_text(Json{{"file", r.file}, {"ok", false}, {"error", r.error}});
   }
 }
 
 void JsonReport::finished(const JobSummary& s) {
+  Json tail;
   if (start_.detect_only) {
-    os_ << "\n  ],\n  \"ok\": " << s.ok << ",\n  \"failed\": " << s.failed << ",\n  \"wall_s\": " << s.wall_s
-        << ",\n  \"images_per_s\": " << (s.wall_s > 0 ? double(s.ok + s.failed) / s.wall_s : 0) << "\n}\n";
-    os_.flush();
-    return;
+    tail = Json{{"ok", s.ok}, {"failed", s.failed}, {"wall_s", json_number(s.wall_s)},
+                {"images_per_s", json_number(s.wall_s > 0 ? double(s.ok + s.failed) / s.wall_s : 0)}};
+  } else {
+    close_images();
+    const double per = frames_of(s);
+    const StageTimes& t = s.total;
+    tail = Json{{"ok", s.ok},
+                {"failed", s.failed},
+                {"videos_ok", s.videos_ok},
+                {"videos_failed", s.videos_failed},
+                {"skipped", s.skipped},
+                {"interrupted", s.interrupted},
+                {"wall_s", json_number(s.wall_s)},
+                {"images_per_s", json_number(s.wall_s > 0 ? double(s.ok + s.failed + s.video_frames) / s.wall_s : 0)},
+                {"stage_ms_per_image", times_json(StageTimes{t.decode_ms / per, t.upload_ms / per, t.forward_ms / per,
+                                                             t.download_ms / per, t.finish_ms / per, t.detect_ms / per})},
+                {"encode_ms_per_image", json_number(s.encode_ms / per)},
+                {"write_ms_per_image", json_number(s.write_ms / per)},
+                {"planning_ms", json_number(s.planning_ms)},
+                {"first_pass_ms", json_number(s.first_pass_ms)},
+                {"plans", s.plans},
+                {"plans_from_cache", s.plans_from_cache}};
   }
-  close_images();
-  const double per = frames_of(s);
-  const StageTimes& t = s.total;
-  os_ << "\n  ],\n  \"ok\": " << s.ok << ",\n  \"failed\": " << s.failed << ",\n  \"videos_ok\": " << s.videos_ok
-      << ",\n  \"videos_failed\": " << s.videos_failed << ",\n  \"skipped\": " << s.skipped
-      << ",\n  \"interrupted\": " << (s.interrupted ? "true" : "false") << ",\n  \"wall_s\": " << s.wall_s
-      << ",\n  \"images_per_s\": " << (s.wall_s > 0 ? double(s.ok + s.failed + s.video_frames) / s.wall_s : 0)
-      << ",\n  \"stage_ms_per_image\": "
-      << times_json(StageTimes{t.decode_ms / per, t.upload_ms / per, t.forward_ms / per, t.download_ms / per,
-                               t.finish_ms / per, t.detect_ms / per})
-      << ",\n  \"encode_ms_per_image\": " << s.encode_ms / per << ",\n  \"write_ms_per_image\": " << s.write_ms / per
-      << ",\n  \"planning_ms\": " << s.planning_ms << ",\n  \"first_pass_ms\": " << s.first_pass_ms
-      << ",\n  \"plans\": " << s.plans << ",\n  \"plans_from_cache\": " << s.plans_from_cache << "\n}\n";
+  os_ << "\n  ]" << members(tail, "\n  ") << "\n}\n";
   os_.flush();
 }
 

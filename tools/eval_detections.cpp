@@ -247,10 +247,7 @@ int main(int argc, char** argv) {
                    images ? head_ms / double(images) : 0.0);
     std::fprintf(human, "| class | setting | AP50 | AP50 (11 pt) | AP .5:.95 | AP75 | recall50 | boxes/image | boxes/object | objects |\n"
                         "|---|---|---|---|---|---|---|---|---|---|\n");
-    std::ostringstream js;
-    js << "{\n  \"model\": \"" << json_escape(model_path) << "\",\n  \"method\": \"" << method
-       << "\",\n  \"images\": " << images << ",\n  \"min_area\": " << min_area << ",\n  \"results\": [";
-    size_t entries = 0;
+    Json results = Json::array();
     for (size_t k = 0; k < classes.size(); ++k) {
       std::vector<size_t> order(grid.size());
       for (size_t g = 0; g < grid.size(); ++g) order[g] = g;
@@ -268,18 +265,25 @@ int main(int argc, char** argv) {
                      set.c_str(), r.ap50, r.ap50_11pt, r.ap, r.ap75, r.recall50,
                      images ? double(r.detections) / double(images) : 0.0,
                      r.truth ? double(r.detections) / double(r.truth) : 0.0, r.truth);
-        js << (entries++ ? "," : "") << "\n    {\"class\": \"" << json_escape(name) << "\", \"setting\": \""
-           << json_escape(set) << "\", \"ap50\": " << r.ap50 << ", \"ap50_11pt\": " << r.ap50_11pt
-           << ", \"ap\": " << r.ap << ", \"ap75\": " << r.ap75 << ", \"recall50\": " << r.recall50
-           << ", \"detections\": " << r.detections << ", \"objects\": " << r.truth << "}";
+        results.push_back({{"class", name},
+                           {"setting", set},
+                           {"ap50", json_number(r.ap50)},
+                           {"ap50_11pt", json_number(r.ap50_11pt)},
+                           {"ap", json_number(r.ap)},
+                           {"ap75", json_number(r.ap75)},
+                           {"recall50", json_number(r.recall50)},
+                           {"detections", r.detections},
+                           {"objects", r.truth}});
         if (method == "components") break;
       }
     }
-    js << "\n  ]\n}\n";
+    const Json summary{
+        {"model", model_path}, {"method", method}, {"images", images}, {"min_area", min_area}, {"results", results}};
+    const std::string text = summary.dump(2) + "\n";
     if (json_path == "-")
-      std::cout << js.str();
+      std::cout << text;
     else if (!json_path.empty())
-      std::ofstream(json_path) << js.str();
+      std::ofstream(json_path) << text;
     return failed ? 1 : 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "eval_detections: %s\n", e.what());

@@ -167,31 +167,37 @@ int main(int argc, char** argv) {
     std::fprintf(human, "\n");
   }
   if (!json_path.empty()) {
-    std::ostringstream js;
-    auto num = [](double v) { return std::isnan(v) ? std::string("null") : std::to_string(v); };
-    js << "{\n  \"model\": \"" << json_escape(model_path) << "\",\n  \"mirror\": " << (mirror ? "true" : "false")
-       << ",\n  \"scales\": [" << scale_list << "],\n  \"refine\": "
-       << (refine.on() ? "{\"sigma_s\": " + shortest_text(refine.sigma_s) + ", \"sigma_r\": " +
-                             shortest_text(refine.sigma_r) + ", \"iterations\": " + std::to_string(refine.iterations) + "}"
-                       : std::string("null"))
-       << ",\n  \"images\": " << ok
-       << ",\n  \"failed\": " << failed << ",\n  \"global_accuracy\": " << cm.global_accuracy()
-       << ",\n  \"class_accuracy\": " << cm.class_accuracy() << ",\n  \"mean_iou\": "
-       << cm.mean_iou() << ",\n  \"classes\": [";
-    for (int c = 0; c < classes; ++c)
-      js << (c ? ", " : "") << "{\"name\": \"" << json_escape(model.class_names[size_t(c)])
-         << "\", \"iou\": " << num(iou[size_t(c)]) << "}";
-    js << "],\n  \"confusion\": [";
+    Json scale_values = Json::array();
+    for (double v : scales) scale_values.push_back(json_exact(v));
+    Json per_class = Json::array();
+    for (int c = 0; c < classes; ++c)  // IoU to 6 decimals; null for a class never seen or predicted
+      per_class.push_back({{"name", model.class_names[size_t(c)]},
+                           {"iou", std::isnan(iou[size_t(c)]) ? Json(nullptr) : Json(std::stod(std::to_string(iou[size_t(c)])))}});
+    Json confusion = Json::array();
     for (int c = 0; c < classes; ++c) {
-      js << (c ? ", " : "") << "[";
-      for (int p = 0; p < classes; ++p) js << (p ? ", " : "") << cm.at(c, p);
-      js << "]";
+      Json row = Json::array();
+      for (int p = 0; p < classes; ++p) row.push_back(cm.at(c, p));
+      confusion.push_back(row);
     }
-    js << "]\n}\n";
+    const Json report{{"model", model_path},
+                      {"mirror", mirror},
+                      {"scales", scale_values},
+                      {"refine", refine.on() ? Json{{"sigma_s", json_exact(refine.sigma_s)},
+                                                    {"sigma_r", json_exact(refine.sigma_r)},
+                                                    {"iterations", refine.iterations}}
+                                             : Json(nullptr)},
+                      {"images", ok},
+                      {"failed", failed},
+                      {"global_accuracy", json_number(cm.global_accuracy())},
+                      {"class_accuracy", json_number(cm.class_accuracy())},
+                      {"mean_iou", json_number(cm.mean_iou())},
+                      {"classes", per_class},
+                      {"confusion", confusion}};
+    const std::string text = report.dump(2) + "\n";
     if (json_path == "-") {
-      std::cout << js.str();
+      std::cout << text;
     } else {
-      std::ofstream(json_path) << js.str();
+      std::ofstream(json_path) << text;
     }
   }
   return failed ? 1 : 0;

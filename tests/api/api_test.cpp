@@ -91,7 +91,7 @@ TEST(Api, EqualsLabelImageOnTheSample) {
   // The detection head: as many cars as label_image's report lists, inside the image.
   const auto cars = labeler.detect(image, "Car");
   const std::string report = read_text(out / "r.json");
-  EXPECT_EQ(cars.size(), count_of(report, "\"class\": \"Car\""));
+  EXPECT_EQ(cars.size(), count_of(report, "\"class\":\"Car\""));
   for (const auto& d : cars) {
     EXPECT_GE(d.box.x1, -0.5f);
     EXPECT_LE(d.box.x2, float(image.width) + 0.5f);
@@ -357,7 +357,7 @@ TEST(Api, WindowDetectorEqualsLabelImage) {
   const api::Image image = api::load_image(kSample);
   const auto boxes = people.detect(image);
   EXPECT_GT(boxes.size(), 0u);
-  EXPECT_EQ(boxes.size(), count_of(read_text(out / "r.json"), "\"class\": \"person\""));
+  EXPECT_EQ(boxes.size(), count_of(read_text(out / "r.json"), "\"class\":\"person\""));
   api::Image rgba{image.width, image.height, 4, {}};
   for (size_t i = 0; i < size_t(image.width) * image.height; ++i) {
     rgba.pixels.insert(rgba.pixels.end(), image.pixels.begin() + i * 3, image.pixels.begin() + i * 3 + 3);
