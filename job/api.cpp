@@ -207,7 +207,7 @@ FileSummary Labeler::label_files(const std::vector<FileJob>& jobs, const FileOpt
   bases.reserve(jobs.size());
   for (const auto& j : jobs) inputs.push_back(j.input), bases.push_back(j.output_base);
   m.job->options().output_bases = bases;
-  m.job->options().save = OutputKinds{fo.save_classes, fo.save_labels, false};
+  m.job->options().save = OutputKinds{fo.save_classes, fo.save_labels, fo.save_overlay};
   sum.s.device = m.job->describe();
   sum.s.histogram.assign(m.model.class_names.size(), 0);
   const auto t0 = std::chrono::steady_clock::now();

@@ -170,6 +170,14 @@ JobSummary LabelJob::run(const std::vector<std::string>& inputs, const std::vect
   }
   sum.images = images.size();
   sum.videos = videos.size();
+  // Given output names: their folders are made where missing (out_dir is the caller's).
+  std::set<fs::path> folders;
+  for (const auto& b : opt_.output_bases)
+    if (fs::path(b).has_parent_path()) folders.insert(fs::path(b).parent_path());
+  for (const auto& d : folders) {
+    std::error_code ec;
+    fs::create_directories(d, ec);  // one that cannot be made fails its inputs by name
+  }
   JobStart start;
   start.detect_only = opt_.detect_only;
   start.model_path = opt_.model_path;

@@ -47,8 +47,11 @@ std::string members(const Json& fields, const char* sep) {
   return s;
 }
 
-// Frames a run's averages are over: images and video frames (at least 1).
-double frames_of(const JobSummary& s) { return double(std::max<size_t>(1, s.ok + s.failed + s.video_frames)); }
+// Frames labelled: images and video frames; a failed input is in no rate or mean.
+size_t labelled(const JobSummary& s) { return s.ok + s.video_frames; }
+// What a run's means are over (at least 1).
+double frames_of(const JobSummary& s) { return double(std::max<size_t>(1, labelled(s))); }
+double rate_of(const JobSummary& s) { return s.wall_s > 0 ? double(labelled(s)) / s.wall_s : 0; }
 
 }  // namespace
 
@@ -128,7 +131,7 @@ void JsonReport::finished(const JobSummary& s) {
   Json tail;
   if (start_.detect_only) {
     tail = Json{{"ok", s.ok}, {"failed", s.failed}, {"wall_s", json_number(s.wall_s)},
-                {"images_per_s", json_number(s.wall_s > 0 ? double(s.ok + s.failed) / s.wall_s : 0)}};
+                {"images_per_s", json_number(rate_of(s))}};
   } else {
     close_images();
     const double per = frames_of(s);
@@ -140,7 +143,7 @@ void JsonReport::finished(const JobSummary& s) {
                 {"skipped", s.skipped},
                 {"interrupted", s.interrupted},
                 {"wall_s", json_number(s.wall_s)},
-                {"images_per_s", json_number(s.wall_s > 0 ? double(s.ok + s.failed + s.video_frames) / s.wall_s : 0)},
+                {"images_per_s", json_number(rate_of(s))},
                 {"stage_ms_per_image", times_json(StageTimes{t.decode_ms / per, t.upload_ms / per, t.forward_ms / per,
                                                              t.download_ms / per, t.finish_ms / per, t.detect_ms / per})},
                 {"encode_ms_per_image", json_number(s.encode_ms / per)},
@@ -270,26 +273,25 @@ void ConsoleReport::video(const VideoResult& r) {
 }
 
 void ConsoleReport::finished(const JobSummary& s) {
-  const double rate_all = s.wall_s > 0 ? double(s.ok + s.failed + s.video_frames) / s.wall_s : 0;
+  // The summary, --quiet or not (it hides the per-input lines only).
+  const double rate = rate_of(s);
   if (start_.detect_only) {
-    if (!quiet_ || s.failed)
-      std::fprintf(human_, "searched %zu of %zu image(s) for %s, %zu failed; %.1f images/s; outputs in %s\n", s.ok,
-                   s.images, start_.detector_class.c_str(), s.failed, rate_all, s.out_dir.c_str());
+    std::fprintf(human_, "searched %zu of %zu image(s) for %s, %zu failed; %.1f images/s; outputs in %s\n", s.ok,
+                 s.images, start_.detector_class.c_str(), s.failed, rate, s.out_dir.c_str());
     return;
   }
   const double per = frames_of(s);
   const StageTimes& t = s.total;
-  if (!quiet_ || s.failed || s.videos_failed)
-    std::fprintf(human_,
-                 "labelled %zu of %zu image(s), %zu failed%s; %.1f images/s (wall %.2f s); per image: "
-                 "decode %.2f ms, upload %.3f, forward %.3f, download %.3f, write %.2f (ms of one "
-                 "thread or stream); planning %.0f ms for %zu plan(s), %zu from the plan cache; "
-                 "outputs in %s\n",
-                 s.ok, s.images, s.failed,
-                 s.videos ? str_cat(", ", s.videos_ok, " of ", s.videos, " video(s) (", s.video_frames, " frames)").c_str()
-                          : "",
-                 rate_all, s.wall_s, t.decode_ms / per, t.upload_ms / per, t.forward_ms / per, t.download_ms / per,
-                 t.finish_ms / per, s.planning_ms, s.plans, s.plans_from_cache, s.out_dir.c_str());
+  std::fprintf(human_,
+               "labelled %zu of %zu image(s), %zu failed%s; %.1f images/s (wall %.2f s); per image: "
+               "decode %.2f ms, upload %.3f, forward %.3f, download %.3f, write %.2f (ms of one "
+               "thread or stream); planning %.0f ms for %zu plan(s), %zu from the plan cache; "
+               "outputs in %s\n",
+               s.ok, s.images, s.failed,
+               s.videos ? str_cat(", ", s.videos_ok, " of ", s.videos, " video(s) (", s.video_frames, " frames)").c_str()
+                        : "",
+               rate, s.wall_s, t.decode_ms / per, t.upload_ms / per, t.forward_ms / per, t.download_ms / per,
+               t.finish_ms / per, s.planning_ms, s.plans, s.plans_from_cache, s.out_dir.c_str());
   if (s.interrupted)
     std::fprintf(stderr, "%s: interrupted; outputs written so far are complete\n", program_.c_str());
 }

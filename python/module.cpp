@@ -166,7 +166,7 @@ class PyModel {
   }
 
   nb::dict label_files(const std::vector<std::string>& inputs, const std::vector<std::string>& bases,
-                       bool save_classes, bool save_labels, int batch, int io_threads,
+                       bool save_classes, bool save_labels, bool save_overlay, int batch, int io_threads,
                        const std::string& plan_cache) {
     if (inputs.size() != bases.size())
       throw nb::value_error(("label_files: " + std::to_string(inputs.size()) + " inputs but " +
@@ -175,7 +175,7 @@ class PyModel {
     std::vector<api::FileJob> jobs(inputs.size());
     for (size_t i = 0; i < inputs.size(); ++i) jobs[i] = {inputs[i], bases[i]};
     api::FileOptions fo;
-    fo.save_classes = save_classes, fo.save_labels = save_labels;
+    fo.save_classes = save_classes, fo.save_labels = save_labels, fo.save_overlay = save_overlay;
     fo.batch = batch, fo.io_threads = io_threads, fo.plan_cache = plan_cache;
     api::FileSummary s;
     {
@@ -363,7 +363,7 @@ NB_MODULE(_scenelab, m) {
       .def("scores", &PyModel::scores, "rgb"_a, "Class scores (C, h, w) and their geometry on the image.")
       .def("detect", &PyModel::detect, "rgb"_a, "cls"_a, "Boxes (N, 4) x1 y1 x2 y2 and scores (N,).")
       .def("label_files", &PyModel::label_files, "inputs"_a, "output_bases"_a, "save_classes"_a,
-           "save_labels"_a, "batch"_a, "io_threads"_a, "plan_cache"_a)
+           "save_labels"_a, "save_overlay"_a, "batch"_a, "io_threads"_a, "plan_cache"_a)
       .def_prop_ro("classes", &PyModel::classes)
       .def_prop_ro("palette", &PyModel::palette, nb::rv_policy::automatic)
       .def_prop_ro("device", &PyModel::device)

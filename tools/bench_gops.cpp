@@ -3,7 +3,7 @@
 // time over --runs runs after --warmup runs, GOp/s, and a per-layer breakdown.
 //   bench_gops [--nets reference,multiscale] [--sizes 320x240,640x480,1920x1080]
 //              [--runs 7] [--warmup 2] [--threads N] [--layers] [--model FILE.h5]
-//              [--device cpu|cuda] [--conv ALGO] [--precision fp32|tf32|fp16] [--peak]
+//              [--device cpu|cuda] [--conv ALGO] [--precision fp32|tf32|fp16|bf16] [--peak]
 // Without --model the networks get deterministic random weights (speed does not depend on them).
 // --peak: the paper's peak mode, one big convolution layer alone (64 -> 256 channels, 7x7, the
 // size given being its input), so GOp/s is that of the convolution only.
@@ -105,7 +105,7 @@ int main(int argc, char** argv) {
     if (cli.has("help")) {
       std::puts("usage: bench_gops [--nets reference,multiscale] [--sizes 320x240,...] "
                 "[--runs N] [--warmup N] [--threads N] [--batch N] [--layers] [--peak] [--device cpu|cuda]\n"
-                "                  [--conv direct|gemm|gemm2s|cudnn|split|winograd|auto] [--precision fp32|tf32|fp16]\n"
+                "                  [--conv direct|gemm|gemm2s|cudnn|split|winograd|auto] [--precision fp32|tf32|fp16|bf16]\n"
                 "                  [--conv-workspace MiB] [--model FILE.h5] [--power-s SECONDS]");
       return 0;
     }

@@ -49,6 +49,8 @@ class Cli {
         } else {
           throw_error("unknown option --", key, " (see --help)");
         }
+      } else if (a == "-h" && flags.count("help")) {  // the short form every tool's user tries first
+        opts_["help"] = "1";
       } else {
         positional_.push_back(a);
       }

@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
     if (cli.has("help") || !cli.has("data")) {
       std::fputs("usage: eval_labels --data DIR [--model FILE.h5[,FILE.h5...]] [--mirror] [--scales LIST] [--refine[=S,R[,K]]]\n"
                  "                   [--void 11]\n"
-                 "                   [--device cpu|cuda|cuda:N|auto] [--precision fp32|tf32|fp16] [--conv A] [--threads N] [--io-threads N]\n"
+                 "                   [--device cpu|cuda|cuda:N|auto] [--precision fp32|tf32|fp16|bf16] [--conv A] [--threads N] [--io-threads N]\n"
                  "                   [--batch N] [--streams N] [--plan-cache DIR|off] [--limit N] [--json FILE|-]\n",
                  cli.has("help") ? stdout : stderr);
       return cli.has("help") ? 0 : 2;

@@ -46,7 +46,7 @@ const char* kUsage =
     "                       videos: labels and/or overlay)\n"
     "  --device D           cpu | cuda | cuda:N | cuda:all (one pipeline per GPU) | auto\n"
     "                       (default auto: the GPU when there is one)\n"
-    "  --precision fp32|tf32|fp16  GPU precision (default fp32, within 1e-4 of the CPU path)\n"
+    "  --precision fp32|tf32|fp16|bf16  GPU precision (default fp32, within 1e-4 of the CPU path)\n"
     "  --conv direct|gemm|gemm2s|cudnn|split|auto  GPU convolution algorithm (default\n"
     "                       auto: each timed once per layer and size, the fastest kept;\n"
     "                       split: fp32 on TF32 tensor cores, two pieces a float);\n"

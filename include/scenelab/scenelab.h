@@ -48,6 +48,7 @@ struct FileJob {
 
 struct FileOptions {
   bool save_classes = true, save_labels = true;
+  bool save_overlay = false;  // output_base + "_overlay.png": the labels over the photo
   int batch = 0;         // images of one size per pass (0: chosen for the device and size)
   int io_threads = 0;    // decoding and encoding threads (0: all)
   std::string plan_cache = "default";  // folder of timed planning choices; "default": the user's

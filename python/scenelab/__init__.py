@@ -227,21 +227,23 @@ class Model:
     def label_files(self, inputs: Iterable[str | os.PathLike], out_dir: str | os.PathLike | None = None,
                     *, output_bases: Sequence[str] | None = None, save=("classes", "labels"),
                     batch: int = 0, io_threads: int = 0, plan_cache: str | None = "default") -> dict:
-        """Labels image files through the streaming pipeline and writes, for each,
-        BASE_classes.png (class indices) and BASE_labels.png (colours), as label_image does.
-        BASE is out_dir/STEM (STEM_2, STEM_3... for repeated stems) unless output_bases gives
-        them. Returns {images, failures: [(file, error)], histogram, seconds, device}; a file
-        that fails does not stop the others."""
+        """Labels image files through the job behind label_image and writes, for each, what
+        `save` names: BASE_classes.png (class indices), BASE_labels.png (colours) and
+        BASE_overlay.png (the labels over the photo), as label_image does. BASE is
+        out_dir/STEM (STEM_2, STEM_3... for repeated stems; out_dir is made if missing) unless
+        output_bases gives them. Returns {images, failures: [(file, error)], histogram, seconds,
+        device}; a file that fails does not stop the others."""
         inputs = [os.fspath(p) for p in inputs]
         if output_bases is None:
             if out_dir is None:
                 raise ValueError("label_files: give out_dir or output_bases")
+            os.makedirs(out_dir, exist_ok=True)
             output_bases = output_bases_for(inputs, out_dir)
-        unknown = set(save) - {"classes", "labels"}
+        unknown = set(save) - {"classes", "labels", "overlay"}
         if unknown:
-            raise ValueError(f"label_files: save takes 'classes' and 'labels', got {sorted(unknown)}")
+            raise ValueError(f"label_files: save takes 'classes', 'labels' and 'overlay', got {sorted(unknown)}")
         return self._m.label_files(inputs, [os.fspath(b) for b in output_bases], "classes" in save,
-                                   "labels" in save, int(batch), int(io_threads),
+                                   "labels" in save, "overlay" in save, int(batch), int(io_threads),
                                    "" if plan_cache is None else plan_cache)
 
 

@@ -166,6 +166,19 @@ def test_label_files_and_failures(cpu_model, sample, label_image, tmp_path):
             assert (out / (name + kind)).read_bytes() == (tmp_path / "ref" / ("street" + kind)).read_bytes()
 
 
+def test_label_files_makes_its_folder_and_writes_label_images_outputs(cpu_model, sample, label_image, tmp_path):
+    # The folder did not exist (every file had failed: "cannot write"); the overlay is
+    # label_image's file.
+    run_label_image(label_image, [sample], tmp_path / "ref")
+    out = tmp_path / "new" / "folder"
+    r = cpu_model.label_files([sample], out, save=("classes", "labels", "overlay"), plan_cache=None)
+    assert r["images"] == 1 and not r["failures"], r
+    for kind in ("_classes.png", "_labels.png", "_overlay.png"):
+        assert (out / ("street" + kind)).read_bytes() == (tmp_path / "ref" / ("street" + kind)).read_bytes()
+    with pytest.raises(ValueError, match="overlay"):
+        cpu_model.label_files([sample], out, save=("classes", "video"))
+
+
 def test_errors_carry_the_message(cpu_model, tmp_path):
     img = np.zeros((20, 30, 3), np.uint8)
     with pytest.raises(TypeError, match="uint8"):

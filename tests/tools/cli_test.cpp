@@ -20,7 +20,7 @@ Cli cli_of(std::vector<std::string> args) {
   static std::vector<char*> argv;
   argv.clear();
   for (auto& a : keep) argv.push_back(a.data());
-  return Cli(int(argv.size()), argv.data(), {"threads", "batch"}, {});
+  return Cli(int(argv.size()), argv.data(), {"threads", "batch"}, {"help"});
 }
 
 template <class Fn>
@@ -60,4 +60,11 @@ TEST(Cli, DeviceIndexPastAnyMachineIsRefused) {
     EXPECT_NE(error_of([&] { make_backend(bad, 1); }).find("expected cuda:N"),
               std::string::npos)
         << bad;
+}
+
+// -h is --help (label_image had read it as a file name: "FAILED -h: cannot open file").
+TEST(Cli, DashHIsHelp) {
+  EXPECT_TRUE(cli_of({"-h"}).has("help"));
+  EXPECT_TRUE(cli_of({"-h"}).positional().empty());
+  EXPECT_FALSE(cli_of({"a.png"}).has("help"));
 }

@@ -133,3 +133,32 @@ TEST(LabelImage, PngCompressionLevelsWriteTheSamePixels) {
   const std::string err = slurp((dir / "err.txt").string());
   EXPECT_NE(err.find("--png-compression: fast or a level 0..12, not '13'"), std::string::npos) << err;
 }
+
+// -h is --help (it had been read as a file name), and the help names every precision.
+TEST(LabelImage, DashHPrintsTheHelp) {
+  fs::path dir = fs::path(::testing::TempDir()) / "scenelab_label_help";
+  fs::create_directories(dir);
+  const std::string out = (dir / "out.txt").string();
+  EXPECT_EQ(run(std::string(LABEL_IMAGE_BIN) + " -h > " + out + " 2>&1"), 0);
+  const std::string help = slurp(out);
+  EXPECT_EQ(help.rfind("usage: label_image", 0), 0u) << help;
+  EXPECT_NE(help.find("fp32|tf32|fp16|bf16"), std::string::npos) << help;
+}
+
+// --quiet hides the per-image lines, not the summary; a failed image counts in no rate: a run
+// whose only image fails labels 0 images at 0.0 images/s.
+TEST(LabelImage, QuietKeepsTheSummaryAndFailuresCountInNoRate) {
+  fs::path dir = fs::path(::testing::TempDir()) / "scenelab_label_quiet";
+  fs::create_directories(dir);
+  save_png((dir / "img.png").string(), gradient(80, 60));
+  const std::string out = (dir / "out.txt").string();
+  const std::string base = std::string(LABEL_IMAGE_BIN) + " --quiet --device cpu --plan-cache off --out " +
+                           (dir / "labels").string() + " ";
+  EXPECT_EQ(run(base + (dir / "missing.png").string() + " > " + out + " 2>/dev/null"), 1);
+  std::string text = slurp(out);
+  EXPECT_NE(text.find("labelled 0 of 1 image(s), 1 failed; 0.0 images/s"), std::string::npos) << text;
+  EXPECT_EQ(run(base + (dir / "img.png").string() + " > " + out + " 2>/dev/null"), 0);
+  text = slurp(out);
+  EXPECT_EQ(text.rfind("labelled 1 of 1 image(s), 0 failed;", 0), 0u) << text;
+  EXPECT_EQ(text.find("img.png:"), std::string::npos) << "--quiet printed a per-image line: " << text;
+}
