@@ -1,9 +1,11 @@
 #include "weights/model_locator.h"
 
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <climits>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 
 #include "core/error.h"
@@ -22,9 +24,21 @@ static std::string exe_dir() {
   return p.substr(0, p.rfind('/'));
 }
 
+// The folder of the file this code was linked into: libscenelab.so where a program uses the
+// installed library (wherever `cmake --install --prefix` put it, moved or not), else the program.
+static std::string library_dir() {
+  Dl_info info{};
+  if (!dladdr(reinterpret_cast<const void*>(&library_dir), &info) || !info.dli_fname) return exe_dir();
+  char buf[PATH_MAX];
+  const std::string p = realpath(info.dli_fname, buf) ? std::string(buf) : std::string(info.dli_fname);
+  return p.substr(0, p.rfind('/'));
+}
+
 std::vector<std::string> weights_search_dirs() {
   std::vector<std::string> dirs;
   if (const char* env = std::getenv("SCENELAB_WEIGHTS_DIR")) dirs.push_back(env);
+  // an installed library's share/
+  dirs.push_back((std::filesystem::path(library_dir()) / SCENELAB_LIB_TO_WEIGHTS).lexically_normal().string());
   dirs.push_back(exe_dir() + "/../share/scenelab/weights");
   dirs.push_back(SCENELAB_INSTALL_WEIGHTS_DIR);
   dirs.push_back(SCENELAB_BUILD_WEIGHTS_DIR);
