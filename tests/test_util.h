@@ -15,6 +15,15 @@
 
 namespace scenelab::test {
 
+#ifdef SCENELAB_SOURCE_DIR
+// CamVid (tools/get_camvid.sh lays it out): $SCENELAB_CAMVID, else ../shared/data/camvid beside
+// the source tree. Tests that need it skip, naming both, where it is not there.
+inline std::string camvid_dir() {
+  if (const char* e = std::getenv("SCENELAB_CAMVID")) return e;
+  return std::string(SCENELAB_SOURCE_DIR) + "/../shared/data/camvid";
+}
+#endif
+
 inline std::string slurp(const std::string& path) {
   std::ifstream f(path);
   std::stringstream s;

@@ -50,7 +50,7 @@ tail -3 "$OUT/build.log"
 # else the copy tools/stage_gpu.sh put in .gpu/.
 CAMVID=../shared/data/camvid
 [ -d "$CAMVID/val" ] || CAMVID=.gpu/camvid
-export SCENELAB_CAMVID_DIR=$(readlink -f "$CAMVID")
+export SCENELAB_CAMVID=$(readlink -f "$CAMVID")
 [ -n "${SKIP_TESTS:-}" ] || ctest --test-dir build-gpu -L gpu --output-on-failure >"$OUT/ctest-gpu.log" 2>&1
 log "gpu tests: $(grep -E 'tests passed|tests failed' "$OUT/ctest-gpu.log")"
 grep -E "Skipped|Failed|\*\*\*" "$OUT/ctest-gpu.log" | head -20
@@ -154,7 +154,7 @@ if [ -n "$SANITIZE" ] && ls "$OUT"/sanitizer-*.log >/dev/null 2>&1; then
   fi
 fi
 
-VAL=$SCENELAB_CAMVID_DIR/val/images
+VAL=$SCENELAB_CAMVID/val/images
 export PYTHONUNBUFFERED=1
 # DIR REPEAT: DIR holds the val images REPEAT times, as links under new names.
 frames() {

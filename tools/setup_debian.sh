@@ -8,7 +8,7 @@ set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 pkgs="build-essential cmake pkg-config libeigen3-dev libhdf5-dev libstb-dev libgtest-dev
       libjpeg-dev libpng-dev libdeflate-dev nlohmann-json3-dev libopenblas-openmp-dev libavformat-dev libavcodec-dev libswscale-dev
-      python3 python3-dev python3-venv python3-numpy python3-h5py python3-torch python3-pytest
+      unzip python3 python3-dev python3-venv python3-numpy python3-h5py python3-torch python3-pytest
       python3-distributed python3-opencv"
 missing=""
 for p in $pkgs; do

@@ -2,7 +2,7 @@
 // street images (CamVid val, resampled to odd sizes 97x61, 333x257, 1281x719, and as they are):
 // scores within 2e-2 relative error (max |diff| / max |score|), >= 99.5% equal labels (bf16:
 // 99.4%). Images:
-// $SCENELAB_CAMVID_DIR/val/images, else ../shared/data/camvid next to the source tree; skipped
+// $SCENELAB_CAMVID/val/images, else ../shared/data/camvid next to the source tree; skipped
 // with a message when neither exists.
 #include <gtest/gtest.h>
 
@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "tests/test_util.h"
 #include "engine/graph.h"
 #include "engine/image_io.h"
 #include "tests/gpu_skip.h"
@@ -43,10 +44,9 @@ Image8 resize_bilinear(const Image8& s, int w, int h) {
 
 TEST(HalfAccuracyGpu, ShippedModelOnStreetImagesAtOddSizes) {
   SCENELAB_REQUIRE_GPU();
-  fs::path dir;
-  if (const char* e = std::getenv("SCENELAB_CAMVID_DIR")) dir = fs::path(e) / "val/images";
-  if (dir.empty() || !fs::exists(dir)) dir = fs::path(SCENELAB_SOURCE_DIR) / "../shared/data/camvid/val/images";
-  if (!fs::exists(dir)) GTEST_SKIP() << "no CamVid val images (" << dir << "): test skipped";
+  const fs::path dir = fs::path(test::camvid_dir()) / "val/images";
+  if (!fs::exists(dir))
+    GTEST_SKIP() << "no CamVid val images in " << dir << " (set SCENELAB_CAMVID; tools/get_camvid.sh): test skipped";
   std::vector<fs::path> files;
   for (const auto& e : fs::directory_iterator(dir)) files.push_back(e.path());
   std::sort(files.begin(), files.end());

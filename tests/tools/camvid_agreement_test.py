@@ -28,7 +28,7 @@ import scenelab_torch as st  # noqa: E402
 data = os.environ.get("SCENELAB_CAMVID", os.path.join(src, "..", "shared", "data", "camvid"))
 val = sorted(glob.glob(os.path.join(data, "val", "images", "*.jpg")))
 if not val:
-    print(f"SKIPPED: no CamVid val images under {data}")
+    print(f"SKIPPED: no CamVid val images under {data} (set SCENELAB_CAMVID; tools/get_camvid.sh)")
     sys.exit(77)
 torch.set_num_threads(2)
 device = os.environ.get("SCENELAB_TEST_DEVICE", "cpu")

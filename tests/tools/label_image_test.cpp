@@ -110,7 +110,7 @@ TEST(LabelImage, PngCompressionLevelsWriteTheSamePixels) {
   // all three outputs, a smaller overlay (a photo); a bad value is one clear line.
   fs::path dir = fs::path(::testing::TempDir()) / "scenelab_label_pnglevel";
   fs::create_directories(dir);
-  const std::string photo = std::string(SCENELAB_SOURCE_DIR) + "/../shared/data/camvid/val/images/0016E5_07959.jpg";
+  const std::string photo = test::camvid_dir() + "/val/images/0016E5_07959.jpg";
   const std::string input = fs::exists(photo) ? photo : (dir / "img.png").string();
   if (!fs::exists(photo)) save_png(input, gradient(96, 64));
   for (const char* mode : {"fast", "9"}) {

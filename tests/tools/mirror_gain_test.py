@@ -151,7 +151,7 @@ data = os.path.abspath(os.environ.get("SCENELAB_CAMVID", os.path.join(src, "..",
 val = sorted(os.listdir(os.path.join(data, "val", "images"))) if os.path.isdir(os.path.join(data, "val", "images")) else []
 eval_labels = os.path.join(build, "tools", "eval_labels")
 if not val or not os.path.exists(eval_labels):
-    print(f"(CamVid val under {data} or {eval_labels} absent: the shipped-model checks skipped)")
+    print(f"(CamVid val under {data} (SCENELAB_CAMVID; tools/get_camvid.sh) or {eval_labels} absent: the shipped-model checks skipped)")
 else:
     model = os.path.join(src, "weights", "camvid-multiscale.h5")
     tnet, names, _, _ = mg.st.load_model(model)

@@ -34,7 +34,9 @@ if not hasattr(cv2, "HOGDescriptor") or not hasattr(cv2, "HOGDescriptor_getDefau
 
 BUILD, SOURCE = sys.argv[1], sys.argv[2]
 MODEL = os.path.join(SOURCE, "weights", "hog-people.h5")
-VAL = os.path.join(SOURCE, "..", "shared", "data", "camvid", "val", "images")
+# CamVid: $SCENELAB_CAMVID (tools/get_camvid.sh), else ../shared/data/camvid beside the source.
+VAL = os.path.join(os.environ.get("SCENELAB_CAMVID", os.path.join(SOURCE, "..", "shared", "data", "camvid")),
+                   "val", "images")
 # Val frames with the most pedestrian pixels in their ground truth.
 PEOPLE = ["0016E5_08101", "0016E5_08097", "0016E5_08093", "0016E5_08089", "0016E5_08085"]
 failures = []
@@ -86,7 +88,7 @@ def main():
     frames = {n: cv2.imread(os.path.join(VAL, n + ".jpg"))[:, :, ::-1].copy() for n in PEOPLE
               if os.path.exists(os.path.join(VAL, n + ".jpg"))}
     if len(frames) < len(PEOPLE):
-        print(f"SKIPPED: CamVid val frames not found under {VAL}")
+        print(f"SKIPPED: CamVid val frames not found under {VAL} (set SCENELAB_CAMVID; tools/get_camvid.sh)")
         return 77
     tmp = tempfile.mkdtemp()
     try:
