@@ -296,7 +296,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--json", help="write the summary here ('-' for stdout)")
     a = p.parse_args(argv)
 
-    from distributed import Client
+    try:
+        from distributed import Client
+    except ImportError as e:  # the package's [cluster] extra, or Debian's python3-distributed
+        print(f"scenelab.cluster: Dask's distributed is not installed ({e}); "
+              "pip install 'scenelab[cluster]' (or apt-get install python3-distributed)", file=sys.stderr)
+        return 2
 
     files = expand_inputs(a.inputs)
     if not files:

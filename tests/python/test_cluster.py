@@ -149,3 +149,14 @@ def test_partial_outputs_of_this_run_are_removed(tmp_path):
     cluster._remove_partial_outputs(str(tmp_path), [str(tmp_path / "frame_01"), str(tmp_path / "frame_02")])
     assert sorted(p.name for p in tmp_path.iterdir()) == ["frame_01_classes.png", "frame_01_labels.png.tmp.x",
                                                           "other_labels.png.tmp.7.1"]
+
+
+def test_without_distributed_the_command_says_what_to_install(tmp_path):
+    # A pip-installed package without its [cluster] extra: one line naming it, exit 2 (it had
+    # been a traceback ending in "No module named 'distributed'").
+    (tmp_path / "distributed.py").write_text("raise ImportError(\"No module named 'distributed'\")\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path)] + sys.path))
+    r = subprocess.run([sys.executable, "-m", "scenelab.cluster", str(tmp_path), "--out", str(tmp_path / "o")],
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert r.returncode == 2, r.stderr
+    assert "pip install 'scenelab[cluster]'" in r.stderr and "Traceback" not in r.stderr, r.stderr
