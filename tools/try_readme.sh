@@ -74,7 +74,9 @@ cp "$sample" "$work/street.png"
   echo "}"
 } > "$work/snippet.cpp"
 moved=$root.moved.$$
-mv "$root" "$moved"  # the installed library must not need the source or build tree
+# The installed library must not need the source or build tree: the tree is moved away for the
+# run (where its folder cannot be renamed, the run goes on in place and says so).
+mv "$root" "$moved" 2>/dev/null || { moved=""; step "(the source tree could not be moved away: run in place)"; }
 (
   cd "$work"
   export HOME=$work/home PKG_CONFIG_PATH=$prefix/lib/pkgconfig
@@ -94,8 +96,8 @@ mv "$root" "$moved"  # the installed library must not need the source or build t
   # NMS alone: scenelab::nms without the engine.
   build-consumer/nms_only >/dev/null
   if ldd build-consumer/nms_only | grep -q "libscenelab\.so"; then echo "nms_only brings the engine"; exit 1; fi
-) || { mv "$moved" "$root"; moved=""; fail "the installed library as the README builds it"; }
-mv "$moved" "$root"
+) || { [ -n "$moved" ] && mv "$moved" "$root"; moved=""; fail "the installed library as the README builds it"; }
+[ -n "$moved" ] && mv "$moved" "$root"
 moved=""
 
 step "5. the README's Python snippet with $py"
