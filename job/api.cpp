@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <mutex>
+#include <tuple>
 
 #include "job/combine.h"
 #include "core/error.h"
@@ -40,7 +41,8 @@ struct Labeler::Impl {
   std::unique_ptr<CudaEvent> caller_ready, labels_ready;  // label_device's ordering with the caller
 #endif
   std::unique_ptr<LabelJob> job;  // label_files, made on first use
-  std::pair<int, int> job_key{-1, -1};  // its batch and io_threads
+  // Its batch, io_threads and overlay (the GPU makes the overlay's rows only for a job that writes it).
+  std::tuple<int, int, bool> job_key{-1, -1, false};
   std::string job_cache;
 };
 
@@ -175,9 +177,11 @@ std::vector<Labels> Labeler::label(const std::vector<Image>& images) {
 FileSummary Labeler::label_files(const std::vector<FileJob>& jobs, const FileOptions& fo) {
   Impl& m = *impl_;
   const std::string cache = fo.plan_cache == "default" ? PlanCache::default_dir() : fo.plan_cache;
-  if (!m.job || m.job_key != std::pair{fo.batch, fo.io_threads} || m.job_cache != cache) {
+  const OutputKinds save{fo.save_classes, fo.save_labels, fo.save_overlay};
+  const std::tuple<int, int, bool> key{fo.batch, fo.io_threads, fo.save_overlay};
+  if (!m.job || m.job_key != key || m.job_cache != cache) {
     JobOptions jo;
-    jo.save.overlay = false;
+    jo.save = save;
     jo.pipeline.device = m.options.device;
     jo.pipeline.cuda.precision = m.options.precision;
     jo.pipeline.threads = m.options.threads;
@@ -187,7 +191,7 @@ FileSummary Labeler::label_files(const std::vector<FileJob>& jobs, const FileOpt
     jo.model_path = m.path;
     m.job.reset();
     m.job = std::make_unique<LabelJob>(&m.model, jo);
-    m.job_key = {fo.batch, fo.io_threads};
+    m.job_key = key;
     m.job_cache = cache;
   }
   // The job's report, summed: images written, failures by input, the classes' pixels.
@@ -206,8 +210,7 @@ FileSummary Labeler::label_files(const std::vector<FileJob>& jobs, const FileOpt
   inputs.reserve(jobs.size());
   bases.reserve(jobs.size());
   for (const auto& j : jobs) inputs.push_back(j.input), bases.push_back(j.output_base);
-  m.job->options().output_bases = bases;
-  m.job->options().save = OutputKinds{fo.save_classes, fo.save_labels, fo.save_overlay};
+  m.job->set_outputs(save, bases);
   sum.s.device = m.job->describe();
   sum.s.histogram.assign(m.model.class_names.size(), 0);
   const auto t0 = std::chrono::steady_clock::now();

@@ -102,6 +102,11 @@ LabelJob::LabelJob(const Model* model, JobOptions opt) : model_(model), opt_(std
 
 LabelJob::~LabelJob() = default;
 
+void LabelJob::set_outputs(const OutputKinds& save, std::vector<std::string> output_bases) {
+  opt_.save = save;
+  opt_.output_bases = std::move(output_bases);
+}
+
 void LabelJob::cancel() {
   cancelled_.store(true);
   if (pipeline_) pipeline_->cancel();

@@ -146,7 +146,9 @@ class LabelJob {
   void cancel();
   bool cancelled() const { return cancelled_.load(); }
   std::string describe() const;  // the device, as the report names it
-  JobOptions& options() { return opt_; }
+  // What the next runs write, and where (JobOptions::save, output_bases): the options that may
+  // change between runs of one job (the device, the pipeline and the detectors may not).
+  void set_outputs(const OutputKinds& save, std::vector<std::string> output_bases);
 
  private:
   void run_images(const std::vector<std::string>& files, const std::vector<std::string>& bases,

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <filesystem>
@@ -43,7 +44,14 @@ std::vector<std::string> weights_search_dirs() {
   dirs.push_back(SCENELAB_INSTALL_WEIGHTS_DIR);
   dirs.push_back(SCENELAB_BUILD_WEIGHTS_DIR);
   dirs.push_back(SCENELAB_SOURCE_WEIGHTS_DIR);
-  return dirs;
+  // Each folder once (in a program linked with the static engine the library's folder is the
+  // program's, and both name the same share/ folder).
+  std::vector<std::string> unique;
+  for (auto& d : dirs) {
+    const std::string n = std::filesystem::path(d).lexically_normal().string();
+    if (std::find(unique.begin(), unique.end(), n) == unique.end()) unique.push_back(n);
+  }
+  return unique;
 }
 
 std::string find_default_model() {

@@ -237,7 +237,6 @@ class Model:
         if output_bases is None:
             if out_dir is None:
                 raise ValueError("label_files: give out_dir or output_bases")
-            os.makedirs(out_dir, exist_ok=True)
             output_bases = output_bases_for(inputs, out_dir)
         unknown = set(save) - {"classes", "labels", "overlay"}
         if unknown:
