@@ -53,7 +53,7 @@ CpuBackend::CpuBackend(int threads, CpuConv conv) : conv_(conv) {
 }
 
 std::string CpuBackend::describe() const {
-  return str_cat("cpu (", threads_, " threads", conv_ == CpuConv::Gemm ? ", conv gemm" : conv_ == CpuConv::Winograd ? ", conv winograd" : "", ")");
+  return str_cat("cpu (", threads_, threads_ == 1 ? " thread" : " threads", conv_ == CpuConv::Gemm ? ", conv gemm" : conv_ == CpuConv::Winograd ? ", conv winograd" : "", ")");
 }
 
 void CpuBackend::activate() const {

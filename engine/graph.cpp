@@ -162,13 +162,13 @@ size_t Graph::conversions() const {
   return n;
 }
 
-void Graph::run(const TensorView& input) {
-  SL_REQUIRE(planned_, "Graph::run before plan()");
+void Graph::feed(const TensorView& input) {
+  SL_REQUIRE(planned_, "Graph::feed before plan()");
   SL_REQUIRE(input.shape == input_shape_, "input shape ", input.shape.str(),
              " differs from the planned ", input_shape_.str());
-  SL_REQUIRE(input.format == Format{}, "Graph::run takes an f32 NCHW input, got ", input.format.str());
+  SL_REQUIRE(input.format == Format{}, "Graph::feed takes an f32 NCHW input, got ", input.format.str());
   backend_->activate();
-  SL_REQUIRE(!io_.u8_input, "Graph::run: this plan takes 8-bit pixels (run_u8)");
+  SL_REQUIRE(!io_.u8_input, "Graph::feed: this plan takes 8-bit pixels (feed_u8)");
   if (input_buffer_) {  // the input goes up once; everything else stays on the device
     backend_->upload(input_buffer_.get(), input.data, input.shape.numel() * sizeof(float));
     input_view_ = TensorView{input_buffer_.get(), input.shape, Format{}};
@@ -176,29 +176,24 @@ void Graph::run(const TensorView& input) {
     input_view_ = input;
   }
   has_input_ = true;
-  run_resident();
 }
 
-void Graph::upload_u8(const uint8_t* pixels) {
-  SL_REQUIRE(planned_, "Graph::upload_u8 before plan()");
-  SL_REQUIRE(io_.u8_input, "Graph::upload_u8: the plan takes a float input (PlanIO::u8_input)");
-  SL_REQUIRE(!io_.u8_shared, "Graph::upload_u8: the plan takes shared pixels (use_u8_input)");
+void Graph::feed_u8(const uint8_t* pixels, Pixels where) {
+  SL_REQUIRE(planned_, "Graph::feed_u8 before plan()");
+  SL_REQUIRE(io_.u8_input, "Graph::feed_u8: the plan takes a float input (PlanIO::u8_input)");
   backend_->activate();
-  if (input_u8_)
-    backend_->upload_async(input_u8_.get(), pixels, u8_bytes_);
-  else
+  if (io_.u8_shared) {
+    SL_REQUIRE(where == Pixels::Backend,
+               "Graph::feed_u8: the plan reads shared pixels in the backend's memory (PlanIO::u8_shared)");
+    if (pixels != input_u8_src_) replay_ = nullptr;  // a recorded pass reads the old address
+    input_u8_src_ = pixels;
+  } else if (!input_u8_) {
     input_u8_src_ = pixels;  // the CPU converts straight from the caller's pixels
-  has_input_ = true;
-}
-
-void Graph::copy_u8_input(const uint8_t* backend_pixels) {
-  SL_REQUIRE(planned_, "Graph::copy_u8_input before plan()");
-  SL_REQUIRE(io_.u8_input && !io_.u8_shared, "Graph::copy_u8_input: the plan has no input bytes of its own");
-  backend_->activate();
-  if (input_u8_)
-    backend_->copy(input_u8_.get(), backend_pixels, u8_bytes_);
-  else
-    input_u8_src_ = backend_pixels;  // the CPU reads the caller's pixels where they are
+  } else if (where == Pixels::Host) {
+    backend_->upload_async(input_u8_.get(), pixels, u8_bytes_);
+  } else {
+    backend_->copy(input_u8_.get(), pixels, u8_bytes_);
+  }
   has_input_ = true;
 }
 
@@ -209,21 +204,8 @@ const uint8_t* Graph::u8_output_in_backend(const std::string& node) const {
   return static_cast<const uint8_t*>(it->second.get());
 }
 
-void Graph::use_u8_input(const uint8_t* backend_pixels) {
-  SL_REQUIRE(planned_, "Graph::use_u8_input before plan()");
-  SL_REQUIRE(io_.u8_input && io_.u8_shared, "Graph::use_u8_input: the plan does not take shared pixels (PlanIO::u8_shared)");
-  if (backend_pixels != input_u8_src_) replay_ = nullptr;  // a recorded pass reads the old address
-  input_u8_src_ = backend_pixels;
-  has_input_ = true;
-}
-
-void Graph::run_u8(const uint8_t* pixels) {
-  upload_u8(pixels);
-  run_resident();
-}
-
-void Graph::run_resident() {
-  SL_REQUIRE(planned_ && has_input_, "Graph::run_resident before a run() since plan()");
+void Graph::run() {
+  SL_REQUIRE(planned_ && has_input_, "Graph::run before an input was fed since plan()");
   if (replay_ && !profiling_) {
     backend_->replay(replay_);
     return;
@@ -245,7 +227,7 @@ void Graph::run_resident() {
 }
 
 void Graph::enqueue() {
-  SL_REQUIRE(planned_ && has_input_, "Graph::enqueue before an input since plan()");
+  SL_REQUIRE(planned_ && has_input_, "Graph::enqueue before an input was fed since plan()");
   run_layers();
 }
 

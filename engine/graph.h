@@ -26,7 +26,7 @@ struct LayerStat {
   std::string detail;  // Layer::detail() after the last profiled run
 };
 
-// How a plan meets the host. u8_input: run_u8() takes the input as interleaved 8-bit pixels
+// How a plan meets the host. u8_input: feed_u8() takes the input as interleaved 8-bit pixels
 // (n x h x w x c), uploaded as bytes and converted to the graph's float input on the backend;
 // u8_outputs: these nodes are also kept as bytes (e.g. class indices), for fetch_u8().
 // f32_outputs: these nodes are also kept as f32 NCHW where they run in another format, for
@@ -36,8 +36,8 @@ struct PlanIO {
   // u8_input pixels of another size (source_h x source_w), resized to the planned size on the
   // backend (Backend::resize_u8_to_float): an image pyramid's level planned from the image.
   int source_h = 0, source_w = 0;
-  // u8_input pixels already in the backend's memory, given by use_u8_input() (e.g. another
-  // graph's upload, u8_input_in_backend()): no upload buffer of its own.
+  // u8_input pixels already in the backend's memory, given to feed_u8 (e.g. another graph's
+  // upload, u8_input_in_backend()) and read where they are: no input buffer of its own.
   bool u8_shared = false;
   std::vector<std::string> u8_outputs;
   std::vector<std::string> f32_outputs;
@@ -62,30 +62,40 @@ class Graph {
   bool planned() const { return planned_; }
   Shape input_shape() const { return input_shape_; }
 
-  // Runs the planned graph on `input` (shape must equal input_shape()). On the GPU the input
-  // goes up first (a host-to-device copy), then the pass runs.
-  void run(const TensorView& input);
-  // Runs the pass again on the input the last run() uploaded, already in device memory: the GPU
-  // pass alone, as a peer timing its network on a device-resident tensor measures it.
-  void run_resident();
-  // Enqueues the pass on the input already in place as it is: no replay and no recording of its
-  // own (for a caller recording several graphs into one replay, Backend::capture_branches).
+  // Feeding and running: an input is fed (feed, feed_u8), then the pass runs on it (run; enqueue
+  // into a caller's recording), as often as wanted; the shorthands feed and run at once.
+  //
+  // feed: an f32 NCHW input in host memory (shape must equal input_shape()); on the GPU it goes
+  // up (a host-to-device copy).
+  void feed(const TensorView& input);
+  // Where 8-bit pixels are: in host memory (on the GPU, page-locked memory from
+  // Backend::allocate_host uploads beside other work), or already in the backend's memory (a
+  // caller's CUDA tensor, another graph's upload: u8_input_in_backend()).
+  enum class Pixels { Host, Backend };
+  // feed_u8: interleaved 8-bit pixels (n x h x w x c; needs PlanIO::u8_input), asynchronous on the
+  // GPU. From the host they go up into the plan's buffer (the CPU converts straight from them);
+  // in the backend's memory they are copied into it, ordered with the backend's work, or, where
+  // the plan has none (PlanIO::u8_shared), read where they are and must stay there.
+  void feed_u8(const uint8_t* pixels, Pixels where = Pixels::Host);
+  // The pass on the input last fed. On the GPU it is recorded on the second run after a plan
+  // (the first may time algorithms) and replayed from then on; asynchronous: synchronize()
+  // before reading outputs fetched with async copies.
+  void run();
+  // The pass enqueued as it is: no replay and no recording of its own (for a caller recording
+  // several graphs into one replay, Backend::capture_branches).
   void enqueue();
-  // Runs on interleaved 8-bit pixels (n x h x w x c; needs PlanIO::u8_input). Asynchronous on
-  // the GPU (pixels in page-locked memory from Backend::allocate_host upload beside other work):
-  // synchronize() before reading outputs fetched with async copies.
-  void run_u8(const uint8_t* pixels);
-  // run_u8's two halves: the upload (the CPU converts from `pixels` itself), then run_resident().
-  void upload_u8(const uint8_t* pixels);
-  // PlanIO::u8_shared: the pixels in the backend's memory (they must stay there while this
-  // graph runs on them); then run_resident().
-  void use_u8_input(const uint8_t* backend_pixels);
-  // upload_u8 from pixels already in the backend's memory (e.g. a caller's CUDA tensor): copied
-  // there into the plan's own input buffer, ordered with the backend's work.
-  void copy_u8_input(const uint8_t* backend_pixels);
+  // Shorthands: feed(input) then run(); feed_u8(pixels) (from the host) then run().
+  void run(const TensorView& input) {
+    feed(input);
+    run();
+  }
+  void run_u8(const uint8_t* pixels) {
+    feed_u8(pixels);
+    run();
+  }
   // Where a PlanIO::u8_outputs node's bytes are after a run, in the backend's memory.
   const uint8_t* u8_output_in_backend(const std::string& node) const;
-  // Where the pixels of the last upload_u8() are, in the backend's memory.
+  // Where the pixels of the last feed_u8() are, in the backend's memory.
   const uint8_t* u8_input_in_backend() const { return input_u8_src_; }
   void synchronize() const { backend_->synchronize(); }
 

@@ -1,6 +1,6 @@
-// The public API (include/scenelab/scenelab.h) over the engine: a graph planned at the batch size
-// for labels (from the caller's memory into the caller's memory), the engine's Labeler for scores
-// and the detection head, and the job (job/label_job.h) for files.
+// The public API (include/scenelab/scenelab.h) over the engine: the engine's Labeler (its plans
+// by size and batch) for labels from and into the caller's memory, scores and the detection
+// head, and the job (job/label_job.h) for files.
 #include "scenelab/scenelab.h"
 
 #include <algorithm>
@@ -33,10 +33,9 @@ struct Labeler::Impl {
   std::string path;
   ModelOptions options;
   Model model;
+  // The engine's Labeler: its backend and plans serve label() (batches from the host),
+  // label_device() (batches on the GPU), scores() and detect().
   std::unique_ptr<scenelab::Labeler> single;
-  std::unique_ptr<Backend> batch_backend;
-  std::unique_ptr<Graph> batch;
-  std::unique_ptr<Graph> device_batch;  // label_device's plan (inputs and outputs on the GPU)
 #ifdef SCENELAB_WITH_CUDA
   std::unique_ptr<CudaEvent> caller_ready, labels_ready;  // label_device's ordering with the caller
 #endif
@@ -68,10 +67,7 @@ Labeler::Labeler(const ModelOptions& o) : impl_(std::make_unique<Impl>()) {
                                o.refine ? Refinement{o.refine_sigma_s, o.refine_sigma_r, o.refine_iterations} : Refinement{});
   CudaOptions co;
   co.precision = o.precision;
-  impl_->single = std::make_unique<scenelab::Labeler>(impl_->model, make_backend(o.device, o.threads, co));
-  impl_->batch_backend = make_backend(o.device, o.threads, co);
-  impl_->batch = std::make_unique<Graph>(impl_->model);
-  impl_->device_batch = std::make_unique<Graph>(impl_->model);
+  impl_->single = std::make_unique<scenelab::Labeler>(impl_->model, make_backend(o.device, o.threads, co), /*keep=*/2);
 }
 
 Labeler::~Labeler() = default;
@@ -89,13 +85,7 @@ void Labeler::label(const uint8_t* rgb, int n, int h, int w, uint8_t* labels) {
   SL_REQUIRE(n > 0 && h > 0 && w > 0, "Labeler::label: ", n, " images of ", w, "x", h,
              ": expected at least one image of at least 1x1");
   SL_REQUIRE(rgb != nullptr && labels != nullptr, "Labeler::label: null pixels or labels");
-  Graph& g = *impl_->batch;
-  if (!g.planned() || g.input_shape() != Shape(n, 3, h, w)) {
-    PlanIO io;
-    io.u8_input = true;
-    io.u8_outputs = {"labels_full"};
-    g.plan(n, h, w, *impl_->batch_backend, io);
-  }
+  Graph& g = impl_->single->plans().get(n, h, w, scenelab::Labeler::plan_io()).graph;
   g.run_u8(rgb);
   g.fetch_u8_async("labels_full", labels);
   g.synchronize();
@@ -107,7 +97,7 @@ void Labeler::label_device(const uint8_t* rgb, int n, int h, int w, uint8_t* lab
   SL_REQUIRE(rgb != nullptr && labels != nullptr, "Labeler::label_device: null pixels or labels");
 #ifdef SCENELAB_WITH_CUDA
   Impl& m = *impl_;
-  const auto* backend = dynamic_cast<const CudaBackend*>(m.batch_backend.get());
+  const auto* backend = dynamic_cast<const CudaBackend*>(&m.single->backend());
   SL_REQUIRE(backend, "Labeler::label_device: this labeller runs on ", device(),
              ", not a GPU (label() takes host memory)");
   backend->activate();
@@ -119,13 +109,7 @@ void Labeler::label_device(const uint8_t* rgb, int n, int h, int w, uint8_t* lab
                backend->device(), " (", a.type == cudaMemoryTypeDevice ? "memory of GPU " + std::to_string(a.device)
                                                                         : std::string("host memory"), ")");
   }
-  Graph& g = *m.device_batch;
-  if (!g.planned() || g.input_shape() != Shape(n, 3, h, w)) {
-    PlanIO io;
-    io.u8_input = true;
-    io.u8_outputs = {"labels_full"};
-    g.plan(n, h, w, *backend, io);
-  }
+  Graph& g = m.single->plans().get(n, h, w, scenelab::Labeler::plan_io()).graph;
   if (!m.caller_ready) {
     m.caller_ready = std::make_unique<CudaEvent>(cudaEventDisableTiming);
     m.labels_ready = std::make_unique<CudaEvent>(cudaEventDisableTiming);
@@ -133,8 +117,8 @@ void Labeler::label_device(const uint8_t* rgb, int n, int h, int w, uint8_t* lab
   const cudaStream_t caller = static_cast<cudaStream_t>(stream), own = backend->cuda()->stream;
   SL_CUDA_CHECK(cudaEventRecord(m.caller_ready->get(), caller), "Labeler::label_device: the caller's stream");
   SL_CUDA_CHECK(cudaStreamWaitEvent(own, m.caller_ready->get(), 0), "Labeler::label_device: the caller's stream");
-  g.copy_u8_input(rgb);
-  g.run_resident();
+  g.feed_u8(rgb, Graph::Pixels::Backend);
+  g.run();
   backend->copy(labels, g.u8_output_in_backend("labels_full"), size_t(n) * h * w);
   SL_CUDA_CHECK(cudaEventRecord(m.labels_ready->get(), own), "Labeler::label_device: the labels");
   SL_CUDA_CHECK(cudaStreamWaitEvent(caller, m.labels_ready->get(), 0), "Labeler::label_device: the labels");
@@ -221,7 +205,7 @@ FileSummary Labeler::label_files(const std::vector<FileJob>& jobs, const FileOpt
 
 Scores Labeler::scores(const Image& rgb) {
   impl_->single->label(to_internal(rgb, "Labeler::scores"));
-  Graph& g = impl_->single->graph();
+  const Graph& g = impl_->single->graph();
   const Tensor s = g.fetch("scores");
   const Geometry geo = g.geometry_of("scores");
   Scores out;

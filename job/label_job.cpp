@@ -11,7 +11,6 @@
 #include "core/file_io.h"
 #include "job/inputs.h"
 #include "job/labeler.h"
-#include "job/pyramid_pool.h"
 #include "job/video.h"
 
 namespace scenelab {
@@ -86,18 +85,17 @@ void draw_box(Image8& img, const nms::Box& b, const std::array<uint8_t, 3>& colo
 LabelJob::LabelJob(const Model* model, JobOptions opt) : model_(model), opt_(std::move(opt)) {
   SL_REQUIRE(model_ || opt_.detect_only, "a job needs a labelling model unless it only detects");
   SL_REQUIRE(!opt_.detect_only || opt_.pyramid.model, "detection alone needs a pyramid detector");
-  if (!opt_.detect_only) {
-    // The overlay PNG blended and filtered on a GPU, where pixels and labels are (the file is the
-    // same): not where boxes are drawn on it or another coder filters it.
-    PipelineOptions& po = opt_.pipeline;
-    po.overlay.on = opt_.save.overlay && po.detect.empty() && !opt_.pyramid.model &&
-                    opt_.png.coder == PngCoder::Huffman;
-    po.overlay.palette = model_->palette;
-    pipeline_ = std::make_unique<Pipeline>(*model_, po);
+  PipelineOptions& po = opt_.pipeline;
+  po.pyramid = PipelineOptions::Pyramid{opt_.pyramid.model, opt_.pyramid.overrides};
+  if (opt_.detect_only) {
+    pipeline_ = std::make_unique<Pipeline>(po);
+    return;
   }
-  if (opt_.pyramid.model)
-    pyramid_ = std::make_unique<PyramidPool>(*opt_.pyramid.model, opt_.pyramid.overrides, opt_.pipeline.device,
-                                           opt_.pipeline.cuda);
+  // The overlay PNG blended and filtered on a GPU, where pixels and labels are (the file is the
+  // same): not where boxes are drawn on it or another coder filters it.
+  po.overlay.on = opt_.save.overlay && po.detect.empty() && !opt_.pyramid.model && opt_.png.coder == PngCoder::Huffman;
+  po.overlay.palette = model_->palette;
+  pipeline_ = std::make_unique<Pipeline>(*model_, po);
 }
 
 LabelJob::~LabelJob() = default;
@@ -112,7 +110,7 @@ void LabelJob::cancel() {
   if (pipeline_) pipeline_->cancel();
 }
 
-std::string LabelJob::describe() const { return pipeline_ ? pipeline_->describe() : pyramid_->describe(); }
+std::string LabelJob::describe() const { return pipeline_->describe(); }
 
 void LabelJob::add(const PipelineStats& st, JobSummary& sum) const {
   sum.wall_s += st.wall_s;
@@ -123,10 +121,10 @@ void LabelJob::add(const PipelineStats& st, JobSummary& sum) const {
   sum.plans_from_cache += st.plans_from_cache;
 }
 
-std::vector<Found> LabelJob::found(const Frame& f, const Image8& image) const {
+std::vector<Found> LabelJob::found(const Frame& f) const {
   std::vector<Found> out;
-  if (pyramid_) {
-    for (const auto& d : pyramid_->detect(image)) out.push_back({-1, opt_.pyramid.class_name, d.box, d.score});
+  if (opt_.pyramid.model) {
+    for (const auto& d : f.window_detections) out.push_back({-1, opt_.pyramid.class_name, d.box, d.score});
     return out;
   }
   for (const auto& d : f.detections) out.push_back({d.cls, model_->class_names[size_t(d.cls)], d.box, d.score});
@@ -190,7 +188,7 @@ JobSummary LabelJob::run(const std::vector<std::string>& inputs, const std::vect
   if (model_) start.model_name = model_->name, start.classes = model_->class_names;
   if (opt_.pyramid.model) start.detector_name = opt_.pyramid.model->name, start.detector_class = opt_.pyramid.class_name;
   start.images = images.size(), start.videos = videos.size(), start.skipped = sum.skipped;
-  start.detections = pyramid_ || !opt_.pipeline.detect.empty();
+  start.detections = opt_.pyramid.model || !opt_.pipeline.detect.empty();
   obs.started(start);
   if (opt_.detect_only) {
     run_detect_only(images, image_bases, obs, sum);
@@ -214,7 +212,7 @@ void LabelJob::run_images(const std::vector<std::string>& files, const std::vect
     if (!f.error.empty()) return;
     auto r = std::make_shared<Finished>();
     r->hist = histogram(f.labels, classes);
-    r->detections = found(f, f.image);
+    r->detections = found(f);
     const std::string& base = bases[f.index];
     // encode() makes the file's bytes (timed as encoding), then they are written.
     auto save = [&](const std::string& path, auto&& encode) {
@@ -286,7 +284,7 @@ void LabelJob::run_video(const std::string& file, const std::string& base, JobOb
       if (!f.error.empty()) return;
       auto r = std::make_shared<Finished>();
       r->hist = histogram(f.labels, classes);
-      r->detections = found(f, f.image);
+      r->detections = found(f);
       Image8 color = colorize(f.labels, model_->palette);
       if (opt_.save.overlay) {
         r->video_overlay = overlay(f.image, color);
@@ -331,56 +329,34 @@ void LabelJob::run_video(const std::string& file, const std::string& base, JobOb
   obs.video(vr);
 }
 
-// Detection alone: each image decoded, searched and written (boxes on the photo) by a pool of
-// threads; reported in input order at the end.
+// Detection alone: each image decoded, searched by the pipeline's workers, written with its
+// boxes on the photo by the finishing threads, reported in input order.
 void LabelJob::run_detect_only(const std::vector<std::string>& files, const std::vector<std::string>& bases,
                                JobObserver& obs, JobSummary& sum) {
-  struct Entry {
-    std::string error, output;
-    int w = 0, h = 0;
-    std::vector<nms::Detection> dets;
-    PyramidTimes times;
+  FileSource source(files, opt_.limits);
+  auto finish = [&](Frame& f) {
+    if (!f.error.empty()) return;
+    for (const auto& d : f.window_detections) draw_box(f.image, d.box, kPyramidColour);
+    const std::string output = bases[f.index] + "_detections.png";
+    write_file_atomic(output, encode_png(f.image, opt_.png));
+    f.user = std::make_shared<std::string>(output);
+    f.image.pixels = std::vector<uint8_t>();  // its size stays for the report
   };
-  std::vector<Entry> entries(files.size());
-  const auto t0 = Clock::now();
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i; (i = next++) < files.size() && !cancelled();) {
-      Entry& e = entries[i];
-      try {
-        Image8 img = load_image(files[i], 3, opt_.limits);
-        e.w = img.width, e.h = img.height;
-        e.dets = pyramid_->detect(img, &e.times);
-        for (const auto& d : e.dets) draw_box(img, d.box, kPyramidColour);
-        e.output = bases[i] + "_detections.png";
-        write_file_atomic(e.output, encode_png(img, opt_.png));
-      } catch (const std::exception& ex) {
-        e.error = ex.what();
-      }
-    }
-  };
-  const int threads = opt_.pipeline.threads;
-  const int n = std::max(1, threads > 0 ? threads : int(std::thread::hardware_concurrency()));
-  std::vector<std::thread> workers;
-  for (int k = 0; k < std::min<int>(n, int(files.size())); ++k) workers.emplace_back(work);
-  for (auto& t : workers) t.join();
-  sum.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
-  for (size_t i = 0; i < files.size(); ++i) {
-    Entry& e = entries[i];
-    if (e.error.empty() && e.output.empty()) continue;  // interrupted before it
+  auto report = [&](Frame& f) {
     ImageResult ir;
-    ir.file = files[i];
-    ir.ok = e.error.empty();
-    ir.error = e.error;
+    ir.file = f.name;
+    ir.ok = f.error.empty() && f.user;
+    ir.error = f.error;
     if (ir.ok) {
-      ir.width = e.w, ir.height = e.h, ir.levels = e.times.levels;
-      ir.detect_ms = e.times.run_ms + e.times.fuse_ms;
-      for (const auto& d : e.dets) ir.detections.push_back({-1, opt_.pyramid.class_name, d.box, d.score});
-      ir.outputs = {e.output};
+      ir.width = f.image.width, ir.height = f.image.height, ir.levels = f.pyramid_times.levels;
+      ir.detect_ms = f.pyramid_times.run_ms + f.pyramid_times.fuse_ms;
+      for (const auto& d : f.window_detections) ir.detections.push_back({-1, opt_.pyramid.class_name, d.box, d.score});
+      ir.outputs = {*static_cast<const std::string*>(f.user.get())};
     }
     ++(ir.ok ? sum.ok : sum.failed);
     obs.image(ir);
-  }
+  };
+  add(pipeline_->run(source, finish, report), sum);
 }
 
 bool runtime_fusion_pays(const std::vector<std::string>& inputs) {

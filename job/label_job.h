@@ -1,7 +1,7 @@
 // One job: a list of inputs (image files, folders, globs, videos) labelled end to end. The job
 // decodes, plans and runs the labelling model on the streaming pipeline (job/pipeline.h), runs
-// the detectors (the convnet head on the pipeline's workers, a pyramid detector such as fastHOG
-// on the finishing threads, on the job's device), draws the overlay and the boxes, writes the
+// the detectors (the convnet head and a pyramid detector such as fastHOG, on the pipeline's
+// workers: the job's device and precision), draws the overlay and the boxes, writes the
 // outputs, and tells an observer about each input in input order: the structured report
 // (job/report.h writes it as JSON and as console lines). label_image, api::label_files, Python's
 // label_files and the Dask workers are its callers.
@@ -24,8 +24,6 @@
 #include "nms/nms.h"
 
 namespace scenelab {
-
-class PyramidPool;
 
 struct OutputKinds {
   bool classes = true, labels = true, overlay = true;
@@ -157,13 +155,12 @@ class LabelJob {
   void run_detect_only(const std::vector<std::string>& files, const std::vector<std::string>& bases,
                        JobObserver& obs, JobSummary& sum);
   void add(const PipelineStats& st, JobSummary& sum) const;
-  std::vector<Found> found(const Frame& f, const Image8& image) const;
+  std::vector<Found> found(const Frame& f) const;
   void draw_boxes(Image8& img, const std::vector<Found>& dets) const;
 
   const Model* model_;
   JobOptions opt_;
   std::unique_ptr<Pipeline> pipeline_;
-  std::unique_ptr<PyramidPool> pyramid_;
   std::atomic<bool> cancelled_{false};
 };
 

@@ -9,38 +9,41 @@
 
 namespace scenelab {
 
-Labeler::Labeler(const Model& model, std::unique_ptr<Backend> backend)
-    : backend_(std::move(backend)), graph_(model) {
+Labeler::Labeler(const Model& model, std::unique_ptr<Backend> backend, int keep)
+    : plans_(model, std::move(backend), Plans::Options{nullptr, "", keep}) {
   SL_REQUIRE(model.graph.find("labels_full"), "model '", model.name,
              "' has no node 'labels_full' (class index per input pixel)");
 }
 
+PlanIO Labeler::plan_io() {
+  PlanIO io;
+  io.u8_input = true;  // the 8-bit pixels go up as they are, converted on the backend
+  io.u8_outputs = {"labels_full"};
+  return io;
+}
+
 LabelMap Labeler::label(const Image8& rgb) {
   SL_REQUIRE(rgb.channels == 3, "Labeler::label expects RGB, got ", rgb.channels, " channels");
-  if (!graph_.planned() || graph_.input_shape() != Shape(1, 3, rgb.height, rgb.width)) {
-    PlanIO io;
-    io.u8_input = true;  // the 8-bit pixels go up as they are, converted on the backend
-    io.u8_outputs = {"labels_full"};
-    graph_.plan(1, rgb.height, rgb.width, *backend_, io);
-  }
-  const Shape lab = graph_.shape_of("labels_full");
+  Graph& g = plans_.get(1, rgb.height, rgb.width, plan_io()).graph;
+  const Shape lab = g.shape_of("labels_full");
   SL_REQUIRE(lab.h == rgb.height && lab.w == rgb.width && lab.c == 1, "node 'labels_full' has shape ",
              lab.str(), ", expected 1x1x", rgb.height, "x", rgb.width);
   auto t0 = std::chrono::steady_clock::now();
   LabelMap m{rgb.width, rgb.height, std::vector<uint8_t>(lab.numel())};
-  graph_.run_u8(rgb.pixels.data());
-  graph_.fetch_u8_async("labels_full", m.labels.data());
-  graph_.synchronize();
+  g.run_u8(rgb.pixels.data());
+  g.fetch_u8_async("labels_full", m.labels.data());
+  g.synchronize();
   last_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return m;
 }
 
 std::vector<std::vector<float>> Labeler::class_probabilities(const std::vector<int>& cls, int* h,
                                                              int* w, Geometry* geometry) const {
-  Tensor st = graph_.fetch("scores");
+  const Graph& g = graph();
+  Tensor st = g.fetch("scores");
   *h = st.shape().h;
   *w = st.shape().w;
-  *geometry = graph_.geometry_of("scores");
+  *geometry = g.geometry_of("scores");
   return scenelab::class_probabilities(st.view(), cls);
 }
 

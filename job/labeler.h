@@ -11,6 +11,7 @@
 #include "engine/graph.h"
 #include "engine/image_io.h"
 #include "engine/model.h"
+#include "engine/plans.h"
 
 namespace scenelab {
 
@@ -22,12 +23,17 @@ struct LabelMap {
 class Labeler {
  public:
   // The graph must output `labels_full` (class index per input pixel) as the networks do.
-  Labeler(const Model& model, std::unique_ptr<Backend> backend);
+  // keep: sizes and batches kept planned (Plans::Options::keep).
+  Labeler(const Model& model, std::unique_ptr<Backend> backend, int keep = 1);
   LabelMap label(const Image8& rgb);
   double last_ms() const { return last_ms_; }      // forward pass, ms
-  double ops_per_run() const { return graph_.total_ops(); }
-  const Backend& backend() const { return *backend_; }
-  Graph& graph() { return graph_; }
+  const Backend& backend() const { return plans_.backend(); }
+  // The graph last run (after label(): its scores and other nodes), and the plans (the API runs
+  // its batches through them).
+  const Graph& graph() const { return plans_.latest().graph; }
+  Plans& plans() { return plans_; }
+  // How the Labeler plans: 8-bit pixels in, the class indices (labels_full) out as bytes.
+  static PlanIO plan_io();
   // After label(): softmax probabilities of the classes `cls` over the node `scores` (feature
   // resolution, one row-major H x W plane each, in the order given) and where that map lies on
   // the input image. The scores are fetched and normalised once for all of them.
@@ -35,8 +41,7 @@ class Labeler {
                                                       Geometry* geometry) const;
 
  private:
-  std::unique_ptr<Backend> backend_;
-  Graph graph_;
+  Plans plans_;
   double last_ms_ = 0;
 };
 

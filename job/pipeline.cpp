@@ -123,21 +123,19 @@ class Reorder {
 }  // namespace
 
 struct Pipeline::Worker {
-  struct Plan {
-    int n = 0, h = 0, w = 0;
-    std::unique_ptr<Graph> graph;
-    BackendMemory in, out;  // host staging: page-locked on the GPU
-    BackendMemory overlay;  // PipelineOptions::overlay's rows (page-locked), where made
+  // Kept beside each plan: the host staging, page-locked on the GPU.
+  struct Staging : PlanExtras {
+    BackendMemory in, out;
+    BackendMemory overlay;  // PipelineOptions::overlay's rows, where made
     std::map<std::string, BackendMemory> floats;
-    std::string key;        // plan cache key; "" where nothing is timed
-    bool first_run = true;
-    double plan_ms = 0;
   };
   int id = 0;
-  std::unique_ptr<Backend> backend;
+  std::unique_ptr<Plans> plans;  // the worker's backend and its plans by size and batch (LRU)
+  std::unique_ptr<Backend> own_backend;  // the backend, where there is no labelling model
+  const Backend& backend() const { return plans ? plans->backend() : *own_backend; }
+  std::unique_ptr<PyramidDetector> pyramid;  // PipelineOptions::pyramid, made at the first use
   std::unique_ptr<ScoreMapHead> head;  // PipelineOptions::detect, made at the first use
   std::unique_ptr<OverlayRows> overlay;  // PipelineOptions::overlay on a GPU, made at the first use
-  std::list<Plan> plans;  // most recently used first
   BackendMemory marks[4];
 };
 
@@ -162,18 +160,29 @@ struct Pipeline::Run {
   double planning_ms = 0, first_pass_ms = 0;
 };
 
-Pipeline::Pipeline(const Model& model, const PipelineOptions& opt)
-    : model_(model), opt_(opt), fingerprint_(model_fingerprint(model)), cache_(opt.plan_cache) {
-  SL_REQUIRE(model.graph.find(opt.labels_node), "model '", model.name, "' has no node '",
-             opt.labels_node, "' (class index per input pixel)");
-  for (const auto& n : opt.float_outputs)
-    SL_REQUIRE(model.graph.find(n), "model '", model.name, "' has no node '", n, "'");
-  if (!opt.detect.empty())
-    SL_REQUIRE(model.graph.find(opt.detect_node), "model '", model.name, "' has no node '", opt.detect_node,
-               "' (the class scores the detection head reads)");
+Pipeline::Pipeline(const Model& model, const PipelineOptions& opt) : Pipeline(&model, opt) {}
+
+Pipeline::Pipeline(const PipelineOptions& opt) : Pipeline(nullptr, opt) {}
+
+Pipeline::Pipeline(const Model* model, const PipelineOptions& opt)
+    : model_(model), opt_(opt), fingerprint_(model ? model_fingerprint(*model) : ""), cache_(opt.plan_cache) {
+  SL_REQUIRE(model || opt.pyramid.model, "a pipeline needs a labelling model or a pyramid detector");
+  if (model) {
+    SL_REQUIRE(model->graph.find(opt.labels_node), "model '", model->name, "' has no node '", opt.labels_node,
+               "' (class index per input pixel)");
+    for (const auto& n : opt.float_outputs)
+      SL_REQUIRE(model->graph.find(n), "model '", model->name, "' has no node '", n, "'");
+    if (!opt.detect.empty())
+      SL_REQUIRE(model->graph.find(opt.detect_node), "model '", model->name, "' has no node '", opt.detect_node,
+                 "' (the class scores the detection head reads)");
+  }
   SL_REQUIRE(opt.batch >= 0 && opt.batch <= 256, "--batch ", opt.batch, ": expected 1..256 (0: automatic)");
   SL_REQUIRE(opt.streams >= 1 && opt.streams <= 16, "--streams ", opt.streams, ": expected 1..16");
   SL_REQUIRE(opt.plans_per_worker >= 1, "plans per worker must be >= 1");
+  if (opt.pyramid.model) {  // its options checked now, not at the first frame
+    PyramidOptions po;
+    parse_pyramid_spec(opt.pyramid.overrides, po);
+  }
   set_overlay(opt.overlay);
   const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
   pool_threads_ = opt.pool_threads > 0 ? opt.pool_threads : int(hw);
@@ -185,16 +194,27 @@ Pipeline::Pipeline(const Model& model, const PipelineOptions& opt)
   } else {
     devices.push_back(opt.device);
   }
+  // Detection alone on the CPU: a worker a thread, a core each (images side by side).
+  const int cpu_workers = model ? 1 : opt.threads > 0 ? opt.threads : int(hw);
   for (const auto& d : devices) {
-    auto first = make_backend(d, opt.threads, opt.cuda);
+    auto first = make_backend(d, model ? opt.threads : 1, opt.cuda);
     const bool gpu = first->kind() == DeviceKind::CUDA;
     gpu_ = gpu_ || gpu;
-    const int per_device = gpu ? opt.streams : 1;
+    const int per_device = gpu ? opt.streams : cpu_workers;
     for (int s = 0; s < per_device; ++s) {
       auto w = std::make_unique<Worker>();
       w->id = int(workers_.size());
-      w->backend = s == 0 ? std::move(first) : make_backend(d, opt.threads, opt.cuda);
-      for (auto& m : w->marks) m = w->backend->make_mark();
+      auto backend = s == 0 ? std::move(first) : make_backend(d, gpu || model ? opt.threads : 1, opt.cuda);
+      if (model) {
+        Plans::Options po;
+        po.cache = &cache_;
+        po.fingerprint = fingerprint_;
+        po.keep = opt.plans_per_worker;
+        w->plans = std::make_unique<Plans>(*model, std::move(backend), po);
+      } else {
+        w->own_backend = std::move(backend);
+      }
+      for (auto& m : w->marks) m = w->backend().make_mark();
       workers_.push_back(std::move(w));
     }
   }
@@ -209,191 +229,194 @@ void Pipeline::set_overlay(const PipelineOptions::Overlay& o) {
 }
 
 int Pipeline::workers() const { return int(workers_.size()); }
-const Backend& Pipeline::backend(int worker) const { return *workers_.at(size_t(worker))->backend; }
+const Backend& Pipeline::backend(int worker) const { return workers_.at(size_t(worker))->backend(); }
 
 std::string Pipeline::describe() const {
   std::map<std::string, int> count;
   std::vector<std::string> order;
   for (const auto& w : workers_) {
-    const std::string d = w->backend->describe();
+    const std::string d = w->backend().describe();
     if (!count[d]++) order.push_back(d);
   }
   std::string s;
   for (const auto& d : order)
-    s += str_cat(s.empty() ? "" : ", ", d, count[d] > 1 ? str_cat(" x", count[d], " streams") : "");
+    s += str_cat(s.empty() ? "" : ", ", d,
+                 count[d] > 1 ? str_cat(" x", count[d], d.rfind("cpu", 0) == 0 ? " workers" : " streams") : "");
   return s;
 }
 
 int Pipeline::batch_for(int h, int w) const {
   if (opt_.batch > 0) return opt_.batch;
-  if (!gpu_) return 1;  // the CPU gains nothing from batches and keeps memory low
+  if (!gpu_ || !model_) return 1;  // the CPU gains nothing from batches and keeps memory low
   const int n = int(kBatchPixels / std::max(1.0, double(h) * w));
   return std::clamp(n, 1, kMaxAutoBatch);
 }
 
 void Pipeline::work(Worker& wk, Run& r) {
-  Backend& b = *wk.backend;
-  b.activate();
-  const bool overlay_on = opt_.overlay.on && OverlayRows::available(b);
+  wk.backend().activate();
   std::vector<Frame> batch;
   while (r.batches.pop(batch)) {
-    const int n = int(batch.size()), h = batch[0].image.height, w = batch[0].image.width;
-    int planned_n = n;  // the batch of the plan that runs these n frames
-    try {
-      // The plan for this size and batch, or a kept plan of this size for a larger batch (the
-      // short last batch of a run or of a size: its spare slots run whatever they held, which
-      // costs one batch's time where a new plan costs its planning and first pass, 0.1-0.3 s on
-      // a GPU); the most recently used plans are kept.
-      auto it = wk.plans.end();
-      for (auto q = wk.plans.begin(); q != wk.plans.end(); ++q)
-        if (q->h == h && q->w == w && q->n >= n && (it == wk.plans.end() || q->n < it->n)) it = q;
-      if (it != wk.plans.end()) {
-        wk.plans.splice(wk.plans.begin(), wk.plans, it);
-      } else {
-        if (int(wk.plans.size()) >= opt_.plans_per_worker) wk.plans.pop_back();  // frees it first
-        const auto t0 = Clock::now();
-        Worker::Plan p;
-        p.n = n, p.h = h, p.w = w;
-        p.graph = std::make_unique<Graph>(model_);
-        PlanIO io;
-        io.u8_input = true;
-        io.u8_outputs = {opt_.labels_node};
-        io.f32_outputs = opt_.float_outputs;
-        if (!opt_.detect.empty()) io.keep.push_back(opt_.detect_node);
-        p.graph->plan(n, h, w, b, io);
-        p.in = b.allocate_host(size_t(n) * h * w * 3);
-        std::memset(p.in.get(), 0, size_t(n) * h * w * 3);  // a short batch's spare slots run it
-        p.out = b.allocate_host(p.graph->shape_of(opt_.labels_node).numel());
-        for (const auto& node : opt_.float_outputs)
-          p.floats[node] = b.allocate_host(p.graph->shape_of(node).numel() * sizeof(float));
-        if (overlay_on) p.overlay = b.allocate_host(size_t(n) * OverlayRows::frame_bytes(h, w));
-        if (!b.identity().empty()) p.key = plan_key(b.identity(), fingerprint_, "", n, h, w);
-        p.plan_ms = ms_since(t0);
-        wk.plans.push_front(std::move(p));
-      }
-      Worker::Plan& p = wk.plans.front();
-      planned_n = p.n;
-      // A plan made while the overlay was off (an earlier run) has no buffer for it.
-      if (overlay_on && !p.overlay) p.overlay = b.allocate_host(size_t(p.n) * OverlayRows::frame_bytes(h, w));
-      if (overlay_on && !wk.overlay) wk.overlay = std::make_unique<OverlayRows>(b, opt_.overlay.palette, opt_.overlay.alpha);
-      const size_t image_bytes = size_t(h) * w * 3;
-      auto* in = static_cast<uint8_t*>(p.in.get());
-      for (int i = 0; i < n; ++i) {
-        SL_REQUIRE(batch[size_t(i)].image.channels == 3, batch[size_t(i)].name, ": not RGB");
-        std::memcpy(in + size_t(i) * image_bytes, batch[size_t(i)].image.pixels.data(), image_bytes);
-      }
-      auto pass = [&] {
-        b.record_mark(wk.marks[0]);
-        p.graph->upload_u8(in);
-        b.record_mark(wk.marks[1]);
-        p.graph->run_resident();
-        b.record_mark(wk.marks[2]);
-        p.graph->fetch_u8_async(opt_.labels_node, static_cast<uint8_t*>(p.out.get()));
-        for (auto& [node, mem] : p.floats) p.graph->fetch_async(node, static_cast<float*>(mem.get()));
-        if (overlay_on)
-          wk.overlay->enqueue(p.graph->u8_input_in_backend(), p.graph->u8_output_in_backend(opt_.labels_node),
-                              n, h, w, static_cast<uint8_t*>(p.overlay.get()));
-        b.record_mark(wk.marks[3]);
-        b.synchronize();
-      };
-      if (p.first_run) {
-        // The first run at a plan times what the plan cache did not have; alone on the GPU.
-        std::unique_lock<std::shared_mutex> lock(r.tuning);
-        const auto t0 = Clock::now();
-        bool restored = false;
-        if (!p.key.empty()) {
-          if (auto saved = cache_.find(p.key)) restored = p.graph->restore_tuning(*saved).empty();
-        }
-        const double restore_ms = ms_since(t0);
-        // SCENELAB_TRACE_FIRST_PASS=1: where a plan's first pass spends its time (each layer
-        // waited for: kernel modules and libraries load at their first use), on stderr.
-        static const bool trace = std::getenv("SCENELAB_TRACE_FIRST_PASS") != nullptr;
-        if (trace) p.graph->set_profiling(true);
-        const auto t1 = Clock::now();
-        pass();
-        const double pass_ms = ms_since(t1);
-        if (trace) {
-          p.graph->set_profiling(false);
-          std::string line = str_cat("first pass ", n, "x", w, "x", h, " worker ", wk.id, ": ",
-                                     int(pass_ms + 0.5), " ms (restored ", restored, ");");
-          for (const auto& s : p.graph->stats())
-            if (s.time_ms >= 1) line += str_cat(" ", s.name, " ", int(s.time_ms + 0.5));
-          std::fprintf(stderr, "%s\n", line.c_str());
-        }
-        if (!p.key.empty() && !restored) cache_.store(p.key, p.graph->tuning());
-        p.first_run = false;
-        std::lock_guard<std::mutex> sl(r.stats_mu);
-        r.plans++;
-        r.plans_from_cache += restored ? 1 : 0;
-        // A restored (or untuned: the CPU) plan's first pass only runs (and loads kernel
-        // modules); otherwise it also times the algorithms, which is planning.
-        const bool tuned = !p.key.empty() && !restored;  // the pass timed algorithms
-        r.planning_ms += p.plan_ms + restore_ms + (tuned ? pass_ms : 0);
-        r.first_pass_ms += tuned ? 0 : pass_ms;
-      } else {
-        std::shared_lock<std::shared_mutex> lock(r.tuning);
-        pass();
-      }
-      // The detection head where the scores are (after the pass: the scores are kept); shared
-      // with other workers' passes, not with a first run's timings.
-      double detect_ms = 0;
-      if (!opt_.detect.empty()) {
-        std::shared_lock<std::shared_mutex> lock(r.tuning);
-        const auto t0 = Clock::now();
-        if (!wk.head) wk.head = std::make_unique<ScoreMapHead>(b);
-        const TensorView scores = p.graph->output(opt_.detect_node);
-        const Geometry g = p.graph->geometry_of(opt_.detect_node);
-        for (int i = 0; i < n; ++i)
-          for (const auto& d : opt_.detect) {
-            auto boxes = wk.head->detect(scores, i, d.cls, d.head, g, w, h);
-            auto& out = batch[size_t(i)].detections;
-            out.insert(out.end(), boxes.begin(), boxes.end());
-          }
-        detect_ms = ms_since(t0) / n;
-      }
-      const double up = b.mark_ms(wk.marks[0], wk.marks[1]) / n;
-      const double fw = b.mark_ms(wk.marks[1], wk.marks[2]) / n;
-      const double down = b.mark_ms(wk.marks[2], wk.marks[3]) / n;
-      const auto* labels = static_cast<const uint8_t*>(p.out.get());
-      const size_t plane = size_t(h) * w;
-      for (int i = 0; i < n; ++i) {
-        Frame& f = batch[size_t(i)];
-        f.labels.width = w;
-        f.labels.height = h;
-        f.labels.labels.assign(labels + size_t(i) * plane, labels + size_t(i + 1) * plane);
-        if (overlay_on) {
-          const size_t fb = OverlayRows::frame_bytes(h, w);
-          const auto* rows = static_cast<const uint8_t*>(p.overlay.get()) + size_t(i) * fb;
-          f.overlay_rows.assign(rows, rows + fb);
-        }
-        for (const auto& [node, mem] : p.floats) {
-          Shape s = p.graph->shape_of(node);
-          const size_t per = s.numel() / size_t(p.n);
-          s.n = 1;
-          Tensor t(s);
-          std::memcpy(t.data(), static_cast<const float*>(mem.get()) + size_t(i) * per,
-                      per * sizeof(float));
-          f.floats[node] = std::move(t);
-          f.geometry[node] = p.graph->geometry_of(node);
-        }
-        f.times.upload_ms = up;
-        f.times.forward_ms = fw;
-        f.times.download_ms = down;
-        f.times.detect_ms = detect_ms;
-        f.batch = n;
-        f.ops = p.graph->total_ops() / p.n;
-        f.worker = wk.id;
-      }
-    } catch (const std::exception& e) {
-      // This batch's size failed (too small for the network, too large for memory): its
-      // frames fail by name, the plan is dropped, the others go on.
-      wk.plans.remove_if([&](const Worker::Plan& p) { return p.n == planned_n && p.h == h && p.w == w; });
-      for (auto& f : batch) f.error = str_cat(f.name, ": ", e.what());
-    }
+    if (model_) label_batch(wk, r, batch);
+    if (opt_.pyramid.model) detect_windows(wk, r, batch);
     for (auto& f : batch) r.finishing.push(std::move(f));
     batch.clear();
   }
   if (--r.workers_left == 0) r.finishing.close();
+}
+
+// The pyramid detector on each frame of the batch that has not failed, on the worker's backend;
+// shared with other workers' passes, not with a first run's timings.
+void Pipeline::detect_windows(Worker& wk, Run& r, std::vector<Frame>& batch) {
+  std::shared_lock<std::shared_mutex> lock(r.tuning);
+  for (auto& f : batch) {
+    if (!f.error.empty()) continue;
+    try {
+      if (!wk.pyramid) wk.pyramid = std::make_unique<PyramidDetector>(*opt_.pyramid.model, wk.backend(), opt_.pyramid.overrides);
+      f.window_detections = wk.pyramid->detect(f.image.pixels.data(), f.image.height, f.image.width,
+                                               f.image.channels, &f.pyramid_times);
+      f.worker = wk.id;
+    } catch (const std::exception& e) {
+      f.error = str_cat(f.name, ": ", e.what());
+    }
+  }
+}
+
+// The labelling model on one batch of frames of one size: its plan, the pass, the labels (and
+// floats, overlay rows, the detection head's boxes) into the frames; a failure fails the batch's
+// frames by name.
+void Pipeline::label_batch(Worker& wk, Run& r, std::vector<Frame>& batch) {
+  const Backend& b = wk.backend();
+  const bool overlay_on = opt_.overlay.on && OverlayRows::available(b);
+  PlanIO io;
+  io.u8_input = true;
+  io.u8_outputs = {opt_.labels_node};
+  io.f32_outputs = opt_.float_outputs;
+  if (!opt_.detect.empty()) io.keep.push_back(opt_.detect_node);
+  const int n = int(batch.size()), h = batch[0].image.height, w = batch[0].image.width;
+  int planned_n = n;  // the batch of the plan that runs these n frames
+  try {
+    // The plan for this size and batch, or a kept plan of this size for a larger batch (the
+    // short last batch of a run or of a size: its spare slots run whatever they held, which
+    // costs one batch's time where a new plan costs its planning and first pass, 0.1-0.3 s on
+    // a GPU).
+    Plans::Plan& p = wk.plans->get(n, h, w, io, /*larger_batch=*/true);
+    if (wk.plans->made_last()) {
+      auto st = std::make_unique<Worker::Staging>();
+      st->in = b.allocate_host(size_t(n) * h * w * 3);
+      std::memset(st->in.get(), 0, size_t(n) * h * w * 3);  // a short batch's spare slots run it
+      st->out = b.allocate_host(p.graph.shape_of(opt_.labels_node).numel());
+      for (const auto& node : opt_.float_outputs)
+        st->floats[node] = b.allocate_host(p.graph.shape_of(node).numel() * sizeof(float));
+      p.extras = std::move(st);
+    }
+    auto& st = static_cast<Worker::Staging&>(*p.extras);
+    planned_n = p.n;
+    // A plan made while the overlay was off (an earlier run) has no buffer for it.
+    if (overlay_on && !st.overlay) st.overlay = b.allocate_host(size_t(p.n) * OverlayRows::frame_bytes(h, w));
+    if (overlay_on && !wk.overlay) wk.overlay = std::make_unique<OverlayRows>(b, opt_.overlay.palette, opt_.overlay.alpha);
+    const size_t image_bytes = size_t(h) * w * 3;
+    auto* in = static_cast<uint8_t*>(st.in.get());
+    for (int i = 0; i < n; ++i) {
+      SL_REQUIRE(batch[size_t(i)].image.channels == 3, batch[size_t(i)].name, ": not RGB");
+      std::memcpy(in + size_t(i) * image_bytes, batch[size_t(i)].image.pixels.data(), image_bytes);
+    }
+    auto pass = [&] {
+      b.record_mark(wk.marks[0]);
+      p.graph.feed_u8(in, Graph::Pixels::Host);
+      b.record_mark(wk.marks[1]);
+      p.graph.run();
+      b.record_mark(wk.marks[2]);
+      p.graph.fetch_u8_async(opt_.labels_node, static_cast<uint8_t*>(st.out.get()));
+      for (auto& [node, mem] : st.floats) p.graph.fetch_async(node, static_cast<float*>(mem.get()));
+      if (overlay_on)
+        wk.overlay->enqueue(p.graph.u8_input_in_backend(), p.graph.u8_output_in_backend(opt_.labels_node),
+                            n, h, w, static_cast<uint8_t*>(st.overlay.get()));
+      b.record_mark(wk.marks[3]);
+      b.synchronize();
+    };
+    if (p.first_run) {
+      // The first run at a plan times what the plan cache did not have; alone on the GPU.
+      std::unique_lock<std::shared_mutex> lock(r.tuning);
+      // SCENELAB_TRACE_FIRST_PASS=1: where a plan's first pass spends its time (each layer
+      // waited for: kernel modules and libraries load at their first use), on stderr.
+      static const bool trace = std::getenv("SCENELAB_TRACE_FIRST_PASS") != nullptr;
+      if (trace) p.graph.set_profiling(true);
+      const Plans::FirstRun first = wk.plans->run(p, pass);
+      if (trace) {
+        p.graph.set_profiling(false);
+        std::string line = str_cat("first pass ", n, "x", w, "x", h, " worker ", wk.id, ": ",
+                                   int(first.pass_ms + 0.5), " ms (restored ", first.restored, ");");
+        for (const auto& s : p.graph.stats())
+          if (s.time_ms >= 1) line += str_cat(" ", s.name, " ", int(s.time_ms + 0.5));
+        std::fprintf(stderr, "%s\n", line.c_str());
+      }
+      std::lock_guard<std::mutex> sl(r.stats_mu);
+      r.plans++;
+      r.plans_from_cache += first.restored ? 1 : 0;
+      // A restored (or untuned: the CPU) plan's first pass only runs (and loads kernel
+      // modules); otherwise it also times the algorithms, which is planning.
+      r.planning_ms += p.plan_ms + first.restore_ms + (first.tuned ? first.pass_ms : 0);
+      r.first_pass_ms += first.tuned ? 0 : first.pass_ms;
+    } else {
+      std::shared_lock<std::shared_mutex> lock(r.tuning);
+      pass();
+    }
+    // The detection head where the scores are (after the pass: the scores are kept); shared
+    // with other workers' passes, not with a first run's timings.
+    double detect_ms = 0;
+    if (!opt_.detect.empty()) {
+      std::shared_lock<std::shared_mutex> lock(r.tuning);
+      const auto t0 = Clock::now();
+      if (!wk.head) wk.head = std::make_unique<ScoreMapHead>(b);
+      const TensorView scores = p.graph.output(opt_.detect_node);
+      const Geometry g = p.graph.geometry_of(opt_.detect_node);
+      for (int i = 0; i < n; ++i)
+        for (const auto& d : opt_.detect) {
+          auto boxes = wk.head->detect(scores, i, d.cls, d.head, g, w, h);
+          auto& out = batch[size_t(i)].detections;
+          out.insert(out.end(), boxes.begin(), boxes.end());
+        }
+      detect_ms = ms_since(t0) / n;
+    }
+    const double up = b.mark_ms(wk.marks[0], wk.marks[1]) / n;
+    const double fw = b.mark_ms(wk.marks[1], wk.marks[2]) / n;
+    const double down = b.mark_ms(wk.marks[2], wk.marks[3]) / n;
+    const auto* labels = static_cast<const uint8_t*>(st.out.get());
+    const size_t plane = size_t(h) * w;
+    for (int i = 0; i < n; ++i) {
+      Frame& f = batch[size_t(i)];
+      f.labels.width = w;
+      f.labels.height = h;
+      f.labels.labels.assign(labels + size_t(i) * plane, labels + size_t(i + 1) * plane);
+      if (overlay_on) {
+        const size_t fb = OverlayRows::frame_bytes(h, w);
+        const auto* rows = static_cast<const uint8_t*>(st.overlay.get()) + size_t(i) * fb;
+        f.overlay_rows.assign(rows, rows + fb);
+      }
+      for (const auto& [node, mem] : st.floats) {
+        Shape s = p.graph.shape_of(node);
+        const size_t per = s.numel() / size_t(p.n);
+        s.n = 1;
+        Tensor t(s);
+        std::memcpy(t.data(), static_cast<const float*>(mem.get()) + size_t(i) * per,
+                    per * sizeof(float));
+        f.floats[node] = std::move(t);
+        f.geometry[node] = p.graph.geometry_of(node);
+      }
+      f.times.upload_ms = up;
+      f.times.forward_ms = fw;
+      f.times.download_ms = down;
+      f.times.detect_ms = detect_ms;
+      f.batch = n;
+      f.ops = p.graph.total_ops() / p.n;
+      f.worker = wk.id;
+    }
+  } catch (const std::exception& e) {
+    // This batch's size failed (too small for the network, too large for memory): its frames
+    // fail by name, the plan is dropped, the others go on.
+    wk.plans->drop(planned_n, h, w);
+    for (auto& f : batch) f.error = str_cat(f.name, ": ", e.what());
+  }
 }
 
 PipelineStats Pipeline::run(FrameSource& source, const std::function<void(Frame&)>& finish,
@@ -401,7 +424,7 @@ PipelineStats Pipeline::run(FrameSource& source, const std::function<void(Frame&
   Run r;
   r.source = &source;
   r.finish = &finish;
-  const int max_batch = opt_.batch > 0 ? opt_.batch : gpu_ ? kMaxAutoBatch : 1;
+  const int max_batch = opt_.batch > 0 ? opt_.batch : gpu_ && model_ ? kMaxAutoBatch : 1;
   r.depth = opt_.queue_depth > 0
                 ? size_t(opt_.queue_depth)
                 : size_t(std::max({4 * pool_threads_, 2 * max_batch * workers() + pool_threads_, 8}));
@@ -546,7 +569,7 @@ PipelineStats Pipeline::run(FrameSource& source, const std::function<void(Frame&
   st.plans_from_cache = r.plans_from_cache;
   st.planning_ms = r.planning_ms;
   st.first_pass_ms = r.first_pass_ms;
-  for (const auto& w : workers_) st.workers.push_back(w->backend->describe());
+  for (const auto& w : workers_) st.workers.push_back(w->backend().describe());
   return st;
 }
 

@@ -22,8 +22,10 @@
 #include "engine/graph.h"
 #include "engine/image_io.h"
 #include "job/labeler.h"
+#include "job/pyramid_detector.h"
 #include "engine/model.h"
 #include "engine/plan_cache.h"
+#include "engine/plans.h"
 #include "nms/sliding_window.h"
 
 namespace scenelab {
@@ -44,6 +46,8 @@ struct Frame {
   std::map<std::string, Tensor> floats;       // PipelineOptions::float_outputs (batch of 1)
   std::map<std::string, Geometry> geometry;   // where those maps lie on the image
   std::vector<nms::Detection> detections;     // PipelineOptions::detect's boxes, class by class
+  std::vector<nms::Detection> window_detections;  // PipelineOptions::pyramid's boxes
+  PyramidTimes pyramid_times;                      // and where its time went
   // PipelineOptions::overlay on a GPU worker: the overlay's PNG-filtered rows, made there
   // (job/overlay_rows.h; encode_png_filtered writes the file). Empty on the CPU backend.
   std::vector<uint8_t> overlay_rows;
@@ -112,6 +116,15 @@ struct PipelineOptions {
     float alpha = 0.5f;                           // as overlay_labels'
   };
   Overlay overlay;
+  // A sliding-window detector over an image pyramid (job/pyramid_detector.h: fastHOG), run by
+  // the worker on its backend (device, precision) after the labels: Frame::window_detections.
+  // Without a labelling model (Pipeline(options)) it runs alone; on the CPU then a worker a
+  // thread, one core each.
+  struct Pyramid {
+    const Model* model = nullptr;  // none: no pyramid detector
+    std::string overrides;         // options in the model's `pyramid` attribute's syntax
+  };
+  Pyramid pyramid;
 };
 
 struct PipelineStats {
@@ -129,6 +142,8 @@ struct PipelineStats {
 class Pipeline {
  public:
   Pipeline(const Model& model, const PipelineOptions& opt);
+  // Detection alone: no labelling model, PipelineOptions::pyramid on every frame.
+  explicit Pipeline(const PipelineOptions& opt);
   ~Pipeline();
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
@@ -155,8 +170,11 @@ class Pipeline {
  private:
   struct Worker;
   struct Run;
+  Pipeline(const Model* model, const PipelineOptions& opt);
   void work(Worker& w, Run& r);
-  const Model& model_;
+  void label_batch(Worker& w, Run& r, std::vector<Frame>& batch);
+  void detect_windows(Worker& w, Run& r, std::vector<Frame>& batch);
+  const Model* model_;  // the labelling model; null: detection alone
   PipelineOptions opt_;
   std::string fingerprint_;
   PlanCache cache_;

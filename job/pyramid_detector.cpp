@@ -118,12 +118,12 @@ void parse_pyramid_spec(const std::string& spec, PyramidOptions& out) {
 struct PyramidDetector::Level {
   double scale;
   int h, w;
-  std::unique_ptr<Graph> graph;
+  Graph* graph = nullptr;  // planned by plans_
   Tensor scores;  // host copy of the last run, allocated when planned
 };
 
 PyramidDetector::PyramidDetector(const Model& model, const Backend& backend, const std::string& overrides)
-    : model_(model), backend_(backend) {
+    : model_(model), backend_(backend), plans_(model, backend, Plans::Options{nullptr, "", 0}) {
   SL_REQUIRE(!model.pyramid.empty(), "model '", model.name,
              "' is no sliding-window detector (it has no 'pyramid' attribute)");
   try {
@@ -161,6 +161,7 @@ void PyramidDetector::plan_for(int h, int w) {
   warm_ = capture_failed_ = false;
   gpu_.reset();
   levels_.clear();
+  plans_.clear();
   planned_h_ = planned_w_ = 0;
   for (double s : level_scales(h, w)) {
     auto lv = std::make_unique<Level>();
@@ -168,14 +169,13 @@ void PyramidDetector::plan_for(int h, int w) {
     lv->h = round_int(h / s);
     lv->w = round_int(w / s);
     if (lv->h < opt_.window_h || lv->w < opt_.window_w) break;  // smaller than one window
-    lv->graph = std::make_unique<Graph>(model_);
     PlanIO io;
     io.u8_input = true;
     io.source_h = h;
     io.source_w = w;
     io.u8_shared = !levels_.empty() && backend_.cuda();  // the first level's upload, on the GPU
     try {
-      lv->graph->plan(1, lv->h, lv->w, backend_, io);
+      lv->graph = &plans_.get(1, lv->h, lv->w, io).graph;
       lv->graph->set_profiling(profiling_);
     } catch (const Error& e) {
       throw_error("model '", model_.name, "' at pyramid level ", levels_.size(), " (", lv->w, "x", lv->h,
@@ -264,8 +264,7 @@ void PyramidDetector::run_levels(const uint8_t* pixels, int h, int w, int channe
     parallel_for(int64_t(order.size()), backend_.threads(), [&](int64_t i) {
       try {
         Graph& g = *levels_[order[size_t(i)]]->graph;
-        g.upload_u8(pixels);
-        g.run_resident();
+        g.run_u8(pixels);
       } catch (...) {
         failed[size_t(i)] = std::current_exception();
       }
@@ -277,10 +276,10 @@ void PyramidDetector::run_levels(const uint8_t* pixels, int h, int w, int channe
   if (!gpu_) {  // one thread, or scores the host collects: each level's graph as it runs alone
     for (size_t l = 0; l < levels_.size(); ++l) {
       Graph& g = *levels_[l]->graph;
-      if (l == 0 || !backend_.cuda()) g.upload_u8(pixels);
-      else g.use_u8_input(levels_[0]->graph->u8_input_in_backend());
+      if (l == 0 || !backend_.cuda()) g.feed_u8(pixels);
+      else g.feed_u8(levels_[0]->graph->u8_input_in_backend(), Graph::Pixels::Backend);
       if (l == 0) backend_.record_mark(mark_uploaded_);
-      g.run_resident();
+      g.run();
     }
     return;
   }
@@ -290,7 +289,7 @@ void PyramidDetector::run_levels(const uint8_t* pixels, int h, int w, int channe
   // run (the first runs them as they come), the levels side by side on several streams, and
   // replayed from then on: one launch a frame.
   if (!levels_.empty()) {
-    levels_[0]->graph->upload_u8(pixels);
+    levels_[0]->graph->feed_u8(pixels);
     backend_.record_mark(mark_uploaded_);
   }
   const nms::WindowFusion r = rule == Fusion::Greedy ? nms::WindowFusion::Greedy
@@ -304,7 +303,7 @@ void PyramidDetector::run_levels(const uint8_t* pixels, int h, int w, int channe
     std::vector<std::function<void()>> branches;
     std::vector<double> weights;
     for (auto& lv : levels_) {
-      Graph* g = lv->graph.get();
+      Graph* g = lv->graph;
       branches.push_back([g] { g->enqueue(); });
       weights.push_back(double(lv->h) * lv->w);
     }
@@ -321,7 +320,7 @@ void PyramidDetector::run_levels(const uint8_t* pixels, int h, int w, int channe
   }
   for (size_t l = 0; l < levels_.size(); ++l) {
     Graph& g = *levels_[l]->graph;
-    if (l > 0) g.use_u8_input(levels_[0]->graph->u8_input_in_backend());
+    if (l > 0) g.feed_u8(levels_[0]->graph->u8_input_in_backend(), Graph::Pixels::Backend);
     g.enqueue();
   }
   fuse();

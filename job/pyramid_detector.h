@@ -17,6 +17,7 @@
 
 #include "engine/backend.h"
 #include "engine/model.h"
+#include "engine/plans.h"
 #include "nms/nms.h"
 
 namespace scenelab {
@@ -122,6 +123,7 @@ class PyramidDetector {
   double device_ms_ = 0;
   const Model& model_;
   const Backend& backend_;
+  Plans plans_;  // the levels' graphs at the planned image size
   PyramidOptions opt_;
   std::string score_node_;
   int planned_h_ = 0, planned_w_ = 0;

@@ -183,7 +183,7 @@ int main(int argc, char** argv) {
                 if (upload)
                   g.run(x.view());
                 else
-                  g.run_resident();
+                  g.run();
               };
               (upload ? ms_upload : ms).push_back(timer->time(ctx->stream, pass, "bench"));
             }
@@ -217,7 +217,7 @@ int main(int argc, char** argv) {
           long passes = 0;
           double secs = 0;
           do {
-            for (int i = 0; i < 16; ++i) g.run_resident();
+            for (int i = 0; i < 16; ++i) g.run();
             passes += 16;
             backend->synchronize();
             secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -118,7 +118,7 @@ TEST(CpuBackend, HeadroomFollowsTheProcessDataLimit) {
   EXPECT_GE(host_memory_headroom(), std::min<size_t>(before, size_t(margin)));  // restored
   EXPECT_NE(err.find("input 4096x4096 (batch 1) needs"), std::string::npos) << err;
   EXPECT_NE(err.find("MiB of host memory"), std::string::npos) << err;
-  EXPECT_NE(err.find("MiB are free on cpu (1 threads)"), std::string::npos) << err;
+  EXPECT_NE(err.find("MiB are free on cpu (1 thread)"), std::string::npos) << err;
 }
 
 TEST(CpuBackend, PlanPastTheHeadroomFailsByNameAndTheGraphPlansAgain) {

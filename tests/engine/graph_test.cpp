@@ -257,14 +257,14 @@ TEST_P(WholeNet, MatchesFloat64InterpreterAndIsRepeatable) {
 
 INSTANTIATE_TEST_SUITE_P(BothNets, WholeNet, ::testing::Values("reference", "multiscale"));
 
-// run_resident() re-runs the pass on the input of the last run(): same outputs; refused before
+// run() re-runs the pass on the input last fed: same outputs; refused before
 // any run() since the plan.
 TEST(Graph, RunResidentRepeatsTheLastInput) {
   Model m = make_random_model("reference", 8, 1);
   CpuBackend cpu(2);
   Graph g(m);
   g.plan(1, 47, 53, cpu);
-  EXPECT_THROW(g.run_resident(), Error);
+  EXPECT_THROW(g.run(), Error);
   Tensor x = random_tensor(Shape(1, 3, 47, 53), 3, 0.f, 1.f);
   g.run(x.view());
   Tensor first = g.fetch("scores");
@@ -272,9 +272,9 @@ TEST(Graph, RunResidentRepeatsTheLastInput) {
   g.run(other.view());
   ASSERT_NE(g.fetch("scores")[0], first[0]);
   g.run(x.view());
-  g.run_resident();
+  g.run();
   Tensor again = g.fetch("scores");
   for (size_t i = 0; i < again.numel(); ++i) ASSERT_EQ(again[i], first[i]);
   g.plan(1, 47, 53, cpu);
-  EXPECT_THROW(g.run_resident(), Error);
+  EXPECT_THROW(g.run(), Error);
 }

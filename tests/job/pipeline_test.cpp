@@ -16,6 +16,7 @@
 #include "job/labeler.h"
 #include "job/pipeline.h"
 #include "weights/default_model.h"
+#include "weights/model_file.h"
 #include "tests/test_util.h"
 
 using namespace scenelab;
@@ -134,6 +135,55 @@ TEST(Pipeline, ShortLastBatchRunsOnTheFullBatchPlan) {
   EXPECT_EQ(st.frames, 7u);
   EXPECT_EQ(st.plans, 1u) << "the last frame should run on the batch-3 plan";
   EXPECT_EQ(batches, (std::vector<int>{3, 3, 3, 3, 3, 3, 1}));
+  fs::remove_all(dir);
+}
+
+// The pyramid detector on the pipeline's workers (PipelineOptions::pyramid), beside a labelling
+// model and alone (a worker a thread): each frame's boxes are the detector's run by itself on the
+// image, bit for bit; the labels are still the single-image path's; a bad spec fails at once.
+TEST(Pipeline, PyramidDetectorOnTheWorkersEqualsItsOwnRun) {
+  const fs::path dir = fs::path(::testing::TempDir()) / ("scenelab_pipeline_pyramid_" + std::to_string(::getpid()));
+  std::vector<std::string> files = noise_pngs(dir, 3, 150, 170, 70);
+  const auto more = noise_pngs(dir / "b", 2, 131, 200, 80);
+  files.insert(files.end(), more.begin(), more.end());
+  const Model hog = read_model(std::string(SCENELAB_SOURCE_DIR) + "/weights/hog-people.h5");
+  const Model m = make_random_model("reference", 5, 4);
+  const std::string spec = "threshold=-1e30";
+  CpuBackend one(1);
+  PyramidDetector alone(hog, one, spec);
+  Labeler single(m, std::make_unique<CpuBackend>(2));
+  for (const bool labels : {true, false}) {
+    PipelineOptions o;
+    o.device = "cpu";
+    o.threads = 2;
+    o.pyramid = PipelineOptions::Pyramid{&hog, spec};
+    auto p = labels ? std::make_unique<Pipeline>(m, o) : std::make_unique<Pipeline>(o);
+    EXPECT_EQ(p->workers(), labels ? 1 : 2);
+    FileSource src(files);
+    size_t frames = 0;
+    p->run(src, [](Frame&) {}, [&](Frame& f) {
+      ASSERT_TRUE(f.error.empty()) << f.error;
+      ++frames;
+      const Image8 img = load_image(f.name);
+      const auto want = alone.detect(img.pixels.data(), img.height, img.width, 3);
+      ASSERT_FALSE(want.empty());
+      ASSERT_EQ(f.window_detections.size(), want.size()) << f.name;
+      for (size_t i = 0; i < want.size(); ++i) {
+        EXPECT_EQ(f.window_detections[i].score, want[i].score) << f.name;
+        EXPECT_EQ(f.window_detections[i].box.x1, want[i].box.x1) << f.name;
+        EXPECT_EQ(f.window_detections[i].box.y2, want[i].box.y2) << f.name;
+      }
+      EXPECT_GT(f.pyramid_times.levels, 0);
+      if (labels) EXPECT_TRUE(f.labels.labels == single.label(img).labels) << f.name;
+      else EXPECT_TRUE(f.labels.labels.empty());
+    });
+    EXPECT_EQ(frames, files.size());
+  }
+  PipelineOptions bad;
+  bad.device = "cpu";
+  bad.pyramid = PipelineOptions::Pyramid{&hog, "nope=1"};
+  EXPECT_THROW({ Pipeline p(bad); }, Error);
+  EXPECT_THROW({ Pipeline p(PipelineOptions{}); }, Error);  // neither a model nor a detector
   fs::remove_all(dir);
 }
 
