@@ -50,55 +50,67 @@ double ms_since(Clock::time_point t) {
 constexpr double kBatchPixels = 1.5e6;
 constexpr int kMaxAutoBatch = 16;
 
-// A FIFO between stages; pop() blocks while it is empty and open.
-template <typename T>
-class Channel {
- public:
-  void push(T v) {
+// State shared between threads: changed under its lock, then the waiting threads woken.
+class Guarded {
+ protected:
+  template <typename F>
+  void change(F&& f, bool all = true) {
     {
       std::lock_guard<std::mutex> lk(mu_);
-      q_.push_back(std::move(v));
+      f();
     }
-    cv_.notify_one();
+    if (all)
+      cv_.notify_all();
+    else
+      cv_.notify_one();
+  }
+  template <typename Ready>
+  std::unique_lock<std::mutex> wait(Ready&& ready) {
+    std::unique_lock<std::mutex> lk(mu_);
+    cv_.wait(lk, ready);
+    return lk;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+};
+
+// A FIFO between stages; pop() blocks while it is empty and open.
+template <typename T>
+class Channel : Guarded {
+ public:
+  void push(T v) {
+    change([&] { q_.push_back(std::move(v)); }, /*all=*/false);
   }
   bool pop(T& v) {
-    std::unique_lock<std::mutex> lk(mu_);
-    cv_.wait(lk, [&] { return !q_.empty() || closed_; });
+    auto lk = wait([&] { return !q_.empty() || closed_; });
     if (q_.empty()) return false;
     v = std::move(q_.front());
     q_.pop_front();
     return true;
   }
   void close() {
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      closed_ = true;
-    }
-    cv_.notify_all();
+    change([&] { closed_ = true; });
   }
 
  private:
-  std::mutex mu_;
-  std::condition_variable cv_;
   std::deque<T> q_;
   bool closed_ = false;
 };
 
 // Frames by input index, taken in index order; close(end) says no index >= end will come.
-class Reorder {
+class Reorder : Guarded {
  public:
   void put(Frame f) {
-    {
-      std::lock_guard<std::mutex> lk(mu_);
+    change([&] {
       const size_t i = f.index;
       frames_.emplace(i, std::move(f));
-    }
-    cv_.notify_all();
+    });
   }
   // Waits for frame i; false when it will never come.
   bool take(size_t i, Frame& out) {
-    std::unique_lock<std::mutex> lk(mu_);
-    cv_.wait(lk, [&] { return frames_.count(i) || i >= end_; });
+    auto lk = wait([&] { return frames_.count(i) || i >= end_; });
     auto it = frames_.find(i);
     if (it == frames_.end()) return false;
     out = std::move(it->second);
@@ -106,16 +118,10 @@ class Reorder {
     return true;
   }
   void close(size_t end) {
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      end_ = end;
-    }
-    cv_.notify_all();
+    change([&] { end_ = end; });
   }
 
  private:
-  std::mutex mu_;
-  std::condition_variable cv_;
   std::map<size_t, Frame> frames_;
   size_t end_ = SIZE_MAX;
 };

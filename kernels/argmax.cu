@@ -7,33 +7,28 @@
 namespace scenelab::cuda {
 namespace {
 
-__global__ void argmax_kernel(const float* x, float* y, int n, int c, size_t plane) {
-  size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= size_t(n) * plane) return;
-  const size_t b = i / plane, q = i % plane;
-  const float* px = x + b * c * plane + q;
+// The first channel of the largest value (a NaN loses to any number), channels `step` apart.
+template <typename T>
+__device__ __forceinline__ int argmax_over(const T* px, int c, size_t step) {
   int best = 0;
-  float bv = px[0];
+  float bv = ld(px, 0);
   for (int k = 1; k < c; ++k) {
-    const float v = px[size_t(k) * plane];
+    const float v = ld(px, size_t(k) * step);
     if (v > bv || (bv != bv && v == v)) bv = v, best = k;
   }
-  y[i] = float(best);
+  return best;
+}
+
+__global__ void argmax_kernel(const float* x, float* y, int n, int c, size_t plane) {
+  size_t i, at;
+  if (nchw_pixel(n, c, plane, i, at)) y[i] = float(argmax_over(x + at, c, plane));
 }
 
 // One thread a pixel: the channels are contiguous.
 template <typename T>
 __global__ void argmax_nhwc_kernel(const T* x, T* y, int c, size_t pixels) {
-  size_t p = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (p >= pixels) return;
-  const T* px = x + p * c;
-  int best = 0;
-  float bv = ld(px, 0);
-  for (int k = 1; k < c; ++k) {
-    const float v = ld(px, k);
-    if (v > bv || (bv != bv && v == v)) bv = v, best = k;
-  }
-  st(y, p, float(best));
+  const size_t p = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (p < pixels) st(y, p, float(argmax_over(x + p * c, c, 1)));
 }
 
 // One class's softmax probability over the channels of frame `frame`, as the CPU computes it
@@ -56,18 +51,8 @@ __global__ void class_probability_kernel(const T* x, bool nhwc, int c, size_t pl
 }  // namespace
 
 void argmax(const TensorView& x, const TensorView& y, cudaStream_t s) {
-  require_same_format(x, y, "argmax");
-  const Shape& a = x.shape;
-  const size_t pixels = size_t(a.n) * a.plane();
-  if (is_nchw_f32(x)) {
-    argmax_kernel<<<blocks_for(pixels), kThreads, 0, s>>>(x.f32(), y.f32(), a.n, a.c, a.plane());
-  } else {
-    with_type(y, [&](auto* t) {
-      using T = std::remove_pointer_t<decltype(t)>;
-      argmax_nhwc_kernel<<<blocks_for(pixels), kThreads, 0, s>>>(x.as<const T>(), y.as<T>(), a.c, pixels);
-    });
-  }
-  SL_LAUNCH_CHECK("argmax kernel");
+  per_pixel(x, y, s, "argmax", argmax_kernel,
+            [](auto* t) { return &argmax_nhwc_kernel<std::remove_pointer_t<decltype(t)>>; });
 }
 
 void class_probability(const TensorView& x, int frame, int cls, float* out, cudaStream_t s) {

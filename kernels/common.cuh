@@ -93,5 +93,35 @@ inline void require_same_format(const TensorView& x, const TensorView& y, const 
              ", output ", y.format.str());
 }
 
+// Thread `i`'s pixel of n NCHW images of c channels of `plane` pixels: where its channel 0 is
+// (`at`; its channels lie `plane` apart). False for a thread past the last pixel.
+__device__ __forceinline__ bool nchw_pixel(int n, int c, size_t plane, size_t& i, size_t& at) {
+  i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= size_t(n) * plane) return false;
+  at = (i / plane) * c * plane + i % plane;
+  return true;
+}
+
+// One thread a pixel over its channels (x and y of one format and shape): `nchw` on f32 NCHW
+// tensors (x, y, n, c, plane), else the NHWC kernel of y's element type, `nhwc(element)` (a null
+// pointer of that type), on NHWC ones (x, y, c, pixels); `what` names the operation in errors.
+using PerPixelNchw = void (*)(const float*, float*, int, int, size_t);
+template <typename Nhwc>
+void per_pixel(const TensorView& x, const TensorView& y, cudaStream_t s, const char* what, PerPixelNchw nchw,
+               Nhwc&& nhwc) {
+  require_same_format(x, y, what);
+  const Shape& a = x.shape;
+  const size_t pixels = size_t(a.n) * a.plane();
+  if (is_nchw_f32(x)) {
+    nchw<<<blocks_for(pixels), kThreads, 0, s>>>(x.f32(), y.f32(), a.n, a.c, a.plane());
+  } else {
+    with_type(y, [&](auto* t) {
+      using T = std::remove_pointer_t<decltype(t)>;
+      nhwc(t)<<<blocks_for(pixels), kThreads, 0, s>>>(x.as<const T>(), y.as<T>(), a.c, pixels);
+    });
+  }
+  SL_LAUNCH_CHECK(what);
+}
+
 }  // namespace
 }  // namespace scenelab::cuda

@@ -7,11 +7,10 @@ namespace scenelab::cuda {
 namespace {
 
 __global__ void softmax_kernel(const float* x, float* y, int n, int c, size_t plane) {
-  size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= size_t(n) * plane) return;
-  const size_t b = i / plane, q = i % plane;
-  const float* px = x + b * c * plane + q;
-  float* py = y + b * c * plane + q;
+  size_t i, at;
+  if (!nchw_pixel(n, c, plane, i, at)) return;
+  const float* px = x + at;
+  float* py = y + at;
   float m = px[0];
   for (int k = 1; k < c; ++k) m = fmaxf(m, px[size_t(k) * plane]);
   float s = 0;
@@ -41,18 +40,8 @@ __global__ void softmax_nhwc_kernel(const T* x, T* y, int c, size_t pixels) {
 }  // namespace
 
 void softmax(const TensorView& x, const TensorView& y, cudaStream_t s) {
-  require_same_format(x, y, "softmax");
-  const Shape& a = x.shape;
-  const size_t pixels = size_t(a.n) * a.plane();
-  if (is_nchw_f32(x)) {
-    softmax_kernel<<<blocks_for(pixels), kThreads, 0, s>>>(x.f32(), y.f32(), a.n, a.c, a.plane());
-  } else {
-    with_type(y, [&](auto* t) {
-      using T = std::remove_pointer_t<decltype(t)>;
-      softmax_nhwc_kernel<<<blocks_for(pixels), kThreads, 0, s>>>(x.as<const T>(), y.as<T>(), a.c, pixels);
-    });
-  }
-  SL_LAUNCH_CHECK("softmax kernel");
+  per_pixel(x, y, s, "softmax", softmax_kernel,
+            [](auto* t) { return &softmax_nhwc_kernel<std::remove_pointer_t<decltype(t)>>; });
 }
 
 }  // namespace scenelab::cuda

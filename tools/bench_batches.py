@@ -26,9 +26,19 @@ import train  # noqa: E402
 def load_peer(path):
     if not os.path.isfile(path):
         raise SystemExit(f"bench_batches: {path}: no such file (a train.py to compare with)")
-    spec = importlib.util.spec_from_file_location("train_peer", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    # The peer's own train_* modules where it has them (its folder first, this run's set aside
+    # while it loads), else this tree's.
+    ours = {k: sys.modules.pop(k) for k in list(sys.modules) if k.startswith("train_")}
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    try:
+        spec = importlib.util.spec_from_file_location("train_peer", path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+    finally:
+        sys.path.pop(0)
+        for k in [k for k in sys.modules if k.startswith("train_")]:
+            sys.modules["peer_" + k] = sys.modules.pop(k)
+        sys.modules.update(ours)
     if not hasattr(mod, "Batches"):
         raise SystemExit(f"bench_batches: {path}: no Batches class (not a tools/train.py)")
     return mod

@@ -16,6 +16,7 @@
 #include "job/pipeline.h"
 #include "engine/png_deflate.h"
 #include "tests/gpu_skip.h"
+#include "tests/job/pipeline_util.h"
 #include "weights/default_model.h"
 
 #ifdef SCENELAB_WITH_CUDA
@@ -140,14 +141,9 @@ TEST(OverlayRowsGpu, PipelineWorkersReturnTheOverlaysRows) {
     o.device = "cuda";
     o.batch = batch;
     o.pool_threads = 2;
-    o.overlay.on = true;
-    o.overlay.palette = m.palette;
+    o.overlay = PipelineOptions::Overlay{true, m.palette};
     Pipeline p(m, o);
-    FileSource src(files);
-    size_t seen = 0;
-    p.run(src, nullptr, [&](Frame& f) {
-      ASSERT_TRUE(f.error.empty()) << f.error;
-      ++seen;
+    const size_t seen = test::run_files(p, files, [&](Frame& f) {
       const Image8 over = overlay_labels(f.image, f.labels, m.palette);
       std::vector<uint8_t> want(OverlayRows::frame_bytes(over.height, over.width));
       png_filter_rows(over.pixels.data(), size_t(over.width), size_t(over.height), 3, want.data());

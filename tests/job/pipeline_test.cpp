@@ -17,6 +17,7 @@
 #include "job/pipeline.h"
 #include "weights/default_model.h"
 #include "weights/model_file.h"
+#include "tests/job/pipeline_util.h"
 #include "tests/test_util.h"
 
 using namespace scenelab;
@@ -153,17 +154,11 @@ TEST(Pipeline, PyramidDetectorOnTheWorkersEqualsItsOwnRun) {
   PyramidDetector alone(hog, one, spec);
   Labeler single(m, std::make_unique<CpuBackend>(2));
   for (const bool labels : {true, false}) {
-    PipelineOptions o;
-    o.device = "cpu";
-    o.threads = 2;
+    PipelineOptions o = test::cpu_pipeline(2);
     o.pyramid = PipelineOptions::Pyramid{&hog, spec};
     auto p = labels ? std::make_unique<Pipeline>(m, o) : std::make_unique<Pipeline>(o);
     EXPECT_EQ(p->workers(), labels ? 1 : 2);
-    FileSource src(files);
-    size_t frames = 0;
-    p->run(src, [](Frame&) {}, [&](Frame& f) {
-      ASSERT_TRUE(f.error.empty()) << f.error;
-      ++frames;
+    const size_t frames = test::run_files(*p, files, [&](Frame& f) {
       const Image8 img = load_image(f.name);
       const auto want = alone.detect(img.pixels.data(), img.height, img.width, 3);
       ASSERT_FALSE(want.empty());
@@ -277,12 +272,8 @@ TEST(Pipeline, FramesInFlightNeverExceedTheQueueDepth) {
   const std::vector<std::string> files =
       noise_pngs(fs::path(::testing::TempDir()) / "scenelab_pipeline_depth", 40, 48, 48);
   const Model m = make_random_model("reference", 3, 1);
-  PipelineOptions o;
-  o.device = "cpu";
-  o.threads = 1;
-  o.pool_threads = 4;
+  PipelineOptions o = test::cpu_pipeline(1, 4, 5);
   o.batch = 3;
-  o.queue_depth = 5;
   Pipeline p(m, o);
   std::atomic<int> alive{0}, peak{0};
   CountingSource src(files, &alive, &peak);
@@ -301,11 +292,7 @@ TEST(Pipeline, CancelStopsTakingFramesAndReportsWhatWasTaken) {
   const std::vector<std::string> files =
       noise_pngs(fs::path(::testing::TempDir()) / "scenelab_pipeline_cancel", 30, 48, 48);
   const Model m = make_random_model("reference", 3, 1);
-  PipelineOptions o;
-  o.device = "cpu";
-  o.pool_threads = 2;
-  o.queue_depth = 4;
-  Pipeline p(m, o);
+  Pipeline p(m, test::cpu_pipeline(0, 2, 4));
   FileSource src(files);
   size_t reported = 0;
   const PipelineStats st = p.run(src, nullptr, [&](Frame& f) {
@@ -341,25 +328,17 @@ TEST(Pipeline, OverlayRowsAreLeftToTheCallerOnTheCpu) {
   // CPU worker leaves the rows empty (the caller's pool blends) and the labels as they were.
   const auto files = noise_pngs(fs::path(::testing::TempDir()) / "scenelab_pipeline_overlay", 3, 61, 47);
   const Model m = make_random_model("reference", 3, 1);
-  PipelineOptions o;
-  o.device = "cpu";
-  o.threads = 1;
+  PipelineOptions o = test::cpu_pipeline(1);
   std::vector<std::vector<uint8_t>> plain(files.size());
   {
     Pipeline p(m, o);
-    FileSource src(files);
-    p.run(src, nullptr, [&](Frame& f) { plain[f.index] = f.labels.labels; });
+    test::run_files(p, files, [&](Frame& f) { plain[f.index] = f.labels.labels; });
   }
-  o.overlay.on = true;
-  o.overlay.palette = m.palette;
+  o.overlay = PipelineOptions::Overlay{true, m.palette};
   Pipeline p(m, o);
-  FileSource src(files);
-  size_t seen = 0;
-  p.run(src, nullptr, [&](Frame& f) {
-    ASSERT_TRUE(f.error.empty()) << f.error;
+  const size_t seen = test::run_files(p, files, [&](Frame& f) {
     EXPECT_TRUE(f.overlay_rows.empty());
     EXPECT_EQ(f.labels.labels, plain[f.index]);
-    ++seen;
   });
   EXPECT_EQ(seen, files.size());
   // Bad overlay options are refused by name.
