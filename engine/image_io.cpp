@@ -319,7 +319,7 @@ std::vector<uint8_t> encode_png_libpng(const Image8& img, const PngOptions& opt)
   }
   png_set_compression_level(p, opt.level);
   // The "up" filter: at level 1 the smallest and fastest of the single filters on photos and
-  // label maps alike (docs/BENCHMARKS.md); adaptive filtering costs twice the time.
+  // label maps alike (docs/BENCHMARKS.md at fb0dc9a); adaptive filtering costs twice the time.
   png_set_filter(p, PNG_FILTER_TYPE_BASE, PNG_FILTER_UP);
   png_write_info(p, info);
   const size_t stride = size_t(img.width) * img.channels;

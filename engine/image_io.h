@@ -38,7 +38,7 @@ Image8 decode_label_image(const uint8_t* data, size_t size, const std::string& n
 
 enum class PngCoder {
   Huffman,  // rows filtered by the best of four filters each, our Huffman-and-runs coder
-            // (engine/png_deflate.h): the fastest (docs/BENCHMARKS.md measures the choice)
+            // (engine/png_deflate.h): the fastest (docs/BENCHMARKS.md at fb0dc9a measures the choice)
   Deflate,  // every row "up"-filtered, libdeflate at `level` (zlib where the build lacks it)
 };
 

@@ -51,7 +51,7 @@ struct Refinement {
   bool on() const { return sigma_s > 0; }
 };
 
-// The settings chosen across CamVid's held-out sequences (weights/MODELS.md, "Edge-aware
+// The settings chosen across CamVid's held-out sequences (weights/MODELS.md at fb0dc9a, "Edge-aware
 // refinement"): what --refine applies.
 constexpr Refinement kDefaultRefinement{40, 0.2, 3};
 

@@ -46,7 +46,7 @@ double ms_since(Clock::time_point t) {
 }
 
 // Pixels a GPU batch aims at: enough work to fill the GPU at small sizes (480x360: 8 frames),
-// one frame from 1920x1080 up. Measured in docs/BENCHMARKS.md.
+// one frame from 1920x1080 up. Measured in docs/BENCHMARKS.md at fb0dc9a.
 constexpr double kBatchPixels = 1.5e6;
 constexpr int kMaxAutoBatch = 16;
 

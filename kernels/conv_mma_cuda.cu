@@ -27,7 +27,7 @@
 // patch with 32 channels each, every window row's weights requested at once (98 KB of shared
 // memory a block: 12% slower at 1920x1080), patches of 2 x 8 outputs a warp with or without K
 // shares, blocks of 4 x 16 outputs with K shares, three window rows in flight: none faster at
-// both 320x240 and 1920x1080 (docs/BENCHMARKS.md).
+// both 320x240 and 1920x1080 (docs/BENCHMARKS.md at fb0dc9a).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 

@@ -32,7 +32,7 @@ ConvAlgo Conv2d::choose_auto(const ForwardArgs& a, const CudaContext& ctx, const
   // In fp32 the split convolution goes first, and where it runs cuDNN's legacy FMA
   // kernels are not timed: on the H100 they were never the pick (1.2-2.5x the split's
   // time on all nine 7x7 layers of the multiscale net at 1920x1080), and loading them for
-  // their first runs took 650 of the 1058 ms of a cold fp32 plan (docs/BENCHMARKS.md).
+  // their first runs took 650 of the 1058 ms of a cold fp32 plan (docs/BENCHMARKS.md at fb0dc9a).
   // Where the split does not run (no cuDNN graph engine for it), they are timed.
   float best = 1e30f;
   ConvAlgo pick = ConvAlgo::Gemm;

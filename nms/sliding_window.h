@@ -44,7 +44,7 @@ struct WindowHeadOptions {
   float ring = 0.25f;        // ring width as a fraction of the window's height and width
   // The defaults of threshold, min_area, size_weight and nms.threshold were chosen together on
   // CamVid sequences 0001TP and 0006R0 (the best mean AP50 of Car and Pedestrian with at most
-  // 1.5 boxes per object each; docs/BENCHMARKS.md).
+  // 1.5 boxes per object each; docs/BENCHMARKS.md at fb0dc9a).
   float threshold = 0.3f;    // minimum objectness
   // Smallest box slid, in input pixels (the window's unclamped extent: sizes, not positions,
   // are dropped), and the weight of the size in the score (see above). Pixels of the input as

@@ -5,7 +5,7 @@ in images a second, the median of --rounds rounds of --batches batches each, aft
 warm-up; with --peer OTHER/train.py, that file's Batches too, in alternate rounds of the same run
 (e.g. an earlier commit's, `git show REV:tools/train.py > /tmp/train_rev.py`), and whether the two
 make the same batches bit for bit. Training runs are bound by their batches where the GPU's
-steps outrun them (docs/BENCHMARKS.md, "Training speed").
+steps outrun them (docs/BENCHMARKS.md at fb0dc9a, "Training speed").
 
   python3 tools/bench_batches.py --data ../shared/data/camvid [--peer /tmp/train_rev.py]
          [--images 96] [--batches 24] [--rounds 5] [--batch 8] [--crop 360x480] [-- TRAIN.PY ARGS]

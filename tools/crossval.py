@@ -24,7 +24,7 @@ first, each on the GPU whose running processes train on the fewest images an epo
 `--workers` processes making its batches (train.py --workers), by default the machine's cores
 less one for each run's training loop, shared by the runs' training images where all run at once
 (so that they end together), else equally (the batches are made on the CPU; more processes than
-cores oversubscribe the machine, weights/MODELS.md). The cores are those this process may run on:
+cores oversubscribe the machine, weights/MODELS.md at fb0dc9a). The cores are those this process may run on:
 two crossval.py batches share a machine when each is started on its own cores (`taskset -c 0-41
 python3 tools/crossval.py ...` beside `taskset -c 42-63 ...`; their runs inherit the affinity).
 `--seeds 0,1,2` trains every held-out sequence once a seed (`train.py --seed`; runs named

@@ -17,7 +17,7 @@ both passes. Figures as eval_labels gives them: global accuracy, class-average a
 over the classes present, per-class IoU, void pixels not counted; per folder and their mean.
 --every K scores every Kth image of a folder (a sequence's neighbouring frames are much alike).
 The engine neither mirrors nor ensembles (either multiplies the work of a frame); this measures
-what an accuracy mode that did would buy (weights/MODELS.md).
+what an accuracy mode that did would buy (weights/MODELS.md at fb0dc9a).
 """
 import argparse
 import glob
@@ -36,7 +36,7 @@ import train  # noqa: E402  (its metrics, image readers and probability averagin
 
 def figures(conf, names):
     """eval_labels' figures (and its names for them) from a confusion matrix (rows ground truth,
-    columns prediction), by train.py's count, which agrees with eval_labels (weights/MODELS.md)."""
+    columns prediction), by train.py's count, which agrees with eval_labels (weights/MODELS.md at fb0dc9a)."""
     m = train.metrics(torch.from_numpy(conf))
     return {"global_accuracy": m["global_acc"], "class_accuracy": m["class_acc"], "mean_iou": m["mean_iou"],
             "classes": [{"name": n, "iou": v} for n, v in zip(names, m["iou"])]}

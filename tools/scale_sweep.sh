@@ -1,6 +1,6 @@
 #!/bin/bash
 # Test-time scale sets on held-out models: eval_labels on each held-out sequence with each set,
-# plain and mirrored, then the means over the sequences (weights/MODELS.md, "Test-time scaling").
+# plain and mirrored, then the means over the sequences (weights/MODELS.md at fb0dc9a, "Test-time scaling").
 #   tools/scale_sweep.sh BUILD SEQ_SETS MODEL_PATTERN OUT SET [SET...]
 #     SEQ_SETS: tools/sequence_sets.py's output (SEQ_SETS/SEQ/images, labels)
 #     MODEL_PATTERN: the held-out model of each sequence, SEQ standing for it

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Chooses the detection head's settings per class from sweeps on held-out sets, by the rule the
-shipped settings were chosen by (docs/BENCHMARKS.md): the best mean AP50 over the sets among the
+shipped settings were chosen by (docs/BENCHMARKS.md at fb0dc9a): the best mean AP50 over the sets among the
 settings with at most --max-boxes boxes per ground-truth object on every set and at most
 --max-mean-boxes on average over the sets (one box an object, as a user counts them).
 

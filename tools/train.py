@@ -7,12 +7,12 @@
 Beside it: tools/train_data.py (CamVid, the defaults, the metrics), tools/train_augment.py (the
 batches and their augmentation), tools/train_losses.py (the losses, distillation, the step).
 
-The defaults are the shipped models' recipe (weights/MODELS.md) except the split and the network:
+The defaults are the shipped models' recipe (weights/MODELS.md at fb0dc9a) except the split and the network:
 they were trained with --final, the reference model with --network reference --crop 288x384 (the
 recipe of its day; the multiscale models were trained again with full frames). The batches are
 made by --workers processes (default: one per core but one); with them the multiscale net's 480 epochs on train (288x384 crops) took 10 minutes on an H100 (0.9 s an
 epoch, 1.6 s with one batch-making thread), the reference net's 6; on a GPU the steps run
-through torch.compile (--compile; 0.7 s an epoch, docs/BENCHMARKS.md "Training speed").
+through torch.compile (--compile; 0.7 s an epoch, docs/BENCHMARKS.md at fb0dc9a "Training speed").
 --minutes is a safety stop (the one-cycle schedule is laid out for --epochs, so a run cut short
 ends before its rate has decayed). The exported file's name attribute gives the network, the
 recipe options given other than their defaults, the seed and the epoch, e.g. "camvid-multiscale
@@ -24,13 +24,13 @@ statistics measured on the training set) and the engine's score resampling ('ful
 Loss: cross-entropy on every input pixel, void ignored, with the square roots of SegNet's
 median-frequency class weights (--balance 0.5; 1 the weights themselves, the recipe until
 2026-11-27; 0 none), plus --lovasz W times the Lovasz-softmax loss (an option outside the
-recipe: 0.5 lost across sequences, weights/MODELS.md), or --ohem F, the loss over the hardest
+recipe: 0.5 lost across sequences, weights/MODELS.md at fb0dc9a), or --ohem F, the loss over the hardest
 fraction F of each batch's labelled pixels only (outside the recipe: 0.3 lost across sequences);
 AdamW, weight decay --weight-decay;
 dropout 0.5 on the pixel-wise classifier's inputs while training (--dropout).
 Batch normalisation after the convolutions that feed a ReLU while training, folded into their
 weights at export (the model file unchanged; the recipe since 2026-11-28: it gained on the thin
-classes across sequences, weights/MODELS.md; --no-batchnorm leaves it out, and --init, whose file
+classes across sequences, weights/MODELS.md at fb0dc9a; --no-batchnorm leaves it out, and --init, whose file
 holds no batch statistics, fine-tunes without it).
 Training uses TF32 tensor cores. Augmentation (--aug full, the default): random scale 0.5-2.0
 (--scale; 0.75-1.5 lost across sequences) with random crops (padding with void where the scaled
@@ -40,16 +40,16 @@ contrast and per-channel colour jitter, mild blur or noise, an exposure factor 0
 option outside the recipe), a smooth random illumination field on half the images (--shading 0.3;
 `--shading none` leaves it out), and JPEG re-compression at a random quality 50-95 with 4:2:0
 chroma (OpenCV's encoder on the CPU); --aug basic is the earlier scale 1-1.35, flip and crop.
---rare P (an option outside the recipe: level across sequences, weights/MODELS.md) places the
+--rare P (an option outside the recipe: level across sequences, weights/MODELS.md at fb0dc9a) places the
 crop of a share P of the images about a pixel of one of the rarer classes the image shows.
 --paste P (outside the recipe: across sequences it traded 1.36 points of global accuracy for 2.30
 of class average at 0.5 over two seeds, was level with --balance 0.25, and at 1.0 bought no more
-class average and lost 0.88 more global accuracy, weights/MODELS.md; the shipped accurate file's second
+class average and lost 0.88 more global accuracy, weights/MODELS.md at fb0dc9a; the shipped accurate file's second
 member is --paste 0.5) pastes the thin classes' pixels (--paste-classes) of the next image of the
 batch onto a share P of the images.
 --crop 360x480, the default since 2026-11-29, trains on crops the size of a whole CamVid frame
 (across sequences +0.14 / +0.84 / +0.31 over two seeds against 288x384, the recipe before, for 1.4
-times the batch-making; weights/MODELS.md, "Full-frame crops").
+times the batch-making; weights/MODELS.md at fb0dc9a, "Full-frame crops").
 Fixed seed. Logs loss and metrics each eval; keeps the epoch with the best mean IoU on the
 selection set and exports it.
 
@@ -61,7 +61,7 @@ cross-sequence figure; `--final` trains on train + val for --epochs and exports 
 keeping its standardisation statistics (fine-tuning; give a lower --lr).
 
 Distillation (an option outside the recipe: from three of the multiscale net's own models it was
-level to 2.3 points below across sequences, weights/MODELS.md): `--teacher A.h5,B.h5,...` runs those
+level to 2.3 points below across sequences, weights/MODELS.md at fb0dc9a): `--teacher A.h5,B.h5,...` runs those
 trained models (any of the engine's networks, CamVid's classes) on every training batch, and the
 loss becomes the class-weighted cross-entropy against (1 - --distill) x the one-hot label +
 --distill x the mean of the teachers' class probabilities (--teacher-mirror: averaged over the
@@ -154,26 +154,26 @@ def parse_args(argv=None):
                     help="with --aug full: also scale each image's intensities by a factor in [LO, HI] "
                          "(log-uniform); default 0.3,1.2 with --aug full (the shipped recipe), "
                          "'none' for no such factor (0.2,1.2 was level over two seeds across "
-                         "sequences, weights/MODELS.md)")
+                         "sequences, weights/MODELS.md at fb0dc9a)")
     ap.add_argument("--scale", default=None, metavar="LO,HI",
                     help="with --aug full: the range of the random scale, drawn log-uniformly "
                          f"(default {DEFAULT_SCALE[0]:g},{DEFAULT_SCALE[1]:g}, the shipped recipe; 0.75,1.5 lost "
-                         "across sequences, weights/MODELS.md)")
+                         "across sequences, weights/MODELS.md at fb0dc9a)")
     ap.add_argument("--gamma", default=None, metavar="LO,HI",
                     help="with --aug full: also raise each image's intensities to a power in [LO, HI] "
-                         "(log-uniform) before --exposure, e.g. 1,2 (weights/MODELS.md)")
+                         "(log-uniform) before --exposure, e.g. 1,2 (weights/MODELS.md at fb0dc9a)")
     ap.add_argument("--shading", default=None, metavar="AMP",
                     help="with --aug full: also multiply half the images by a smooth random illumination "
                          "field exp(a * f), a uniform in [0, AMP], f of unit standard deviation; default "
                          f"{DEFAULT_SHADING:g} with --aug full (the shipped recipe), 'none' or 0 for no field "
-                         "(uneven light, texture on flat regions; weights/MODELS.md)")
+                         "(uneven light, texture on flat regions; weights/MODELS.md at fb0dc9a)")
     ap.add_argument("--mix", type=float, default=None, metavar="P",
                     help="ClassMix: with probability P an image also gets half the classes of the next "
-                         "image of its batch pasted onto it, pixels and labels (weights/MODELS.md)")
+                         "image of its batch pasted onto it, pixels and labels (weights/MODELS.md at fb0dc9a)")
     ap.add_argument("--paste", type=float, default=None, metavar="P",
                     help="copy-paste: with probability P an image also gets the next image's pixels of "
                          "the --paste-classes pasted onto it, pixels and labels (after --mix); none by "
-                         "default (weights/MODELS.md)")
+                         "default (weights/MODELS.md at fb0dc9a)")
     ap.add_argument("--paste-classes", default=None, metavar="A,B",
                     help="the classes --paste pastes, by name (default the thin ones: "
                          f"{','.join(THIN_CLASSES)})")
@@ -182,7 +182,7 @@ def parse_args(argv=None):
                          "pixels of a class drawn in proportion to the classes' median-frequency weights "
                          "(Pole, SignSymbol, Pedestrian, Bicyclist and Fence most often), that pixel in the "
                          "crop's middle half; none by default, the recipe (0.5 and 1 were level across "
-                         "sequences, weights/MODELS.md)")
+                         "sequences, weights/MODELS.md at fb0dc9a)")
     ap.add_argument("--ema", type=float, default=None, metavar="DECAY",
                     help="keep an exponential moving average of the weights (e.g. 0.999); it is what is "
                          "evaluated, selected and exported (the raw weights' figures are logged beside it)")
@@ -196,24 +196,24 @@ def parse_args(argv=None):
                          "parameter group: the multiscale extractor's three scales share the full-resolution "
                          "pass's batch statistics), folded into the weights and biases at export, so the "
                          "model file and the engine are unchanged (default: on, the shipped recipe since "
-                         "2026-11-28, weights/MODELS.md; off with --init, whose file holds no batch statistics)")
+                         "2026-11-28, weights/MODELS.md at fb0dc9a; off with --init, whose file holds no batch statistics)")
     ap.add_argument("--ohem", type=float, default=1.0, metavar="F",
                     help="hard-pixel mining: the loss over the hardest fraction F of each batch's labelled "
                          "pixels (by their cross-entropy), class-weighted as the plain loss (default 1: "
-                         "every pixel, the shipped recipe; 0.3 lost across sequences, weights/MODELS.md)")
+                         "every pixel, the shipped recipe; 0.3 lost across sequences, weights/MODELS.md at fb0dc9a)")
     ap.add_argument("--lovasz", type=float, default=0.0, metavar="W",
                     help="add W times the Lovasz-softmax loss (a surrogate of 1 - mean IoU, Berman et al. "
-                         "2018) to the cross-entropy (default 0: none; 0.5 lost across sequences, weights/MODELS.md)")
+                         "2018) to the cross-entropy (default 0: none; 0.5 lost across sequences, weights/MODELS.md at fb0dc9a)")
     ap.add_argument("--aux", type=float, default=0.0, metavar="W",
                     help="deep supervision: add W times the mean cross-entropy (class-weighted) of a 1x1 "
                          "classifier on each scale's features (the multiscale net's concat inputs), trained "
                          "beside the net and dropped at export (default 0: none; 0.4 was level across "
-                         "sequences, weights/MODELS.md)")
+                         "sequences, weights/MODELS.md at fb0dc9a)")
     ap.add_argument("--teacher", default=None, metavar="A.h5,B.h5",
                     help="distil from these trained models (comma-separated; `{seq}` in a path becomes the "
                          "--holdout sequence, 'final' with --final, 'train' with neither): the loss's "
                          "target mixes their mean class probabilities into the labels (--distill); outside "
-                         "the recipe (weights/MODELS.md)")
+                         "the recipe (weights/MODELS.md at fb0dc9a)")
     ap.add_argument("--distill", type=float, default=0.5, metavar="ALPHA",
                     help="with --teacher: the teachers' share of the target, (1 - ALPHA) x one-hot label "
                          "+ ALPHA x their probabilities (default 0.5)")
@@ -238,21 +238,21 @@ def parse_args(argv=None):
                          "--workers 0 of this process (default: torch's own, a thread per core)")
     ap.add_argument("--compile", default="auto", choices=["auto", "on", "off"],
                     help="run the training steps through torch.compile (PyTorch 2): the same fp32 arithmetic "
-                         "with fused kernels, 2.4x the multiscale net's step rate on an H100 (docs/BENCHMARKS.md); "
+                         "with fused kernels, 2.4x the multiscale net's step rate on an H100 (docs/BENCHMARKS.md at fb0dc9a); "
                          "auto: on a GPU where torch has it")
     ap.add_argument("--weight-decay", type=float, default=None, metavar="WD",
                     help="AdamW's decoupled weight decay on every trainable tensor (default 0.05, the "
                          "shipped recipe since 2026-11-27, chosen across sequences over 1e-4; "
-                         "weights/MODELS.md has the figures), or with --optimizer sgd the L2 penalty's "
+                         "weights/MODELS.md at fb0dc9a has the figures), or with --optimizer sgd the L2 penalty's "
                          "factor (default 5e-4)")
     ap.add_argument("--balance", type=float, default=0.5, metavar="POWER",
                     help="class weights (median frequency / frequency) ** POWER: 0.5 (both shipped "
                          "models' recipe) their square roots, 1 SegNet's median-frequency "
                          "balancing (the recipe before 2026-11-27), 0 none; 0.25 and 0 cost the thin "
-                         "classes more than they gain (weights/MODELS.md)")
+                         "classes more than they gain (weights/MODELS.md at fb0dc9a)")
     ap.add_argument("--detect", default=CAMVID_DETECT,
                     help="detection head settings written into the model, 'CLASS: key=value ...; ...' "
-                         "('' for none; default: those chosen for CamVid, weights/MODELS.md)")
+                         "('' for none; default: those chosen for CamVid, weights/MODELS.md at fb0dc9a)")
     a = ap.parse_args(argv)
     # the exported model's name carries these, so that a file trained off the recipe says so
     a.departures = departures(a, ap)
@@ -362,7 +362,7 @@ def main():
     if a.workers == 0 and a.threads is not None:
         # Several runs on one machine, each with a thread per core, oversubscribe it: OpenMP's
         # waiting threads spin, and on the 2-core machine two processes of two threads each made
-        # 7.8 augmented images a second each instead of 96 with one thread each (weights/MODELS.md).
+        # 7.8 augmented images a second each instead of 96 with one thread each (weights/MODELS.md at fb0dc9a).
         set_batch_threads(a.threads)
     torch.manual_seed(a.seed)
     np.random.seed(a.seed)

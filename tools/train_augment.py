@@ -176,7 +176,7 @@ def shade(xi, gen, amp):
     unit standard deviation, the same for the three channels: Gaussian noise on grids of about a
     32nd, 16th and 8th of the image's size, resampled bilinearly to it and summed with weights 1,
     1/2 and 1/4. Uneven light and shadow, and texture where the frame is flat (CamVid's daylight
-    sky is saturated white, its dusk sky textured cloud: weights/MODELS.md). Draws from gen."""
+    sky is saturated white, its dusk sky textured cloud: weights/MODELS.md at fb0dc9a). Draws from gen."""
     if uniform(gen, 0, 1) >= 0.5:
         return xi
     a = uniform(gen, 0, amp)
@@ -302,7 +302,7 @@ class BatchMaker:
     DataLoader; each with `threads` torch and OpenCV threads), or with workers 0 by a thread of
     this process (a queue of a few). One process's thread made about 230 CamVid images a second on
     the H100 machine's 16 cores, so the small reference net trained no faster than the multiscale
-    one (weights/MODELS.md). The batches come out the same either way, bit for bit, for the same
+    one (weights/MODELS.md at fb0dc9a). The batches come out the same either way, bit for bit, for the same
     threads (a float sum split over more threads rounds differently). They go to the device from
     pinned memory without a host sync."""
 

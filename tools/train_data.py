@@ -20,11 +20,11 @@ VOID = 11
 
 
 # The classes a net of these widths separates worst at 480x360 (16-27% IoU across sequences,
-# weights/MODELS.md): --paste's default.
+# weights/MODELS.md at fb0dc9a): --paste's default.
 THIN_CLASSES = ["Pole", "SignSymbol", "Fence", "Pedestrian", "Bicyclist"]
 
 
-# --aug full's exposure range (weights/MODELS.md): chosen across sequences, where it lifted the
+# --aug full's exposure range (weights/MODELS.md at fb0dc9a): chosen across sequences, where it lifted the
 # dusk sequence 0001TP held out by 2.5 points and the mean by 1.1.
 DEFAULT_EXPOSURE = "0.3,1.2"
 
@@ -36,7 +36,7 @@ DEFAULT_SCALE = (0.5, 2.0)
 DEFAULT_CROP = "360x480"  # HxW, the whole CamVid frame (the recipe since 2026-11-29; 288x384 before)
 
 
-# The classifier's dropout and --aug full's illumination field (weights/MODELS.md, 2026-11-27),
+# The classifier's dropout and --aug full's illumination field (weights/MODELS.md at fb0dc9a, 2026-11-27),
 # each chosen across sequences over two seeds: dropout lifted the multiscale net by 0.45 points of
 # global accuracy and 0.86 of mean IoU, the field then by 2.41 and 1.44 more (the dusk sequence
 # by 6.9 points of global accuracy).
@@ -46,17 +46,17 @@ DEFAULT_SHADING = 0.3
 DEFAULT_DROPOUT = 0.5
 
 
-# The detection head's settings written into the models (weights/MODELS.md). Car: denser heights
-# (1.25x apart) at the head's default aspects (docs/BENCHMARKS.md, "Car windows"). Pedestrian:
+# The detection head's settings written into the models (weights/MODELS.md at fb0dc9a). Car: denser heights
+# (1.25x apart) at the head's default aspects (docs/BENCHMARKS.md at fb0dc9a, "Car windows"). Pedestrian:
 # narrow windows (width/height 0.25-0.6: CamVid's pedestrians are about 0.3), chosen with the
-# model trained on train only, on sequences 0001TP and 0006R0 (docs/BENCHMARKS.md, "Detection").
+# model trained on train only, on sequences 0001TP and 0006R0 (docs/BENCHMARKS.md at fb0dc9a, "Detection").
 # Threshold, NMS and min_area of both chosen on the three held-out sequences with the 480-epoch
-# recipe's held-out models by tools/select_detect.py's rule (docs/BENCHMARKS.md, "480 epochs");
-# Pedestrian's threshold again with the --balance 0.5 recipe's (docs/BENCHMARKS.md, "milder
+# recipe's held-out models by tools/select_detect.py's rule (docs/BENCHMARKS.md at fb0dc9a, "480 epochs");
+# Pedestrian's threshold again with the --balance 0.5 recipe's (docs/BENCHMARKS.md at fb0dc9a, "milder
 # class weights"); both thresholds again with the dropout and illumination-field recipe's, two
-# seeds (docs/BENCHMARKS.md, "Detection with the dropout and illumination-field models");
+# seeds (docs/BENCHMARKS.md at fb0dc9a, "Detection with the dropout and illumination-field models");
 # Pedestrian's min_area, threshold and NMS again with the batch-normalised recipe's six held-out
-# models (docs/BENCHMARKS.md, "Detection with the batch-normalised held-out models").
+# models (docs/BENCHMARKS.md at fb0dc9a, "Detection with the batch-normalised held-out models").
 CAMVID_DETECT = ("Car: heights=3,4,5,7,9,11,14,17,21,26,32,40 threshold=0.3 nms=0.2 min_area=1000; "
                  "Pedestrian: heights=3,4,5,6,7,8,10,12,14,17,20,24,29,35,42 aspects=0.25,0.33,0.45,0.6 "
                  "min_area=600 threshold=0.33 size_weight=0.03 nms=0.4")

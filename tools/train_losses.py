@@ -131,7 +131,7 @@ def hard_pixel_loss(full, labels, weights, fraction):
     of the kept pixels' weights, as F.cross_entropy's weighted mean; fraction 1 keeps every
     labelled pixel and is that mean. The easy pixels (most of the road and sky once learnt) then
     give no gradient. An option outside the recipe: 0.3 lost on every figure across sequences
-    (weights/MODELS.md)."""
+    (weights/MODELS.md at fb0dc9a)."""
     ce = F.cross_entropy(full.float(), labels, reduction="none", ignore_index=VOID).flatten()
     flat = labels.flatten()
     valid = flat != VOID

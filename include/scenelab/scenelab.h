@@ -83,7 +83,7 @@ struct ModelOptions {
   // filter guided by the image, after the passes are averaged): refine_sigma_s pixels of spread
   // where the image is flat, a step of refine_sigma_r in the RGB values (0-1, summed over the
   // channels) stops it. The defaults are the settings chosen on CamVid's held-out sequences
-  // (weights/MODELS.md, "Edge-aware refinement"). Its cost at 480x360: about 0.2 ms on an H200,
+  // (weights/MODELS.md at fb0dc9a, "Edge-aware refinement"). Its cost at 480x360: about 0.2 ms on an H200,
   // about 8 ms on two CPU cores.
   bool refine = false;
   double refine_sigma_s = 40, refine_sigma_r = 0.2;

@@ -314,7 +314,7 @@ TEST(Combine, ErrorsNameTheModelAndWhatIsWrong) {
 }
 
 // The shipped accurate files are what make_model --combine --mirror --scales ... --refine[=S,R] makes of
-// the shipped models today (weights/MODELS.md, "Test-time scaling", "Edge-aware refinement", "The
+// the shipped models today (weights/MODELS.md at fb0dc9a, "Test-time scaling", "Edge-aware refinement", "The
 // recipe and copy-paste as one accurate mode", "The accurate file's refinement, chosen again": the
 // multiscale file at 40,0.1, the reference file at --refine's default): the same graph, parameters
 // bit for bit, classes, palette and detection settings; so they cannot go stale when a model is

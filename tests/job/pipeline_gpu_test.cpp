@@ -207,7 +207,7 @@ std::vector<uint8_t> random_pixels(int n, int h, int w) {
 void gpu_head_equals_cpu_head(const char* precision) {
   const Model m = make_random_model("reference", 5, 4);
   // Class 0 with the head's window set, class 4 with a model file's kind of setting (narrow
-  // windows, a size weight, another NMS threshold: CamVid's Pedestrian, weights/MODELS.md).
+  // windows, a size weight, another NMS threshold: CamVid's Pedestrian, weights/MODELS.md at fb0dc9a).
   const nms::WindowHeadOptions head = every_window_head();
   nms::WindowHeadOptions narrow = every_window_head();
   nms::parse_window_spec("aspects=0.25,0.33,0.45,0.6 size_weight=0.03 nms=0.2", narrow);
