@@ -12,6 +12,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -290,12 +291,61 @@ Array<int64_t> nms(const nb::ndarray<const float, nb::c_contig, nb::device::cpu>
   std::vector<int> keep;
   {
     nb::gil_scoped_release release;
-    if (m == scenelab::nms::Method::Greedy) keep = scenelab::nms::greedy_nms(d, o);
+    if (m == scenelab::nms::Method::Greedy) keep = scenelab::nms::greedy_nms_auto(d, o);
     else if (m == scenelab::nms::Method::Oro) keep = scenelab::nms::fast_nms(d, o);
     else keep = scenelab::nms::cluster_nms(d, o);
   }
   Array<int64_t> out = new_array<int64_t>({keep.size()});
   for (size_t i = 0; i < keep.size(); ++i) out.data()[i] = keep[i];
+  return out;
+}
+
+// Greedy NMS of each image of a batch: boxes (B, N, 4), scores (B, N), classes (B, N) and valid
+// (B,) optional; per image its kept indices, in rank order.
+std::vector<Array<int64_t>> nms_batched(const nb::ndarray<const float, nb::c_contig, nb::device::cpu>& boxes,
+                                        const nb::ndarray<const float, nb::c_contig, nb::device::cpu>& scores,
+                                        float threshold, const std::string& criterion,
+                                        const std::optional<nb::ndarray<const int64_t, nb::c_contig, nb::device::cpu>>& classes,
+                                        const std::optional<nb::ndarray<const int64_t, nb::c_contig, nb::device::cpu>>& valid,
+                                        float score_threshold, int max_outputs, bool pixel_inclusive) {
+  if (boxes.ndim() != 3 || boxes.shape(2) != 4)
+    throw nb::value_error(("nms: batched boxes must have shape (B, N, 4), got " + shape_text(nb::ndarray<>(boxes))).c_str());
+  const size_t b = boxes.shape(0), n = boxes.shape(1);
+  const std::string bn = "(" + std::to_string(b) + ", " + std::to_string(n) + ")";
+  if (scores.ndim() != 2 || scores.shape(0) != b || scores.shape(1) != n)
+    throw nb::value_error(("nms: scores must have shape " + bn + ", got " + shape_text(nb::ndarray<>(scores))).c_str());
+  if (classes && (classes->ndim() != 2 || classes->shape(0) != b || classes->shape(1) != n))
+    throw nb::value_error(("nms: classes must have shape " + bn + ", got " + shape_text(nb::ndarray<>(*classes))).c_str());
+  if (valid && (valid->ndim() != 1 || valid->shape(0) != b))
+    throw nb::value_error(("nms: valid must have shape (" + std::to_string(b) + ",), got " +
+                           shape_text(nb::ndarray<>(*valid))).c_str());
+  if (b > size_t(INT32_MAX) || n > size_t(INT32_MAX)) throw nb::value_error("nms: more than 2^31 images or boxes an image");
+  scenelab::nms::Options o;
+  o.threshold = threshold;
+  if (criterion == "iou") o.criterion = scenelab::nms::Criterion::IoU;
+  else if (criterion == "over_candidate") o.criterion = scenelab::nms::Criterion::OverCandidate;
+  else throw nb::value_error(("nms: criterion must be 'iou' or 'over_candidate', got '" + criterion + "'").c_str());
+  o.score_threshold = score_threshold;
+  o.max_outputs = max_outputs;
+  o.pixel_inclusive = pixel_inclusive;
+  o.per_class = classes.has_value();
+  for (size_t i = 0; valid && i < b; ++i)
+    if (valid->data()[i] < 0 || size_t(valid->data()[i]) > n)
+      throw nb::value_error(("nms: valid[" + std::to_string(i) + "] is " + std::to_string(valid->data()[i]) +
+                             ", expected 0.." + std::to_string(n)).c_str());
+  std::vector<std::vector<int>> keep;
+  {
+    nb::gil_scoped_release release;
+    keep = scenelab::nms::batched_greedy_nms(boxes.data(), scores.data(), classes ? classes->data() : nullptr,
+                                             valid ? valid->data() : nullptr, int(b), int(n), o);
+  }
+  std::vector<Array<int64_t>> out;
+  out.reserve(b);
+  for (const auto& k : keep) {
+    Array<int64_t> a = new_array<int64_t>({k.size()});
+    for (size_t i = 0; i < k.size(); ++i) a.data()[i] = k[i];
+    out.push_back(std::move(a));
+  }
   return out;
 }
 
@@ -377,6 +427,9 @@ NB_MODULE(_scenelab, m) {
   m.def("nms", &nms, "boxes"_a, "scores"_a, "threshold"_a, "method"_a, "criterion"_a,
         "classes"_a.none(), "score_threshold"_a, "max_outputs"_a, "pixel_inclusive"_a,
         "Indices kept, in rank order.");
+  m.def("nms_batched", &nms_batched, "boxes"_a, "scores"_a, "threshold"_a, "criterion"_a, "classes"_a.none(),
+        "valid"_a.none(), "score_threshold"_a, "max_outputs"_a, "pixel_inclusive"_a,
+        "Greedy NMS of each image of a batch: per image the indices kept, in rank order.");
   m.def("nms_cuda", &nms_cuda, "boxes"_a, "scores"_a, "threshold"_a, "method"_a, "criterion"_a,
         "classes"_a.none(), "score_threshold"_a, "max_outputs"_a, "pixel_inclusive"_a, "keep"_a, "stream"_a,
         "Indices kept, in rank order, into keep (CUDA memory); returns their count.");

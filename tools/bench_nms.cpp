@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
+#include <string>
 #include <random>
 #include <sstream>
 
@@ -20,7 +22,6 @@
 using namespace scenelab;
 using namespace scenelab::nms;
 
-#ifdef SCENELAB_WITH_CUDA
 namespace {
 
 std::vector<Detection> clustered_boxes(int n, uint32_t seed) {
@@ -48,6 +49,84 @@ double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0 : v[v.size() / 2];
 }
+
+// The other kinds of set: "uniform" (boxes of 5-150 pixels anywhere in the frame) and "large"
+// (the clustered set with one box in a thousand 400-1900 pixels wide: a few boxes over many).
+std::vector<Detection> box_set(const std::string& kind, int n, uint32_t seed) {
+  if (kind == "clustered") return clustered_boxes(n, seed);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(0.f, 1.f);
+  if (kind == "uniform") {
+    std::vector<Detection> d;
+    for (int i = 0; i < n; ++i) {
+      const float w = 5 + 145 * u(rng), h = 5 + 145 * u(rng), x = (1920 - w) * u(rng), y = (1080 - h) * u(rng);
+      d.push_back({{x, y, x + w, y + h}, u(rng), 0});
+    }
+    return d;
+  }
+  SL_REQUIRE(kind == "large", "bench_nms: set kinds are clustered, uniform, large; got '", kind, "'");
+  std::vector<Detection> d = clustered_boxes(n, seed);
+  for (size_t i = 0; i < d.size(); i += 1000) {
+    const float w = 400 + 1500 * u(rng), h = 300 + 780 * u(rng), x = (1920 - w) * u(rng), y = (1080 - h) * u(rng);
+    d[i].box = {x, y, x + w, y + h};
+  }
+  return d;
+}
+
+double ms_of(const std::function<void()>& f) {
+  const auto t0 = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// The CPU: the sparse exact greedy (greedy_nms_sparse) against the plain loop (greedy_nms,
+// where it takes under a minute: up to 30,000 boxes), the same indices checked; then batched
+// images (batched_greedy_nms) against the images one after another.
+int cpu_bench(const std::vector<int>& sizes, const std::vector<std::string>& kinds, int runs, const Options& o,
+              int batch, int batch_n) {
+  std::printf("# bench_nms --cpu: exact greedy NMS on the CPU, IoU > %.2f, median of %d runs\n", o.threshold, runs);
+  std::printf("| set | n | kept | sparse ms | plain loop ms | same indices |\n|---|---|---|---|---|---|\n");
+  int bad = 0;
+  for (const auto& kind : kinds)
+    for (int n : sizes) {
+      const auto d = box_set(kind, n, uint32_t(n) + 7);
+      std::vector<int> sparse, plain;
+      std::vector<double> t;
+      for (int r = 0; r < runs; ++r) t.push_back(ms_of([&] { sparse = greedy_nms_sparse(d, o); }));
+      std::string plain_ms = "not run", same = "-";
+      if (n <= 30000) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.2f", ms_of([&] { plain = greedy_nms(d, o); }));
+        plain_ms = buf;
+        same = plain == sparse ? "yes" : "NO";
+        bad += plain != sparse;
+      }
+      std::printf("| %s | %d | %zu | %.2f | %s | %s |\n", kind.c_str(), n, sparse.size(), median(t), plain_ms.c_str(),
+                  same.c_str());
+      std::fflush(stdout);
+    }
+  if (batch > 0) {
+    std::vector<float> boxes, scores;
+    for (int b = 0; b < batch; ++b)
+      for (const auto& x : clustered_boxes(batch_n, 100u + uint32_t(b))) {
+        boxes.insert(boxes.end(), {x.box.x1, x.box.y1, x.box.x2, x.box.y2});
+        scores.push_back(x.score);
+      }
+    std::vector<double> t1, tall;
+    for (int r = 0; r < runs; ++r) {
+      t1.push_back(ms_of([&] { batched_greedy_nms(boxes.data(), scores.data(), nullptr, nullptr, batch, batch_n, o, 1); }));
+      tall.push_back(ms_of([&] { batched_greedy_nms(boxes.data(), scores.data(), nullptr, nullptr, batch, batch_n, o, 0); }));
+    }
+    std::printf("\nbatched_greedy_nms, %d images of %d clustered boxes: %.2f ms on one thread, %.2f ms on all\n",
+                batch, batch_n, median(t1), median(tall));
+  }
+  return bad ? 1 : 0;
+}
+
+}  // namespace
+
+#ifdef SCENELAB_WITH_CUDA
+namespace {
 
 template <typename T>
 void dump(const std::string& path, const std::vector<T>& v) {
@@ -118,10 +197,12 @@ void head_bench(int runs, cudaStream_t s, const std::string& spec) {
 
 int main(int argc, char** argv) {
   try {
-    Cli cli(argc, argv, {"sizes", "runs", "threshold", "dump", "head-spec"}, {"help"});
+    Cli cli(argc, argv, {"sizes", "runs", "threshold", "dump", "head-spec", "sets", "batch"}, {"help", "cpu"});
     if (cli.has("help")) {
       std::puts("usage: bench_nms [--sizes 200,1000,...] [--runs 20] [--threshold 0.5] [--dump DIR]\n"
-                "                 [--head-spec 'key=value ...; key=value ...'] (the head also with these settings)");
+                "                 [--head-spec 'key=value ...; key=value ...'] (the head also with these settings)\n"
+                "       bench_nms --cpu [--sizes ...] [--sets clustered,uniform,large] [--batch BxN] [--runs N]\n"
+                "                 (the CPU's sparse exact greedy against the plain loop; batched images)");
       return 0;
     }
     std::vector<int> sizes;
@@ -133,9 +214,19 @@ int main(int argc, char** argv) {
     const int runs = std::max(1, cli.get_int("runs", 20));
     Options o;
     o.threshold = float(std::atof(cli.get("threshold", "0.5").c_str()));
+    if (cli.has("cpu")) {
+      std::vector<std::string> kinds;
+      std::stringstream ks(cli.get("sets", "clustered,uniform,large"));
+      for (std::string k; std::getline(ks, k, ',');) kinds.push_back(k);
+      int batch = 0, batch_n = 0;
+      const std::string bspec = cli.get("batch", "16x10000");
+      SL_REQUIRE(std::sscanf(bspec.c_str(), "%dx%d", &batch, &batch_n) == 2 && batch >= 0 && batch_n > 0,
+                 "--batch ", bspec, ": expected BxN, e.g. 16x10000");
+      return cpu_bench(sizes, kinds, std::max(1, cli.get_int("runs", 3)), o, batch, batch_n);
+    }
 #ifndef SCENELAB_WITH_CUDA
     (void)runs;
-    std::fprintf(stderr, "bench_nms: built without CUDA; it times the GPU algorithms\n");
+    std::fprintf(stderr, "bench_nms: built without CUDA; it times the GPU algorithms (--cpu: the CPU's)\n");
     return 1;
 #else
     cudaDeviceProp prop{};

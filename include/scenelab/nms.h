@@ -51,6 +51,25 @@ std::vector<int> rank_order(const std::vector<Detection>& d, const Options& o);
 // Exact greedy NMS: indices kept, in rank order.
 std::vector<int> greedy_nms(const std::vector<Detection>& d, const Options& o);
 
+// Exact greedy NMS for many boxes: the same indices as greedy_nms, with each box tested only
+// against the kept boxes it can overlap (boxes binned on a grid of cells about the median box's
+// size; a box spanning many cells, or with coordinates a grid cannot index, against every kept
+// box). Its cost grows with the kept neighbours of a box, not with all the kept boxes: a million
+// boxes in seconds where greedy_nms takes hours. greedy_nms_auto picks the plain loop below 2048
+// boxes and this above.
+std::vector<int> greedy_nms_sparse(const std::vector<Detection>& d, const Options& o);
+std::vector<int> greedy_nms_auto(const std::vector<Detection>& d, const Options& o);
+
+// Greedy NMS of each image of a batch, on the CPU: boxes [batch][n][4] (x1, y1, x2, y2), scores
+// [batch][n], classes [batch][n] (nullptr: one class; they count with o.per_class), valid
+// [batch] (nullptr: all n; else image b's first valid[b] boxes count). Per image, its kept
+// indices (within the image) in rank order: what greedy_nms_auto gives for that image alone. The
+// images run side by side on `threads` threads (0: all hardware threads). No cap on the boxes in
+// or kept.
+std::vector<std::vector<int>> batched_greedy_nms(const float* boxes, const float* scores, const int64_t* classes,
+                                                 const int64_t* valid, int batch, int n, const Options& o,
+                                                 int threads = 0);
+
 // "Fast NMS" (the rule of Oro et al.'s map/reduce): a box dies if ANY higher-ranked box overlaps
 // it beyond the threshold, even one that is itself suppressed. Keeps a subset of greedy's boxes.
 std::vector<int> fast_nms(const std::vector<Detection>& d, const Options& o);

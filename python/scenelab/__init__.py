@@ -262,7 +262,7 @@ def output_bases_for(inputs: Sequence[str], out_dir: str | os.PathLike) -> list[
 
 def nms(boxes, scores, iou: float = 0.5, method: str = "greedy", *, classes=None,
         criterion: str = "iou", score_threshold: float | None = None, max_outputs: int = -1,
-        pixel_inclusive: bool = False):
+        pixel_inclusive: bool = False, valid=None):
     """Non-maximum suppression: the indices kept, in rank order (as torchvision.ops.nms).
 
     boxes (N, 4) x1, y1, x2, y2; scores (N,). method: "greedy" (exact), "oro" (Oro et al.'s
@@ -271,25 +271,64 @@ def nms(boxes, scores, iou: float = 0.5, method: str = "greedy", *, classes=None
     each other. criterion: "iou" or "over_candidate" (intersection over the tested box's area).
     A box is suppressed when its overlap is > iou. NaN scores are dropped. Torch tensors in, a
     torch int64 tensor out; torch CUDA tensors run on their GPU (the GPU kernels: the bitmask
-    kernel, Oro's map/reduce, Cluster-NMS), the indices a CUDA tensor there."""
+    kernel, Oro's map/reduce, Cluster-NMS), the indices a CUDA tensor there.
+
+    Batched, per image: boxes (B, N, 4), scores (B, N), classes (B, N) and valid (B,) (image b's
+    first valid[b] boxes count; default all N) give a list of B index arrays, each what the call
+    on that image alone gives (greedy on the host: the images side by side)."""
+    if getattr(boxes, "ndim", None) == 3 or (not _is_torch(boxes) and np.ndim(boxes) == 3):
+        return _nms_batched(boxes, scores, iou, method, classes, criterion, score_threshold, max_outputs,
+                            pixel_inclusive, valid)
+    if valid is not None:
+        raise ValueError("nms: valid goes with batched boxes (B, N, 4)")
     torch_in = _is_torch(boxes)
     if torch_in and boxes.device.type == "cuda":
         return _nms_cuda(boxes, scores, iou, method, classes, criterion, score_threshold, max_outputs,
                          pixel_inclusive)
-    def arr(x, dtype, what):
-        if _is_torch(x):
-            if x.device.type != "cpu":
-                raise ValueError(f"nms: {what} on {x.device} but the boxes on the host: pass them on one device")
-            x = x.detach().numpy()
-        return np.ascontiguousarray(np.asarray(x, dtype=dtype))
-    keep = _scenelab.nms(arr(boxes, np.float32, "boxes"), arr(scores, np.float32, "scores"),
+    keep = _scenelab.nms(_host_array(boxes, np.float32, "boxes"), _host_array(scores, np.float32, "scores"),
                          float(iou), method, criterion,
-                         None if classes is None else arr(classes, np.int64, "classes"),
+                         None if classes is None else _host_array(classes, np.int64, "classes"),
                          float("-inf") if score_threshold is None else float(score_threshold),
                          int(max_outputs), bool(pixel_inclusive))
     if torch_in:
         import torch
         return torch.from_numpy(keep)
+    return keep
+
+
+def _host_array(x, dtype, what):
+    """An nms argument as a contiguous host array of dtype (torch CPU tensors without a copy)."""
+    if _is_torch(x):
+        if x.device.type != "cpu":
+            raise ValueError(f"nms: {what} on {x.device} but the boxes on the host: pass them on one device")
+        x = x.detach().numpy()
+    return np.ascontiguousarray(np.asarray(x, dtype=dtype))
+
+
+def _nms_batched(boxes, scores, iou, method, classes, criterion, score_threshold, max_outputs, pixel_inclusive,
+                 valid):
+    torch_in = _is_torch(boxes)
+    if (torch_in and boxes.device.type == "cuda") or method != "greedy":
+        # each image by the single-image call (its device, its method)
+        n = boxes.shape[1]
+        out = []
+        for b in range(boxes.shape[0]):
+            m = n if valid is None else int(valid[b])
+            if not 0 <= m <= n:
+                raise ValueError(f"nms: valid[{b}] is {m}, expected 0..{n}")
+            out.append(nms(boxes[b, :m], scores[b, :m], iou, method,
+                           classes=None if classes is None else classes[b, :m], criterion=criterion,
+                           score_threshold=score_threshold, max_outputs=max_outputs,
+                           pixel_inclusive=pixel_inclusive))
+        return out
+    keep = _scenelab.nms_batched(_host_array(boxes, np.float32, "boxes"), _host_array(scores, np.float32, "scores"), float(iou),
+                                 criterion, None if classes is None else _host_array(classes, np.int64, "classes"),
+                                 None if valid is None else _host_array(valid, np.int64, "valid"),
+                                 float("-inf") if score_threshold is None else float(score_threshold),
+                                 int(max_outputs), bool(pixel_inclusive))
+    if torch_in:
+        import torch
+        return [torch.from_numpy(k) for k in keep]
     return keep
 
 

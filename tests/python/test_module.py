@@ -272,6 +272,40 @@ def test_nms_torch_and_torchvision():
     assert keep.tolist() == torchvision.ops.nms(boxes, scores, 0.3).tolist()
 
 
+def test_nms_batched_equals_each_image_alone():
+    """(B, N, 4) boxes and (B, N) scores give a list of B index arrays, each the single-image
+    call's on that image (its first valid[b] boxes), numpy and torch alike, every method; a large
+    image (the sparse path) included."""
+    rng = np.random.default_rng(31)
+    b, n = 4, 3000
+    xy = rng.uniform(0, 1000, size=(b, n, 2))
+    wh = rng.uniform(5, 80, size=(b, n, 2))
+    boxes = np.concatenate([xy, xy + wh], axis=2).astype(np.float32)
+    scores = np.round(rng.uniform(0, 1, size=(b, n)), 2).astype(np.float32)
+    classes = rng.integers(0, 3, size=(b, n))
+    valid = np.array([n, 0, 41, 2500])
+    for kw in ({}, {"classes": classes}, {"valid": valid}, {"classes": classes, "valid": valid}):
+        got = scenelab.nms(boxes, scores, 0.5, **kw)
+        assert isinstance(got, list) and len(got) == b
+        for i in range(b):
+            m = n if "valid" not in kw else int(valid[i])
+            one = scenelab.nms(boxes[i, :m], scores[i, :m], 0.5,
+                               classes=None if "classes" not in kw else classes[i, :m])
+            assert got[i].tolist() == one.tolist(), (kw, i)
+    assert scenelab.nms(boxes[:, :60], scores[:, :60], 0.5, "cluster")[2].tolist() == \
+        scenelab.nms(boxes[2, :60], scores[2, :60], 0.5).tolist()
+    torch = pytest.importorskip("torch")
+    t = scenelab.nms(torch.from_numpy(boxes), torch.from_numpy(scores), 0.5)
+    assert all(isinstance(k, torch.Tensor) for k in t)
+    assert [k.tolist() for k in t] == [k.tolist() for k in scenelab.nms(boxes, scores, 0.5)]
+    with pytest.raises(ValueError, match="valid"):
+        scenelab.nms(boxes, scores, valid=np.array([1, 2, n + 1, 0]))
+    with pytest.raises(ValueError, match=r"scores must have shape \(4, 3000\)"):
+        scenelab.nms(boxes, scores[:, :5])
+    with pytest.raises(ValueError, match="valid goes with batched"):
+        scenelab.nms(boxes[0], scores[0], valid=[3])
+
+
 def test_nms_rejects_bad_arguments():
     with pytest.raises(ValueError, match=r"\(N, 4\)"):
         scenelab.nms(np.zeros((3, 3), np.float32), np.zeros(3, np.float32))
@@ -375,6 +409,11 @@ def test_gpu_nms_torch_cuda_equals_cpu(gpu_model):
             assert gpu.cpu().tolist() == cpu.tolist(), (method, kw)
     empty = scenelab.nms(torch.zeros((0, 4), device="cuda"), torch.zeros(0, device="cuda"))
     assert empty.is_cuda and empty.numel() == 0
+    # batched (B, N, 4) on the GPU: per image the host's batched indices, on the GPU
+    bb, ss = np.stack([boxes[:300], boxes[300:600]]), np.stack([scores[:300], scores[300:600]])
+    got = scenelab.nms(torch.from_numpy(bb).cuda(), torch.from_numpy(ss).cuda(), 0.4, valid=[300, 120])
+    want = scenelab.nms(bb, ss, 0.4, valid=np.array([300, 120]))
+    assert all(g.is_cuda for g in got) and [g.cpu().tolist() for g in got] == [w.tolist() for w in want]
 
 
 def test_window_detector_equals_label_image(sample, label_image, tmp_path):
