@@ -66,10 +66,36 @@ class GpuNms {
   size_t cub_temp_bytes_ = 0;
 };
 
+// Sparse exact greedy NMS (nms/nms_sparse_cuda.cu): greedy()'s indices for any number of boxes,
+// its memory linear in them (about 200 bytes a box), its work the pairs sharing a grid cell.
+// Groups (classes, or images of a batch: image * classes + class) never suppress each other.
+// One wait for the device (the sizes of the cell lists) per call. Needs threshold >= 0.
+class GpuSparseNms {
+ public:
+  explicit GpuSparseNms(int capacity = 0) { reserve(capacity); }
+  void reserve(int n);  // allocates; not for the hot path
+  int capacity() const { return capacity_; }
+  // Kept input indices in rank order -> keep_out[0..*count_out); both device pointers.
+  void greedy(const DeviceBoxes& in, const Options& o, int* keep_out, int* count_out, cudaStream_t stream);
+
+ private:
+  int capacity_ = 0, grid_ = 0;
+  size_t temp_bytes_ = 0;
+  DeviceBuffer keys_in_, keys_sorted_, idx_in_, order_, boxes_, groups_, live_, wide_flag_, counts_, offsets_,
+      wide_, state_, left_, found_, wcursor_, flags_, ekeys_[2], eranks_[2], seg_, small_, temp_;
+};
+
+// nms_on_device's greedy takes the dense path up to this many boxes and the sparse one above.
+constexpr int kDenseGreedyMax = 30000;
+
 // Host conveniences (copy in, run, copy out): for tests and simple callers.
 std::vector<int> greedy_nms_gpu(const std::vector<Detection>& d, const Options& o);
 std::vector<int> oro_nms_gpu(const std::vector<Detection>& d, const Options& o, int k,
                              int dmax = 0);  // dmax 0: n rounded up to a multiple of k
+std::vector<int> sparse_greedy_nms_gpu(const std::vector<Detection>& d, const Options& o);
+// Each image of a batch (images[b]) by one sparse call over all of them (groups: image x class).
+std::vector<std::vector<int>> batched_greedy_nms_gpu(const std::vector<std::vector<Detection>>& images,
+                                                     const Options& o);
 std::vector<int> cluster_nms_gpu(const std::vector<Detection>& d, const Options& o,
                                  int* iterations = nullptr);
 

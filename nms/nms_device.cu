@@ -23,6 +23,7 @@ __global__ void keep_to_int64(const int* keep, const int* count, int64_t* out) {
 
 struct Scratch {
   GpuNms nms;
+  GpuSparseNms sparse;
   DeviceBuffer groups, keep, count, flags;
 };
 
@@ -100,10 +101,16 @@ int nms_on_device(const float* boxes, const float* scores, const int64_t* classe
     SL_CUDA_CHECK(cudaStreamSynchronize(s), "nms_on_device");
     return count;
   }
-  w.nms.reserve(n);
   w.keep.resize(size_t(n) * sizeof(int), "nms_on_device: kept");
-  if (method == Method::Greedy) w.nms.greedy(in, o, w.keep.get<int>(), w.count.get<int>(), s);
-  else w.nms.cluster(in, o, w.keep.get<int>(), w.count.get<int>(), s);
+  if (method == Method::Greedy && n > kDenseGreedyMax && o.threshold >= 0) {
+    // Past the dense path's sizes (its mask is n^2 / 64 words): the sparse greedy, same indices.
+    w.sparse.reserve(n);
+    w.sparse.greedy(in, o, w.keep.get<int>(), w.count.get<int>(), s);
+  } else {
+    w.nms.reserve(n);
+    if (method == Method::Greedy) w.nms.greedy(in, o, w.keep.get<int>(), w.count.get<int>(), s);
+    else w.nms.cluster(in, o, w.keep.get<int>(), w.count.get<int>(), s);
+  }
   keep_to_int64<<<(n + 255) / 256, 256, 0, s>>>(w.keep.get<int>(), w.count.get<int>(), keep);
   SL_CUDA_CHECK(cudaGetLastError(), "nms_on_device: kept indices");
   SL_CUDA_CHECK(cudaMemcpyAsync(&count, w.count.get(), sizeof(int), cudaMemcpyDeviceToHost, s), "nms_on_device");

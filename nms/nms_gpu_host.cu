@@ -52,12 +52,48 @@ std::vector<int> download_keep(const Uploaded& u, cudaStream_t s) {
 
 }  // namespace
 
-std::vector<int> greedy_nms_gpu(const std::vector<Detection>& d, const Options& o) {
+// The boxes up, an exact greedy (GpuNms or GpuSparseNms) run on them, the kept indices down.
+template <typename Nms>
+std::vector<int> greedy_with(const std::vector<Detection>& d, const Options& o) {
   CudaStream s;
   Uploaded u = upload(d, o, s.get());
-  GpuNms nms(int(d.size()));
+  Nms nms(int(d.size()));
   nms.greedy(u.view, o, u.keep.get<int>(), u.count.get<int>(), s.get());
   return download_keep(u, s.get());
+}
+
+std::vector<int> greedy_nms_gpu(const std::vector<Detection>& d, const Options& o) { return greedy_with<GpuNms>(d, o); }
+
+std::vector<int> sparse_greedy_nms_gpu(const std::vector<Detection>& d, const Options& o) {
+  return greedy_with<GpuSparseNms>(d, o);
+}
+
+std::vector<std::vector<int>> batched_greedy_nms_gpu(const std::vector<std::vector<Detection>>& images,
+                                                     const Options& o) {
+  // One set: image b's box i at start[b] + i, its group image x classes + class.
+  std::vector<Detection> all;
+  std::vector<size_t> start;
+  int classes = 1;
+  for (const auto& im : images)
+    for (const auto& x : im) classes = std::max(classes, o.per_class ? x.cls + 1 : 1);
+  for (size_t b = 0; b < images.size(); ++b) {
+    start.push_back(all.size());
+    for (const auto& x : images[b]) {
+      Detection y = x;
+      y.cls = int(b) * classes + (o.per_class ? x.cls : 0);
+      all.push_back(y);
+    }
+  }
+  Options g = o;
+  g.per_class = true;
+  g.max_outputs = -1;  // a cap is per image: applied below
+  const std::vector<int> kept = sparse_greedy_nms_gpu(all, g);
+  std::vector<std::vector<int>> out(images.size());
+  for (int k : kept) {
+    const size_t b = size_t(std::upper_bound(start.begin(), start.end(), size_t(k)) - start.begin()) - 1;
+    if (o.max_outputs < 0 || int(out[b].size()) < o.max_outputs) out[b].push_back(k - int(start[b]));
+  }
+  return out;
 }
 
 std::vector<int> cluster_nms_gpu(const std::vector<Detection>& d, const Options& o, int* iterations) {

@@ -192,17 +192,122 @@ void head_bench(int runs, cudaStream_t s, const std::string& spec) {
               same ? "GPU boxes and scores identical to the CPU's" : "bench_nms: the GPU head DIFFERS from the CPU head!");
 }
 
+
+// The median of `runs` timings of f() by CUDA events on `stream`, after `warm` untimed runs.
+template <typename F>
+double time_on(cudaStream_t stream, CudaEvent& e0, CudaEvent& e1, int warm, int runs, F&& f) {
+  for (int i = 0; i < warm; ++i) f();
+  std::vector<double> t;
+  for (int i = 0; i < runs; ++i) {
+    SL_CUDA_CHECK(cudaEventRecord(e0.get(), stream), "event");
+    f();
+    SL_CUDA_CHECK(cudaEventRecord(e1.get(), stream), "event");
+    SL_CUDA_CHECK(cudaEventSynchronize(e1.get()), "event");
+    float ms = 0;
+    SL_CUDA_CHECK(cudaEventElapsedTime(&ms, e0.get(), e1.get()), "event");
+    t.push_back(ms);
+  }
+  return median(t);
+}
+
+// The sparse exact greedy (GpuSparseNms) at every scale and on every kind of set, by CUDA events
+// (median of runs after warm-up), the dense bitmask path beside it where its n^2 / 64 words fit
+// (to 100,000 boxes), the indices checked against the CPU's sparse greedy; then B images of N
+// boxes as one call (groups: the images). --dump writes each set and our result for
+// tools/peer_nms.py --sparse (torchvision.ops.nms and batched_nms on the same boxes).
+int sparse_bench(const std::vector<int>& sizes, const std::vector<std::string>& kinds, int runs, const Options& o,
+                 int batch, int batch_n, const std::string& dump_dir) {
+  cudaDeviceProp prop{};
+  SL_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0), "bench_nms");
+  std::printf("# bench_nms --sparse on %s: IoU > %.2f, median of %d runs (CUDA events) after 2 warm-up\n", prop.name,
+              o.threshold, runs);
+  std::printf("| set | n | kept | sparse ms | dense ms | sparse workspace MiB | same as the CPU |\n"
+              "|---|---|---|---|---|---|---|\n");
+  CudaStream stream;
+  CudaEvent e0, e1;
+  int bad = 0;
+  auto time_gpu = [&](auto&& f) { return time_on(stream.get(), e0, e1, 2, runs, f); };
+  auto run_set = [&](const std::string& name, const std::vector<Detection>& d, const std::vector<int>& groups,
+                     const std::string& dump_name) {
+    const int n = int(d.size());
+    std::vector<float4> b(static_cast<size_t>(n));
+    std::vector<float> sc(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) {
+      b[size_t(i)] = make_float4(d[size_t(i)].box.x1, d[size_t(i)].box.y1, d[size_t(i)].box.x2, d[size_t(i)].box.y2);
+      sc[size_t(i)] = d[size_t(i)].score;
+    }
+    DeviceBuffer db(size_t(n) * sizeof(float4)), ds(size_t(n) * sizeof(float)), dg(size_t(n) * sizeof(int)),
+        keep(size_t(n) * sizeof(int)), count(sizeof(int));
+    upload_now(db.get(), b.data(), b.size() * sizeof(float4), "upload");
+    upload_now(ds.get(), sc.data(), sc.size() * sizeof(float), "upload");
+    if (!groups.empty()) upload_now(dg.get(), groups.data(), groups.size() * sizeof(int), "upload");
+    DeviceBoxes in{db.get<float4>(), ds.get<float>(), groups.empty() ? nullptr : dg.get<int>(), n};
+    size_t free0 = 0, free1 = 0, total = 0;
+    SL_CUDA_CHECK(cudaMemGetInfo(&free0, &total), "memory");
+    GpuSparseNms sparse(n);
+    SL_CUDA_CHECK(cudaMemGetInfo(&free1, &total), "memory");
+    const double sparse_ms = time_gpu([&] { sparse.greedy(in, o, keep.get<int>(), count.get<int>(), stream.get()); });
+    int kept = 0;
+    SL_CUDA_CHECK(cudaMemcpy(&kept, count.get(), sizeof(int), cudaMemcpyDeviceToHost), "count");
+    std::vector<int> got(static_cast<size_t>(kept));
+    SL_CUDA_CHECK(cudaMemcpy(got.data(), keep.get(), size_t(kept) * sizeof(int), cudaMemcpyDeviceToHost), "keep");
+    std::string dense = "n/a";
+    if (n <= 100000 && groups.empty()) {
+      GpuNms nms(n);
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.3f",
+                    time_gpu([&] { nms.greedy(in, o, keep.get<int>(), count.get<int>(), stream.get()); }));
+      dense = buf;
+    }
+    std::vector<Detection> g = d;
+    Options og = o;
+    if (!groups.empty()) {
+      for (int i = 0; i < n; ++i) g[size_t(i)].cls = groups[size_t(i)];
+      og.per_class = true;
+    }
+    const bool same = greedy_nms_sparse(g, og) == got;
+    bad += !same;
+    std::printf("| %s | %d | %d | %.3f | %s | %.0f | %s |\n", name.c_str(), n, kept, sparse_ms, dense.c_str(),
+                double(free0 - free1) / 1048576.0, same ? "yes" : "NO");
+    std::fflush(stdout);
+    if (!dump_dir.empty()) {
+      const std::string p = dump_dir + "/" + dump_name;
+      std::vector<float> flat;
+      for (const auto& x : b) flat.insert(flat.end(), {x.x, x.y, x.z, x.w});
+      dump(p + "_boxes.f32", flat);
+      dump(p + "_scores.f32", sc);
+      dump(p + "_keep.i32", got);
+      if (!groups.empty()) dump(p + "_groups.i32", groups);
+      std::ofstream(p + "_ms.txt") << sparse_ms << "\n";
+    }
+  };
+  for (const auto& kind : kinds)
+    for (int n : sizes) run_set(kind, box_set(kind, n, uint32_t(n) + 7), {}, kind + "_" + std::to_string(n));
+  if (batch > 0) {
+    std::vector<Detection> all;
+    std::vector<int> groups;
+    for (int i = 0; i < batch; ++i)
+      for (const auto& x : clustered_boxes(batch_n, 100u + uint32_t(i))) {
+        all.push_back(x);
+        groups.push_back(i);
+      }
+    run_set("batched " + std::to_string(batch) + "x" + std::to_string(batch_n), all, groups, "batched");
+  }
+  return bad ? 1 : 0;
+}
 }  // namespace
 #endif
 
 int main(int argc, char** argv) {
   try {
-    Cli cli(argc, argv, {"sizes", "runs", "threshold", "dump", "head-spec", "sets", "batch"}, {"help", "cpu"});
+    Cli cli(argc, argv, {"sizes", "runs", "threshold", "dump", "head-spec", "sets", "batch"}, {"help", "cpu", "sparse"});
     if (cli.has("help")) {
       std::puts("usage: bench_nms [--sizes 200,1000,...] [--runs 20] [--threshold 0.5] [--dump DIR]\n"
                 "                 [--head-spec 'key=value ...; key=value ...'] (the head also with these settings)\n"
                 "       bench_nms --cpu [--sizes ...] [--sets clustered,uniform,large] [--batch BxN] [--runs N]\n"
-                "                 (the CPU's sparse exact greedy against the plain loop; batched images)");
+                "                 (the CPU's sparse exact greedy against the plain loop; batched images)\n"
+                "       bench_nms --sparse [--sizes ...] [--sets ...] [--batch BxN] [--runs N] [--dump DIR]\n"
+                "                 (the GPU's sparse exact greedy, the dense path beside it; batched images)");
       return 0;
     }
     std::vector<int> sizes;
@@ -214,7 +319,7 @@ int main(int argc, char** argv) {
     const int runs = std::max(1, cli.get_int("runs", 20));
     Options o;
     o.threshold = float(std::atof(cli.get("threshold", "0.5").c_str()));
-    if (cli.has("cpu")) {
+    if (cli.has("cpu") || cli.has("sparse")) {
       std::vector<std::string> kinds;
       std::stringstream ks(cli.get("sets", "clustered,uniform,large"));
       for (std::string k; std::getline(ks, k, ',');) kinds.push_back(k);
@@ -222,7 +327,13 @@ int main(int argc, char** argv) {
       const std::string bspec = cli.get("batch", "16x10000");
       SL_REQUIRE(std::sscanf(bspec.c_str(), "%dx%d", &batch, &batch_n) == 2 && batch >= 0 && batch_n > 0,
                  "--batch ", bspec, ": expected BxN, e.g. 16x10000");
-      return cpu_bench(sizes, kinds, std::max(1, cli.get_int("runs", 3)), o, batch, batch_n);
+      if (cli.has("cpu")) return cpu_bench(sizes, kinds, std::max(1, cli.get_int("runs", 3)), o, batch, batch_n);
+#ifdef SCENELAB_WITH_CUDA
+      return sparse_bench(sizes, kinds, std::max(1, cli.get_int("runs", 10)), o, batch, batch_n, cli.get("dump", ""));
+#else
+      std::fprintf(stderr, "bench_nms: built without CUDA; --sparse times the GPU\n");
+      return 1;
+#endif
     }
 #ifndef SCENELAB_WITH_CUDA
     (void)runs;
@@ -256,20 +367,7 @@ int main(int argc, char** argv) {
       upload_now(ds.get(), sc.data(), sc.size() * sizeof(float), "upload");
       DeviceBoxes in{db.get<float4>(), ds.get<float>(), nullptr, n};
       GpuNms nms(n);
-      auto time_gpu = [&](auto&& f) {
-        for (int i = 0; i < 3; ++i) f();
-        std::vector<double> t;
-        for (int i = 0; i < runs; ++i) {
-          SL_CUDA_CHECK(cudaEventRecord(e0.get(), stream.get()), "event");
-          f();
-          SL_CUDA_CHECK(cudaEventRecord(e1.get(), stream.get()), "event");
-          SL_CUDA_CHECK(cudaEventSynchronize(e1.get()), "event");
-          float ms = 0;
-          SL_CUDA_CHECK(cudaEventElapsedTime(&ms, e0.get(), e1.get()), "event");
-          t.push_back(ms);
-        }
-        return median(t);
-      };
+      auto time_gpu = [&](auto&& f) { return time_on(stream.get(), e0, e1, 3, runs, f); };
       Options o0 = o;  // max_outputs 0: ranking and the mask kernel, the scan stops at once
       o0.max_outputs = 0;
       const double rank_ms = time_gpu([&] { nms.greedy(in, o0, keep.get<int>(), count.get<int>(), stream.get()); });

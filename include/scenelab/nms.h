@@ -82,7 +82,8 @@ std::vector<int> cluster_nms(const std::vector<Detection>& d, const Options& o,
 // The same rules on the GPU, on device memory (a CUDA tensor's data), all on one GPU: boxes
 // n x 4 floats, scores n floats, classes n int64 (nullptr: one class; they count with
 // o.per_class). The kept indices, in rank order, go into `keep` (n int64 slots in device
-// memory). Greedy: the bitmask kernel; Oro: the map/reduce (equals fast_nms); Cluster:
+// memory). Greedy: the bitmask kernel up to 30,000 boxes, above them the sparse exact greedy
+// (memory linear in n: a million boxes fit); Oro: the map/reduce (equals fast_nms); Cluster:
 // Cluster-NMS (equals greedy). Ordered after the work queued on `stream` (a cudaStream_t; null:
 // the legacy default stream); returns the count, so it waits for the GPU. Throws where the
 // library was built without CUDA, or for pointers not in GPU memory.

@@ -115,6 +115,50 @@ TEST(NmsGpu, AdversarialSets) {
 }
 
 #ifdef SCENELAB_WITH_CUDA
+// The sparse exact greedy (GpuSparseNms) against the CPU's greedy: random, clustered and
+// adversarial sets, every option set; a large clustered and a large uniform set against the
+// CPU's sparse greedy (which equals the plain loop: tests/nms/nms_sparse_test.cpp).
+TEST(NmsGpuSparse, EqualsGreedyOnEverySet) {
+  SCENELAB_REQUIRE_GPU();
+  std::vector<Options> opts(5);
+  opts[1].threshold = 0.f;
+  opts[2].criterion = Criterion::OverCandidate, opts[2].threshold = 0.6f;
+  opts[3].pixel_inclusive = true;
+  opts[4].per_class = true, opts[4].max_outputs = 37, opts[4].score_threshold = 0.2f;
+  for (int n : {0, 1, 2, 65, 3000, 20000})
+    for (bool clustered : {false, true}) {
+      const auto d = test::make_box_set(n, uint32_t(n) * 3 + 1, clustered, 3);
+      for (const auto& o : opts)
+        ASSERT_EQ(sparse_greedy_nms_gpu(d, o), greedy_nms(d, o)) << n << (clustered ? " clustered" : " random");
+    }
+  for (const auto& [name, d] : test::adversarial_sets())
+    for (const auto& o : opts) ASSERT_EQ(sparse_greedy_nms_gpu(d, o), greedy_nms(d, o)) << name;
+  for (bool clustered : {true, false}) {
+    const auto d = test::make_box_set(300000, 77, clustered);
+    ASSERT_EQ(sparse_greedy_nms_gpu(d, Options{}), greedy_nms_sparse(d, Options{})) << "300000 boxes";
+  }
+  Options negative;
+  negative.threshold = -0.1f;
+  EXPECT_THROW(sparse_greedy_nms_gpu(test::make_box_set(10, 1, false), negative), Error);
+}
+
+// Batched: one sparse call over all images (groups: image x class) gives each image's own
+// greedy result, empty images and per-image caps included.
+TEST(NmsGpuSparse, BatchedEqualsEachImageAlone) {
+  SCENELAB_REQUIRE_GPU();
+  std::vector<std::vector<Detection>> images;
+  for (int b = 0; b < 6; ++b) images.push_back(test::make_box_set(b == 2 ? 0 : 1500 + 400 * b, 90u + uint32_t(b), b % 2, 2));
+  for (bool per_class : {false, true})
+    for (int cap : {-1, 25}) {
+      Options o;
+      o.per_class = per_class;
+      o.max_outputs = cap;
+      const auto got = batched_greedy_nms_gpu(images, o);
+      ASSERT_EQ(got.size(), images.size());
+      for (size_t b = 0; b < images.size(); ++b) EXPECT_EQ(got[b], greedy_nms(images[b], o)) << "image " << b;
+    }
+}
+
 TEST(NmsGpu, CapacityAndPartitionErrorsAreClear) {
   SCENELAB_REQUIRE_GPU();
   GpuNms nms(10);
