@@ -125,11 +125,7 @@ TEST(CudaBackend, SplitConvolutionIsFp32Accurate) {
 
 TEST(CudaBackend, EveryOtherLayer) {
   SCENELAB_REQUIRE_GPU();
-  const std::string text =
-      "input x channels=3\n"
-      "yuv = rgb_to_yuv(x)\n"
-      "lcn = contrast_norm(yuv) size=13\n"
-      "pre = standardize(lcn)\n"
+  const std::string text = std::string(kPreprocessText) +
       "mp = maxpool2d(pre) k=3 stride=2\n"
       "half = downscale(pre) factor=2\n"
       "quarter = downscale(pre) factor=4\n"

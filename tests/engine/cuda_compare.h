@@ -13,6 +13,14 @@
 
 namespace scenelab::test {
 
+// The paper's preprocessing as graph text: the input, YUV, contrast normalisation (13x13) and the
+// standardisation, whose output is `pre`.
+inline const char* kPreprocessText =
+    "input x channels=3\n"
+    "yuv = rgb_to_yuv(x)\n"
+    "lcn = contrast_norm(yuv) size=13\n"
+    "pre = standardize(lcn)\n";
+
 // Runs `m` on the CPU and on the GPU; returns the relative error of every output.
 inline void compare(const Model& m, Shape in, const CudaOptions& co, double bound, const std::string& what,
              double min_label_agreement = -1) {

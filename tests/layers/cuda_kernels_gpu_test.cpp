@@ -378,11 +378,7 @@ TEST(CudaBackend, PlannerFusesPoolAndArgmax) {
 // the CPU path at every precision.
 TEST(CudaBackend, PlannerFusesYuvIntoContrastNorm) {
   SCENELAB_REQUIRE_GPU();
-  const std::string text =
-      "input x channels=3\n"
-      "yuv = rgb_to_yuv(x)\n"
-      "lcn = contrast_norm(yuv) size=13\n"
-      "pre = standardize(lcn)\n"
+  const std::string text = std::string(kPreprocessText) +
       "c = conv2d(pre) out=8 k=3 pad=same\n"
       "output c\n";
   Model m = random_model_from_text(text, 17);

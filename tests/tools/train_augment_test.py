@@ -10,16 +10,12 @@ import math
 import os
 import sys
 
-try:
-    import cv2
-    import numpy as np
-    import torch
-except ImportError as e:
-    print(f"skipped: {e}")
-    sys.exit(77)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tool_test_env  # noqa: E402
 
-src = sys.argv[1]
-sys.path.insert(0, os.path.join(src, "tools"))
+src = tool_test_env.setup('cv2', 'numpy', 'torch')
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
 import train  # noqa: E402
 import train_augment  # noqa: E402  (where augment() looks up jpeg_recompress)
 
