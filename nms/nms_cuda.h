@@ -77,12 +77,14 @@ class GpuSparseNms {
   int capacity() const { return capacity_; }
   // Kept input indices in rank order -> keep_out[0..*count_out); both device pointers.
   void greedy(const DeviceBoxes& in, const Options& o, int* keep_out, int* count_out, cudaStream_t stream);
+  // The rounds the last greedy() took (waits for the device; for benchmarks).
+  int last_rounds() const;
 
  private:
   int capacity_ = 0, grid_ = 0;
   size_t temp_bytes_ = 0;
   DeviceBuffer keys_in_, keys_sorted_, idx_in_, order_, boxes_, groups_, live_, wide_flag_, counts_, offsets_,
-      wide_, state_, left_, found_, wcursor_, flags_, ekeys_[2], eranks_[2], seg_, small_, temp_;
+      wide_, state_, left_, found_, wcursor_, flags_, ekeys_[2], eranks_[2], seg_, elist_[2], blist_[2], small_, temp_;
 };
 
 // nms_on_device's greedy takes the dense path up to this many boxes and the sparse one above.

@@ -8,7 +8,8 @@
 // higher-ranked boxes from a cursor, skipping those suppressed or not suppressing it, and stops
 // at a kept one that suppresses it (the box is suppressed) or at an undecided one (the round
 // ends for it); every box scans the wide boxes ranked above it the same way, and a wide box every
-// box ranked above it. A box whose scans all reached their ends is kept. The highest-ranked
+// box ranked above it (a warp at a time). Each round works through lists of the entries and
+// boxes still undecided. A box whose scans all reached their ends is kept. The highest-ranked
 // undecided box is decided in every round, so the rounds end; clustered boxes take a few. The
 // pairs tested are those sharing a cell (and the wide boxes' pairs), not n^2 / 2.
 #include <cub/device/device_radix_sort.cuh>
@@ -165,7 +166,13 @@ struct Rounds {
   int entries, num_valid;
   DevOptions o;
   unsigned* barrier;   // [0] arrivals, [1] generation
-  int* undecided;      // [2]: per round parity, the boxes left undecided
+  // Worklists: the entries whose scans go on, the boxes still undecided (round 0: all of them),
+  // double-buffered; their sizes in counters taken in turn by round % 3.
+  int* elist[2];
+  int* blist[2];
+  int* ecount;         // [3]
+  int* bcount;         // [3]
+  int* rounds;         // the rounds it took
 };
 
 // How many of the wide boxes (ranks ascending) are ranked above r.
@@ -227,45 +234,87 @@ __global__ void rounds_kernel(Rounds R) {
   const int stride = gridDim.x * blockDim.x;
   const int t0 = blockIdx.x * blockDim.x + threadIdx.x;
   for (int round = 0;; ++round) {
+    const int cur = round % 3, next = (round + 1) % 3;
+    const int* el = R.elist[round & 1];
+    int* el_next = R.elist[(round + 1) & 1];
+    const int* bl = R.blist[round & 1];
+    int* bl_next = R.blist[(round + 1) & 1];
+    const int ne = round == 0 ? R.entries : *(volatile int*)&R.ecount[cur];
+    const int nb = round == 0 ? R.num_valid : *(volatile int*)&R.bcount[cur];
+    if (t0 == 0) R.ecount[(round + 2) % 3] = R.bcount[(round + 2) % 3] = 0;  // round + 1's next lists
     // The scans: each entry through its cell-mates ranked above it, each box through the wide
-    // boxes ranked above it (a wide box: through every box ranked above it).
-    // A cursor of -1: that scan has ended (counted off `left` once).
-    for (int p = t0; p < R.entries; p += stride) {
+    // boxes ranked above it (a wide box: through every box ranked above it). A cursor of -1:
+    // that scan has ended (counted off `left` once). An entry whose scan waits goes on the next
+    // round's list.
+    for (int i = t0; i < ne; i += stride) {
+      const int p = round == 0 ? i : el[i];
       const int r = R.eranks[p];
       int c = R.cursor[p];
       if (c < 0 || R.state[r] != kUndecided) continue;
-      if (scan(R, r, c, p, [&](int i) { return R.eranks[i]; })) {
+      if (scan(R, r, c, p, [&](int k) { return R.eranks[k]; })) {
         atomicSub((int*)&R.left[r], 1);
         c = -1;
+      } else {
+        el_next[atomicAdd(&R.ecount[next], 1)] = p;
       }
       R.cursor[p] = c;
     }
-    for (int r = t0; r < R.num_valid; r += stride) {
+    for (int i = t0; i < nb; i += stride) {
+      const int r = round == 0 ? i : bl[i];
       int c = R.wcursor[r];
-      if (c < 0 || R.state[r] != kUndecided) continue;
-      const bool done = R.is_wide[r] ? scan(R, r, c, r, [](int i) { return i; })
-                                     : scan(R, r, c, wide_before(R.wide, R.num_wide, r), [&](int i) { return R.wide[i]; });
-      if (done) {
+      if (c < 0 || R.is_wide[r] || R.state[r] != kUndecided) continue;
+      if (scan(R, r, c, wide_before(R.wide, R.num_wide, r), [&](int k) { return R.wide[k]; })) {
         atomicSub((int*)&R.left[r], 1);
         c = -1;
       }
       R.wcursor[r] = c;
     }
+    // A wide box's scan through every box ranked above it: a warp a box, 32 ranks at a time,
+    // the first that is kept or undecided and suppresses it deciding as scan() would.
+    const int lane = threadIdx.x % 32, warps = stride / 32;
+    for (int w = t0 / 32; w < R.num_wide; w += warps) {
+      const int r = R.wide[w];
+      int c = R.wcursor[r];
+      if (c < 0 || R.state[r] != kUndecided) continue;  // the same for the whole warp
+      bool done = true;
+      for (; c < r; c += 32) {
+        const int q = c + lane;
+        int status = 0;  // 1: kept and suppresses r, 2: undecided and suppresses r
+        if (q < r) {
+          const unsigned char sq = R.state[q];
+          if (sq != kSuppressed && suppresses(R, q, r)) status = sq == kKept ? 1 : 2;
+        }
+        const unsigned hit = __ballot_sync(0xffffffffu, status != 0);
+        if (hit) {
+          const int first = __ffs(hit) - 1;
+          if (__shfl_sync(0xffffffffu, status, first) == 1 && lane == 0) R.found[r] = 1;
+          c += first;
+          done = false;
+          break;
+        }
+      }
+      if (lane == 0) {
+        if (done) atomicSub((int*)&R.left[r], 1);
+        R.wcursor[r] = done ? -1 : c;
+      }
+    }
     grid_barrier(R.barrier);
-    // The decisions.
-    int* count = R.undecided + (round & 1);
-    for (int r = t0; r < R.num_valid; r += stride) {
+    // The decisions; a box still undecided goes on the next round's list.
+    for (int i = t0; i < nb; i += stride) {
+      const int r = round == 0 ? i : bl[i];
       if (R.state[r] != kUndecided) continue;
       if (R.found[r])
         R.state[r] = kSuppressed;
       else if (R.left[r] == 0)
         R.state[r] = kKept;
       else
-        atomicAdd(count, 1);
+        bl_next[atomicAdd(&R.bcount[next], 1)] = r;
     }
-    if (t0 == 0) R.undecided[(round + 1) & 1] = 0;  // the next round's count, read by none yet
     grid_barrier(R.barrier);
-    if (*(volatile int*)count == 0) return;
+    if (*(volatile int*)&R.bcount[next] == 0) {
+      if (t0 == 0) *R.rounds = round + 1;
+      return;
+    }
   }
 }
 
@@ -318,7 +367,11 @@ void GpuSparseNms::reserve(int n) {
   eranks_[0].resize(E * sizeof(int), "GpuSparseNms entry ranks");
   eranks_[1].resize(E * sizeof(int), "GpuSparseNms entry ranks");
   seg_.resize(E * sizeof(int), "GpuSparseNms segments");
-  small_.resize(8 * sizeof(int) + kSideBins * sizeof(unsigned) + sizeof(double), "GpuSparseNms scalars");
+  elist_[0].resize(E * sizeof(int), "GpuSparseNms entry worklist");
+  elist_[1].resize(E * sizeof(int), "GpuSparseNms entry worklist");
+  blist_[0].resize(N * sizeof(int), "GpuSparseNms box worklist");
+  blist_[1].resize(N * sizeof(int), "GpuSparseNms box worklist");
+  small_.resize(16 * sizeof(int) + kSideBins * sizeof(unsigned) + sizeof(double), "GpuSparseNms scalars");
   size_t a = 0, b = 0, c = 0, d = 0, f = 0;
   SL_CUDA_CHECK(cub::DeviceRadixSort::SortPairsDescending(nullptr, a, (unsigned*)nullptr, (unsigned*)nullptr,
                                                           (int*)nullptr, (int*)nullptr, n),
@@ -361,8 +414,9 @@ void GpuSparseNms::greedy(const DeviceBoxes& in, const Options& o, int* keep_out
     return;
   }
   const DevOptions d = dev_options(o);
-  int* scal = small_.get<int>();  // [0] num_valid, [1] wide count, [2..3] undecided, [4..5] barrier
-  unsigned* hist = reinterpret_cast<unsigned*>(scal + 8);
+  // [0] num_valid, [1] wide count, [2] rounds, [4..5] barrier, [8..10] entry counts, [11..13] box counts
+  int* scal = small_.get<int>();
+  unsigned* hist = reinterpret_cast<unsigned*>(scal + 16);
   double* side = reinterpret_cast<double*>(hist + kSideBins);
   SL_CUDA_CHECK(cudaMemsetAsync(small_.get(), 0, small_.bytes(), s), "GpuSparseNms");
   size_t bytes = temp_bytes_;
@@ -418,7 +472,8 @@ void GpuSparseNms::greedy(const DeviceBoxes& in, const Options& o, int* keep_out
     Rounds R{boxes_.get<float4>(), groups_.get<int>(), eranks_[which].get<int>(), seg_.get<int>(), wide_.get<int>(),
              num_wide, wcursor_.get<int>(), wide_flag_.get<unsigned char>(), state_.get<unsigned char>(),
              left_.get<int>(), found_.get<unsigned char>(), entries, num_valid, d,
-             reinterpret_cast<unsigned*>(scal + 4), scal + 2};
+             reinterpret_cast<unsigned*>(scal + 4), {elist_[0].get<int>(), elist_[1].get<int>()},
+             {blist_[0].get<int>(), blist_[1].get<int>()}, scal + 8, scal + 11, scal + 2};
     void* args[] = {&R};
     SL_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(rounds_kernel), dim3(unsigned(grid_)),
                                               dim3(kThreads), args, 0, s),
@@ -431,6 +486,12 @@ void GpuSparseNms::greedy(const DeviceBoxes& in, const Options& o, int* keep_out
                 "GpuSparseNms keep");
   cap_kernel<<<1, 1, 0, s>>>(count_out, o.max_outputs);
   SL_CUDA_CHECK(cudaGetLastError(), "GpuSparseNms keep");
+}
+
+int GpuSparseNms::last_rounds() const {
+  int rounds = 0;
+  SL_CUDA_CHECK(cudaMemcpy(&rounds, small_.get<int>() + 2, sizeof(int), cudaMemcpyDeviceToHost), "GpuSparseNms rounds");
+  return rounds;
 }
 
 }  // namespace scenelab::nms

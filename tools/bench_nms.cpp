@@ -221,8 +221,8 @@ int sparse_bench(const std::vector<int>& sizes, const std::vector<std::string>& 
   SL_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0), "bench_nms");
   std::printf("# bench_nms --sparse on %s: IoU > %.2f, median of %d runs (CUDA events) after 2 warm-up\n", prop.name,
               o.threshold, runs);
-  std::printf("| set | n | kept | sparse ms | dense ms | sparse workspace MiB | same as the CPU |\n"
-              "|---|---|---|---|---|---|---|\n");
+  std::printf("| set | n | kept | sparse ms | rounds | dense ms | sparse workspace MiB | same as the CPU |\n"
+              "|---|---|---|---|---|---|---|---|\n");
   CudaStream stream;
   CudaEvent e0, e1;
   int bad = 0;
@@ -267,8 +267,8 @@ int sparse_bench(const std::vector<int>& sizes, const std::vector<std::string>& 
     }
     const bool same = greedy_nms_sparse(g, og) == got;
     bad += !same;
-    std::printf("| %s | %d | %d | %.3f | %s | %.0f | %s |\n", name.c_str(), n, kept, sparse_ms, dense.c_str(),
-                double(free0 - free1) / 1048576.0, same ? "yes" : "NO");
+    std::printf("| %s | %d | %d | %.3f | %d | %s | %.0f | %s |\n", name.c_str(), n, kept, sparse_ms,
+                sparse.last_rounds(), dense.c_str(), double(free0 - free1) / 1048576.0, same ? "yes" : "NO");
     std::fflush(stdout);
     if (!dump_dir.empty()) {
       const std::string p = dump_dir + "/" + dump_name;
