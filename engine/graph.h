@@ -44,6 +44,10 @@ struct PlanIO {
   // Inner nodes kept to the end of the pass for output()/fetch() (their memory is otherwise
   // reused once their last reader ran; fetching such a node is an error).
   std::vector<std::string> keep;
+  bool operator==(const PlanIO& o) const {
+    return u8_input == o.u8_input && source_h == o.source_h && source_w == o.source_w && u8_shared == o.u8_shared &&
+           u8_outputs == o.u8_outputs && f32_outputs == o.f32_outputs && keep == o.keep;
+  }
 };
 
 // What layers timed to choose how they run at one planned size (node name -> the layer's own

@@ -10,23 +10,16 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
-bool same_io(const PlanIO& a, const PlanIO& b) {
-  return a.u8_input == b.u8_input && a.source_h == b.source_h && a.source_w == b.source_w &&
-         a.u8_shared == b.u8_shared && a.u8_outputs == b.u8_outputs && a.f32_outputs == b.f32_outputs &&
-         a.keep == b.keep;
-}
-
 }  // namespace
 
 Plans::Plans(const Model& model, std::unique_ptr<Backend> backend, Options o)
-    : model_(model), owned_(std::move(backend)), backend_(owned_.get()), opt_(std::move(o)) {
-  SL_REQUIRE(backend_ != nullptr, "Plans: no backend");
-  SL_REQUIRE(opt_.keep >= 0, "Plans: keep ", opt_.keep, " must be >= 0");
-  if (opt_.cache && opt_.fingerprint.empty()) opt_.fingerprint = model_fingerprint(model);
-}
+    : Plans(model, std::move(backend), nullptr, std::move(o)) {}
 
-Plans::Plans(const Model& model, const Backend& borrowed, Options o)
-    : model_(model), backend_(&borrowed), opt_(std::move(o)) {
+Plans::Plans(const Model& model, const Backend& borrowed, Options o) : Plans(model, nullptr, &borrowed, std::move(o)) {}
+
+Plans::Plans(const Model& model, std::unique_ptr<Backend> owned, const Backend* borrowed, Options o)
+    : model_(model), owned_(std::move(owned)), backend_(owned_ ? owned_.get() : borrowed), opt_(std::move(o)) {
+  SL_REQUIRE(backend_ != nullptr, "Plans: no backend");
   SL_REQUIRE(opt_.keep >= 0, "Plans: keep ", opt_.keep, " must be >= 0");
   if (opt_.cache && opt_.fingerprint.empty()) opt_.fingerprint = model_fingerprint(model);
 }
@@ -34,7 +27,7 @@ Plans::Plans(const Model& model, const Backend& borrowed, Options o)
 Plans::Plan& Plans::get(int n, int h, int w, const PlanIO& io, bool larger_batch) {
   auto it = plans_.end();
   for (auto q = plans_.begin(); q != plans_.end(); ++q) {
-    if (q->h != h || q->w != w || !same_io(q->io, io)) continue;
+    if (q->h != h || q->w != w || !(q->io == io)) continue;
     if (q->n == n || (larger_batch && q->n > n && (it == plans_.end() || q->n < it->n))) it = q;
     if (q->n == n) break;
   }

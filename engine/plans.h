@@ -76,6 +76,7 @@ class Plans {
   const Model& model() const { return model_; }
 
  private:
+  Plans(const Model& model, std::unique_ptr<Backend> owned, const Backend* borrowed, Options o);
   const Model& model_;
   std::unique_ptr<Backend> owned_;
   const Backend* backend_;

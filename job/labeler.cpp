@@ -15,10 +15,13 @@ Labeler::Labeler(const Model& model, std::unique_ptr<Backend> backend, int keep)
              "' has no node 'labels_full' (class index per input pixel)");
 }
 
-PlanIO Labeler::plan_io() {
-  PlanIO io;
-  io.u8_input = true;  // the 8-bit pixels go up as they are, converted on the backend
-  io.u8_outputs = {"labels_full"};
+const PlanIO& Labeler::plan_io() {
+  static const PlanIO io = [] {
+    PlanIO p;
+    p.u8_input = true;  // the 8-bit pixels go up as they are, converted on the backend
+    p.u8_outputs = {"labels_full"};
+    return p;
+  }();
   return io;
 }
 

@@ -33,7 +33,7 @@ class Labeler {
   const Graph& graph() const { return plans_.latest().graph; }
   Plans& plans() { return plans_; }
   // How the Labeler plans: 8-bit pixels in, the class indices (labels_full) out as bytes.
-  static PlanIO plan_io();
+  static const PlanIO& plan_io();
   // After label(): softmax probabilities of the classes `cls` over the node `scores` (feature
   // resolution, one row-major H x W plane each, in the order given) and where that map lies on
   // the input image. The scores are fetched and normalised once for all of them.

@@ -185,6 +185,10 @@ Pipeline::Pipeline(const Model* model, const PipelineOptions& opt)
   SL_REQUIRE(opt.batch >= 0 && opt.batch <= 256, "--batch ", opt.batch, ": expected 1..256 (0: automatic)");
   SL_REQUIRE(opt.streams >= 1 && opt.streams <= 16, "--streams ", opt.streams, ": expected 1..16");
   SL_REQUIRE(opt.plans_per_worker >= 1, "plans per worker must be >= 1");
+  plan_io_.u8_input = true;
+  plan_io_.u8_outputs = {opt.labels_node};
+  plan_io_.f32_outputs = opt.float_outputs;
+  if (!opt.detect.empty()) plan_io_.keep.push_back(opt.detect_node);
   if (opt.pyramid.model) {  // its options checked now, not at the first frame
     PyramidOptions po;
     parse_pyramid_spec(opt.pyramid.overrides, po);
@@ -293,11 +297,6 @@ void Pipeline::detect_windows(Worker& wk, Run& r, std::vector<Frame>& batch) {
 void Pipeline::label_batch(Worker& wk, Run& r, std::vector<Frame>& batch) {
   const Backend& b = wk.backend();
   const bool overlay_on = opt_.overlay.on && OverlayRows::available(b);
-  PlanIO io;
-  io.u8_input = true;
-  io.u8_outputs = {opt_.labels_node};
-  io.f32_outputs = opt_.float_outputs;
-  if (!opt_.detect.empty()) io.keep.push_back(opt_.detect_node);
   const int n = int(batch.size()), h = batch[0].image.height, w = batch[0].image.width;
   int planned_n = n;  // the batch of the plan that runs these n frames
   try {
@@ -305,7 +304,7 @@ void Pipeline::label_batch(Worker& wk, Run& r, std::vector<Frame>& batch) {
     // short last batch of a run or of a size: its spare slots run whatever they held, which
     // costs one batch's time where a new plan costs its planning and first pass, 0.1-0.3 s on
     // a GPU).
-    Plans::Plan& p = wk.plans->get(n, h, w, io, /*larger_batch=*/true);
+    Plans::Plan& p = wk.plans->get(n, h, w, plan_io_, /*larger_batch=*/true);
     if (wk.plans->made_last()) {
       auto st = std::make_unique<Worker::Staging>();
       st->in = b.allocate_host(size_t(n) * h * w * 3);

@@ -175,6 +175,7 @@ class Pipeline {
   void label_batch(Worker& w, Run& r, std::vector<Frame>& batch);
   void detect_windows(Worker& w, Run& r, std::vector<Frame>& batch);
   const Model* model_;  // the labelling model; null: detection alone
+  PlanIO plan_io_;      // how the workers' plans meet the host (made once, from the options)
   PipelineOptions opt_;
   std::string fingerprint_;
   PlanCache cache_;

@@ -76,7 +76,7 @@ std::vector<int> greedy_nms_sparse(const std::vector<Detection>& d, const Option
   // cells of one key only add tests, never lose one.
   std::unordered_map<uint64_t, std::vector<int>> cells;  // cell key -> kept ranks
   cells.reserve(n);
-  std::vector<int> kept_wide, kept_all, keys;
+  std::vector<int> kept_wide, kept_all;
   std::vector<int> keep;
   auto key = [](uint64_t x, uint64_t y) { return x * 0x9E3779B97F4A7C15ULL ^ (y + 0x632BE59BD9B4E019ULL) * 0xC2B2AE3D27D4EB4FULL; };
   std::vector<uint64_t> mine;

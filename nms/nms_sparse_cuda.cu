@@ -318,7 +318,7 @@ __global__ void rounds_kernel(Rounds R) {
   }
 }
 
-__global__ void init_kernel(const unsigned char* live, const int* counts, const unsigned char* wide,
+__global__ void init_kernel(const unsigned char* live, const int* counts,
                             const int* num_valid, int n, unsigned char* state, int* left, unsigned char* found,
                             int* wcursor) {
   const int r = blockIdx.x * blockDim.x + threadIdx.x;
@@ -328,7 +328,6 @@ __global__ void init_kernel(const unsigned char* live, const int* counts, const 
   left[r] = counts[r] + 1;                        // its cells' scans and its wide scan
   found[r] = 0;
   wcursor[r] = 0;
-  (void)wide;
 }
 
 __global__ void keep_flags_kernel(const unsigned char* state, const int* num_valid, int n, unsigned char* flags) {
@@ -464,8 +463,7 @@ void GpuSparseNms::greedy(const DeviceBoxes& in, const Options& o, int* keep_out
     SL_CUDA_CHECK(cub::DeviceScan::InclusiveScan(temp_.get(), bytes, seg_.get<int>(), seg_.get<int>(), MaxOp{}, entries, s),
                   "GpuSparseNms cell starts");
   }
-  init_kernel<<<blocks(n), kThreads, 0, s>>>(live_.get<unsigned char>(), counts_.get<int>(),
-                                             wide_flag_.get<unsigned char>(), scal, n, state_.get<unsigned char>(),
+  init_kernel<<<blocks(n), kThreads, 0, s>>>(live_.get<unsigned char>(), counts_.get<int>(), scal, n, state_.get<unsigned char>(),
                                              left_.get<int>(), found_.get<unsigned char>(), wcursor_.get<int>());
   SL_CUDA_CHECK(cudaGetLastError(), "GpuSparseNms init");
   if (num_valid > 0) {
