@@ -19,6 +19,12 @@ inline bool supports(Format f) {
 }
 
 void relu(const TensorView& x, const TensorView& y, cudaStream_t s);
+// The element-wise layers (kernels/eltwise.cu; layers/eltwise_math.h): fn an ActFn, op a
+// ChannelOp (v: c floats on the device) or a BinaryOp (b: y's shape, or n x c x 1 x 1).
+void activation(const TensorView& x, const TensorView& y, int fn, float a, float b, cudaStream_t s);
+void channel_op(const TensorView& x, const TensorView& y, int op, const float* v, cudaStream_t s);
+void binary(const TensorView& a, const TensorView& b, const TensorView& y, int op, cudaStream_t s);
+void global_avgpool(const TensorView& x, const TensorView& y, cudaStream_t s);
 void maxpool2d(const TensorView& x, const TensorView& y, int k, int stride, cudaStream_t s);
 // y = maxpool(act(x + b)) computed as act(maxpool(x) + b), bit for bit the same: a convolution's
 // raw output pooled with its bias and ReLU (b may be null). For 2-byte NHWC tensors whose

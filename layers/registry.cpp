@@ -24,6 +24,10 @@ std::unique_ptr<Layer> make_linear_window(const NodeDesc&);
 std::unique_ptr<Layer> make_flip(const NodeDesc&);
 std::unique_ptr<Layer> make_softmax_mean(const NodeDesc&);
 std::unique_ptr<Layer> make_refine(const NodeDesc&);
+std::unique_ptr<Layer> make_activation(const NodeDesc&);
+std::unique_ptr<Layer> make_channel_op(const NodeDesc&);
+std::unique_ptr<Layer> make_binary(const NodeDesc&);
+std::unique_ptr<Layer> make_global_avgpool(const NodeDesc&);
 
 namespace {
 struct Entry {
@@ -39,7 +43,9 @@ constexpr Entry kLayers[] = {
     {"standardize", make_standardize}, {"hog_gradient", make_hog_gradient},
     {"hog_blocks", make_hog_blocks},   {"linear_window", make_linear_window},
     {"flip", make_flip},               {"softmax_mean", make_softmax_mean},
-    {"refine", make_refine},
+    {"refine", make_refine},           {"activation", make_activation},
+    {"channel_op", make_channel_op},   {"binary", make_binary},
+    {"global_avgpool", make_global_avgpool},
 };
 }  // namespace
 

@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-60}
 shift || true
-harnesses=${*:-"fuzz_image fuzz_model fuzz_graph fuzz_nms fuzz_plan_cache fuzz_png_write fuzz_specs fuzz_video"}
+harnesses=${*:-"fuzz_image fuzz_model fuzz_graph fuzz_nms fuzz_plan_cache fuzz_png_write fuzz_specs fuzz_video fuzz_onnx"}
 command -v clang++ >/dev/null || { echo "fuzz.sh: needs clang (apt-get install clang libomp-dev)"; exit 2; }
 cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSCENELAB_ENABLE_CUDA=OFF \

@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "nms/sliding_window.h"
 #include "weights/isolated.h"
+#include "weights/onnx_model.h"
 #include "weights/h5.h"
 
 namespace scenelab {
@@ -201,6 +202,12 @@ Model read_model_here(const std::string& path, const ModelLimits& limits);
 }  // namespace
 
 Model read_model(const std::string& path, const ModelLimits& limits) {
+  if (path.size() > 5 && path.compare(path.size() - 5, 5, ".onnx") == 0) {
+    OnnxLimits ol;
+    ol.max_param_bytes = limits.max_param_bytes;
+    ol.max_nodes = limits.max_nodes;
+    return read_onnx_model(path, ol);
+  }
   std::lock_guard<std::recursive_mutex> lock(h5_mutex());
   silence_hdf5();
   // The child must not take the lock: after fork it is held by a thread the child does not have.

@@ -25,6 +25,7 @@ struct ModelLimits {
   double isolate_timeout_s = 120;
 };
 
+// A file named *.onnx is read by read_onnx_model (weights/onnx_model.h).
 Model read_model(const std::string& path, const ModelLimits& limits = ModelLimits{});
 void write_model(const std::string& path, const Model& model);
 

@@ -159,6 +159,33 @@ TEST(CudaBackend, EveryOtherLayer) {
   compare(m, Shape(2, 3, 37, 53), opts("auto", "bf16"), 2e-2, "layers bf16 NHWC", 0.98);
 }
 
+// The element-wise layers (the ONNX importer's activations and arithmetic): f32 NCHW, and f16 /
+// bf16 NHWC after a convolution (the per-channel index and the n x c x 1 x 1 spread in both
+// layouts), against the CPU.
+TEST(CudaBackend, ElementWiseLayers) {
+  SCENELAB_REQUIRE_GPU();
+  const std::string text = std::string(kPreprocessText) +
+      "c = conv2d(pre) out=6 k=3 pad=same\n"
+      "sg = activation(c) fn=sigmoid\n"
+      "th = activation(c) fn=tanh\n"
+      "lr = activation(c) fn=leaky_relu alpha=0.1\n"
+      "cl = activation(c) fn=clip min=-0.3 max=0.4\n"
+      "hs = activation(c) fn=hard_sigmoid\n"
+      "hw = activation(c) fn=hard_swish\n"
+      "mu = channel_op(c) op=mul\n"
+      "ad = channel_op(c) op=add\n"
+      "pr = channel_op(c) op=prelu\n"
+      "se = global_avgpool(sg)\n"
+      "seh = global_avgpool(hw)\n"
+      "sum = binary(lr, hw) op=add\n"
+      "dif = binary(th, cl) op=sub\n"
+      "gate = binary(c, se) op=mul\n";
+  Model m = random_model_from_text(text + "output sg th lr cl hs hw mu ad pr sum dif gate se seh\n", 8);
+  compare(m, Shape(2, 3, 37, 53), opts("gemm"), 1e-4, "element-wise fp32");
+  compare(m, Shape(2, 3, 37, 53), opts("auto", "fp16"), 2e-2, "element-wise fp16 NHWC");
+  compare(m, Shape(2, 3, 37, 53), opts("auto", "bf16"), 3e-2, "element-wise bf16 NHWC");
+}
+
 // Half precision with cuDNN runs NHWC from the preprocessing's last step to the labels with no
 // conversion placed between layers; fp32, and the paper's algorithms under fp16, stay f32 NCHW.
 // The NHWC kernels that move 8 channels (16 bytes) a thread (pooling, resampling, concat), on

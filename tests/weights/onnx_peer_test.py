@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""ONNX models in, against PyTorch: small networks written in PyTorch (convolutions with batch
+normalisation kept as a node and folded by the exporter, ReLU, max-pool, a concatenation of two
+branches, bilinear and nearest x2 resizes, softmax), exported with torch.onnx at random weights,
+run by our engine from the .onnx file (tools/scenelab_infer, which reads it through read_model) and
+by PyTorch on the same input: scores within 1e-4 relative (max |ours - torch| / max |torch|) and
+the labels (the scores brought onto the input bilinearly, argmax) equal on >= 99.9% of pixels.
+Batch 2, odd sizes (the branching net: multiples of 4), the input size free (dynamic axes).
+
+usage: onnx_peer_test.py BUILD_DIR   (exit 77 = skipped: PyTorch, h5py or ONNX support missing)
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+try:
+    import h5py
+    import numpy as np
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+except ImportError as e:
+    print(f"SKIPPED: PyTorch/h5py not importable ({e})")
+    sys.exit(77)
+
+REL_BOUND = 1e-4
+LABEL_AGREEMENT = 0.999
+
+
+class Plain(nn.Module):
+    """conv 3x3 + BN + ReLU, max-pool, conv 3x3 + BN + ReLU, conv 1x1: scores at half size."""
+
+    def __init__(self, classes=6):
+        super().__init__()
+        self.a = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2))
+        self.b = nn.Sequential(nn.Conv2d(8, 12, 3, padding=1, bias=False), nn.BatchNorm2d(12), nn.ReLU())
+        self.head = nn.Conv2d(12, classes, 1)
+
+    def forward(self, x):
+        return self.head(self.b(self.a(x)))
+
+
+class Branches(nn.Module):
+    """Two branches (full and half resolution, the second brought back by nearest x2), concatenated,
+    a 5x5 convolution, bilinear x2 back from a pool, softmax over the classes."""
+
+    def __init__(self, classes=5):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 6, 3, padding=1), nn.ReLU())
+        self.low = nn.Sequential(nn.MaxPool2d(2), nn.Conv2d(6, 6, 3, padding=1), nn.BatchNorm2d(6), nn.ReLU())
+        self.mix = nn.Conv2d(12, 8, 5, padding=2)
+        self.head = nn.Conv2d(8, classes, 1)
+
+    def forward(self, x):
+        s = self.stem(x)
+        low = F.interpolate(self.low(s), scale_factor=2, mode="nearest")
+        y = F.relu(self.mix(torch.cat([s, low], 1)))
+        y = F.interpolate(F.max_pool2d(y, 2), scale_factor=2, mode="bilinear", align_corners=False)
+        return torch.softmax(self.head(y), 1)
+
+
+def randomise(net, seed):
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in net.parameters():
+            p.copy_(torch.rand(p.shape, generator=g) - 0.5)
+        for m in net.modules():
+            if isinstance(m, nn.BatchNorm2d):
+                m.running_mean.copy_(torch.rand(m.running_mean.shape, generator=g) - 0.5)
+                m.running_var.copy_(torch.rand(m.running_var.shape, generator=g) + 0.5)
+    return net.eval()
+
+
+def main():
+    build = sys.argv[1]
+    infer = os.path.join(build, "tools", "scenelab_infer")
+    torch.set_num_threads(2)
+    ok = True
+    with tempfile.TemporaryDirectory() as tmp:
+        cases = [("plain, BN kept", Plain, False, (37, 45)), ("plain, BN folded by the exporter", Plain, True, (29, 51)),
+                 ("branches", Branches, True, (44, 52))]  # branches: sides of whole x4 (its two x2 paths meet)
+        for k, (tag, cls, fold, (h, w)) in enumerate(cases):
+            net = randomise(cls(), 10 + k)
+            path = os.path.join(tmp, f"net{k}.onnx")
+            x = torch.rand(2, 3, h, w, generator=torch.Generator().manual_seed(k))
+            torch.onnx.export(net, x, path, opset_version=13, input_names=["image"], output_names=["scores"],
+                              dynamic_axes={"image": {0: "n", 2: "h", 3: "w"}}, do_constant_folding=fold,
+                              training=torch.onnx.TrainingMode.EVAL)
+            inp, out = os.path.join(tmp, "in.h5"), os.path.join(tmp, "out.h5")
+            with h5py.File(inp, "w") as f:
+                f.create_dataset("input", data=x.numpy())
+            r = subprocess.run([infer, "--model", path, "--input", inp, "--out", out, "--nodes", "scores,labels_full",
+                                "--threads", "2"], capture_output=True, text=True)
+            if r.returncode != 0:
+                if "reads no ONNX files" in r.stderr:
+                    print(f"SKIPPED: {r.stderr.strip()}")
+                    sys.exit(77)
+                print(f"FAIL {tag}: scenelab_infer: {r.stderr.strip()}")
+                ok = False
+                continue
+            with h5py.File(out, "r") as f:
+                scores, labels = np.asarray(f["scores"]), np.asarray(f["labels_full"])
+            with torch.no_grad():
+                ts = net(x)
+                tl = F.interpolate(ts, size=x.shape[2:], mode="bilinear", align_corners=False).argmax(1, keepdim=True)
+            ts, tl = ts.numpy(), tl.numpy().astype(np.float32)
+            if scores.shape != ts.shape:
+                print(f"FAIL {tag}: scores {scores.shape}, torch {ts.shape}")
+                ok = False
+                continue
+            rel = float(np.max(np.abs(scores - ts)) / max(np.max(np.abs(ts)), 1e-30))
+            agree = float(np.mean(labels.reshape(tl.shape) == tl))
+            good = rel < REL_BOUND and agree >= LABEL_AGREEMENT
+            ok &= good
+            print(f"{'ok  ' if good else 'FAIL'} {tag}: scores {scores.shape} rel err {rel:.2e} (bound {REL_BOUND:g}), "
+                  f"labels equal on {100 * agree:.3f}% (bound {100 * LABEL_AGREEMENT:g}%)")
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
