@@ -25,6 +25,13 @@ void activation(const TensorView& x, const TensorView& y, int fn, float a, float
 void channel_op(const TensorView& x, const TensorView& y, int op, const float* v, cudaStream_t s);
 void binary(const TensorView& a, const TensorView& b, const TensorView& y, int op, cudaStream_t s);
 void global_avgpool(const TensorView& x, const TensorView& y, cudaStream_t s);
+// The conv layer's direct convolution (kernels/conv_general.cu), f32 NCHW; w: [cout, cin / groups,
+// kh, kw], b: [cout] or null.
+struct ConvGeneral {
+  int kh, kw, sh, sw, dh, dw, pt, pl, groups;
+};
+void conv_general(const TensorView& x, const TensorView& y, const float* w, const float* b, const ConvGeneral& c,
+                  bool relu, cudaStream_t s);
 void maxpool2d(const TensorView& x, const TensorView& y, int k, int stride, cudaStream_t s);
 // y = maxpool(act(x + b)) computed as act(maxpool(x) + b), bit for bit the same: a convolution's
 // raw output pooled with its bias and ReLU (b may be null). For 2-byte NHWC tensors whose

@@ -28,6 +28,7 @@ std::unique_ptr<Layer> make_activation(const NodeDesc&);
 std::unique_ptr<Layer> make_channel_op(const NodeDesc&);
 std::unique_ptr<Layer> make_binary(const NodeDesc&);
 std::unique_ptr<Layer> make_global_avgpool(const NodeDesc&);
+std::unique_ptr<Layer> make_conv(const NodeDesc&);
 
 namespace {
 struct Entry {
@@ -45,7 +46,7 @@ constexpr Entry kLayers[] = {
     {"flip", make_flip},               {"softmax_mean", make_softmax_mean},
     {"refine", make_refine},           {"activation", make_activation},
     {"channel_op", make_channel_op},   {"binary", make_binary},
-    {"global_avgpool", make_global_avgpool},
+    {"global_avgpool", make_global_avgpool}, {"conv", make_conv},
 };
 }  // namespace
 

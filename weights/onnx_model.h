@@ -5,8 +5,10 @@
 // The file is parsed with ONNX's own protobuf classes (Debian's libonnx-dev, libprotobuf-dev),
 // checked before anything is allocated for it (its size, every initialiser's element count
 // against its data, the operator set), then each node is mapped in order (weights/onnx_ops.cpp):
-//   Conv (odd square kernel, stride 1, no dilation, one group, pads 0 or k/2 on every side) ->
-//   conv2d, a BatchNormalization after it folded into its weights and bias; Relu -> relu;
+//   Conv -> conv2d where it takes the shape (odd square kernel, stride 1, no dilation, one group,
+//   pads 0 or k/2 on every side), else conv (any kernel, strides, dilations, pads, groups;
+//   auto_pad SAME only at stride 1), a BatchNormalization after it folded into its weights and
+//   bias; Relu -> relu;
 //   Sigmoid, Tanh, LeakyRelu, Clip, HardSigmoid, HardSwish -> activation; PRelu, and Add, Sub,
 //   Mul, Div with a constant of one value or one a channel -> channel_op; Add, Sub, Mul of two
 //   computed values (the second of the first's shape or one value a channel) -> binary;

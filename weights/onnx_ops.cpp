@@ -219,34 +219,51 @@ void Importer::map_conv(const onnx::NodeProto& n) {
   if (rank != 4) unsupported(n, str_cat("input of rank ", rank));
   const Const& w = need_const(n, 1, "weight");
   if (w.dims.size() != 4) unsupported(n, "a " + std::to_string(w.dims.size() - 2) + "-D convolution");
-  const int64_t out = w.dims[0], k = w.dims[2];
-  if (w.dims[3] != k) unsupported(n, "a non-square kernel");
-  if (k % 2 == 0) unsupported(n, "an even kernel size");
-  if (attr_int(n, "group", 1) != 1) unsupported(n, "groups (attribute group)");
-  for (int64_t d : attr_ints(n, "dilations"))
-    if (d != 1) unsupported(n, "dilation");
-  for (int64_t s : attr_ints(n, "strides"))
-    if (s != 1) unsupported(n, "stride " + std::to_string(s));
+  const int64_t out = w.dims[0], kh = w.dims[2], kw = w.dims[3], group = attr_int(n, "group", 1);
   const auto ks = attr_ints(n, "kernel_shape");
-  if (!ks.empty() && (ks.size() != 2 || ks[0] != k || ks[1] != k)) unsupported(n, "kernel_shape unlike the weight's");
+  if (!ks.empty() && (ks.size() != 2 || ks[0] != kh || ks[1] != kw)) unsupported(n, "kernel_shape unlike the weight's");
+  if (group < 1 || out % group != 0) unsupported(n, str_cat("group ", group, " for ", out, " outputs"));
+  auto pair = [&](const char* name) {
+    auto v = attr_ints(n, name);
+    if (v.empty()) v = {1, 1};
+    if (v.size() != 2 || v[0] < 1 || v[1] < 1) unsupported(n, str_cat(name, " other than two positive values"));
+    return v;
+  };
+  const auto st = pair("strides"), dl = pair("dilations");
+  std::vector<int64_t> pads = attr_ints(n, "pads");  // top, left, bottom, right
   const std::string auto_pad = attr_str(n, "auto_pad", "NOTSET");
-  std::string pad;
   if (auto_pad == "VALID") {
-    pad = "valid";
+    pads.assign(4, 0);
   } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-    pad = "same";  // stride 1, odd kernel: k / 2 on every side
-  } else if (auto_pad == "NOTSET") {
-    auto pads = attr_ints(n, "pads");
-    if (pads.empty()) pads.assign(4, 0);
-    if (pads.size() != 4) unsupported(n, "pads of " + std::to_string(pads.size()) + " values");
-    if (std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; }))
-      pad = "valid";
-    else if (std::all_of(pads.begin(), pads.end(), [&](int64_t p) { return p == k / 2; }))
-      pad = "same";
-    else
-      unsupported(n, "pads other than 0 or k/2 on every side");
-  } else {
+    if (st[0] != 1 || st[1] != 1) unsupported(n, "auto_pad " + auto_pad + " with a stride (its pads follow the size)");
+    const int64_t th = dl[0] * (kh - 1), tw = dl[1] * (kw - 1);  // stride 1: the total is fixed
+    const bool upper = auto_pad == "SAME_UPPER";                 // the odd one at the end
+    pads = {upper ? th / 2 : th - th / 2, upper ? tw / 2 : tw - tw / 2, upper ? th - th / 2 : th / 2,
+            upper ? tw - tw / 2 : tw / 2};
+  } else if (auto_pad != "NOTSET") {
     unsupported(n, "auto_pad " + auto_pad);
+  }
+  if (pads.empty()) pads.assign(4, 0);
+  if (pads.size() != 4) unsupported(n, "pads of " + std::to_string(pads.size()) + " values");
+  for (int64_t p : pads)
+    if (p < 0) unsupported(n, "negative pads");
+  // conv2d (every fast path) where it takes the shape: odd square kernel, stride 1, no dilation,
+  // one group, pads 0 or k / 2 on every side; else the general conv layer.
+  const int64_t k = kh;
+  const bool simple = kh == kw && k % 2 == 1 && st == std::vector<int64_t>{1, 1} &&
+                      dl == std::vector<int64_t>{1, 1} && group == 1 &&
+                      (std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; }) ||
+                       std::all_of(pads.begin(), pads.end(), [&](int64_t p) { return p == k / 2; }));
+  std::vector<std::pair<std::string, std::string>> attrs;
+  if (simple) {
+    attrs = {{"out", std::to_string(out)}, {"k", std::to_string(k)}, {"pad", pads[0] ? "same" : "valid"}};
+  } else {
+    attrs = {{"out", std::to_string(out)},
+             {"kernel", str_cat(kh, ",", kw)},
+             {"stride", str_cat(st[0], ",", st[1])},
+             {"dilation", str_cat(dl[0], ",", dl[1])},
+             {"pads", str_cat(pads[0], ",", pads[1], ",", pads[2], ",", pads[3])},
+             {"groups", std::to_string(group)}};
   }
   std::vector<float> weight = w.f, bias(size_t(out), 0.f);
   bool has_bias = false;
@@ -284,9 +301,8 @@ void Importer::map_conv(const onnx::NodeProto& n) {
     value = bn->output(0);
     folded_.insert(bn);
   }
-  const std::string name = add(value, "conv2d", {data(n, 0)},
-                               {{"out", std::to_string(out)}, {"k", std::to_string(k)}, {"pad", pad},
-                                {"bias", has_bias ? "1" : "0"}});
+  attrs.push_back({"bias", has_bias ? "1" : "0"});
+  const std::string name = add(value, simple ? "conv2d" : "conv", {data(n, 0)}, attrs);
   node_of[n.output(0)] = name;
   g.nodes.back().attrs.set("params", name);
   Const wc;

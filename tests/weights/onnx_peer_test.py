@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """ONNX models in, against PyTorch: small networks written in PyTorch (convolutions with batch
 normalisation kept as a node and folded by the exporter, ReLU, max-pool, a concatenation of two
-branches, bilinear and nearest x2 resizes, softmax), exported with torch.onnx at random weights,
+branches, bilinear and nearest x2 resizes, softmax; strided, depthwise and dilated convolutions,
+a squeeze-and-excitation gate, a residual sum, hard-swish, leaky ReLU, ReLU6), exported with torch.onnx at random weights,
 run by our engine from the .onnx file (tools/scenelab_infer, which reads it through read_model) and
 by PyTorch on the same input: scores within 1e-4 relative (max |ours - torch| / max |torch|) and
 the labels (the scores brought onto the input bilinearly, argmax) equal on >= 99.9% of pixels.
@@ -60,6 +61,28 @@ class Branches(nn.Module):
         return torch.softmax(self.head(y), 1)
 
 
+class Modern(nn.Module):
+    """What real-time nets are made of: a stride-2 stem, a depthwise-separable block with a
+    residual sum, a dilated convolution, a squeeze-and-excitation gate (global average pool, 1x1
+    convolutions, sigmoid, product), hard-swish, leaky ReLU, ReLU6 (clip), bilinear x2 back."""
+
+    def __init__(self, classes=4):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.BatchNorm2d(8), nn.Hardswish())
+        self.dw = nn.Sequential(nn.Conv2d(8, 8, 3, padding=1, groups=8), nn.BatchNorm2d(8), nn.ReLU6(),
+                                nn.Conv2d(8, 8, 1))
+        self.dil = nn.Sequential(nn.Conv2d(8, 12, 3, padding=2, dilation=2), nn.LeakyReLU(0.1))
+        self.se = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Conv2d(12, 4, 1), nn.ReLU(), nn.Conv2d(4, 12, 1),
+                                nn.Sigmoid())
+        self.head = nn.Conv2d(12, classes, 1)
+
+    def forward(self, x):
+        s = self.stem(x)
+        y = self.dil(s + self.dw(s))
+        y = y * self.se(y)
+        return F.interpolate(self.head(y), scale_factor=2, mode="bilinear", align_corners=False)
+
+
 def randomise(net, seed):
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
@@ -79,7 +102,8 @@ def main():
     ok = True
     with tempfile.TemporaryDirectory() as tmp:
         cases = [("plain, BN kept", Plain, False, (37, 45)), ("plain, BN folded by the exporter", Plain, True, (29, 51)),
-                 ("branches", Branches, True, (44, 52))]  # branches: sides of whole x4 (its two x2 paths meet)
+                 ("branches", Branches, True, (44, 52)),  # branches: sides of whole x4 (its two x2 paths meet)
+                 ("modern: strided, depthwise, dilated, SE gate, residual", Modern, True, (38, 50))]
         for k, (tag, cls, fold, (h, w)) in enumerate(cases):
             net = randomise(cls(), 10 + k)
             path = os.path.join(tmp, f"net{k}.onnx")

@@ -1,0 +1,161 @@
+// A convolution of any shape ONNX's Conv describes: kh x kw kernel, strides, dilations, padding on
+// each side (top, left, bottom, right), groups (depthwise included), bias. conv2d (the paper's
+// odd square kernels, stride 1: every fast path) stays the layer for what it takes; the ONNX
+// importer maps the rest here. CPU: per image, group and band of output rows, the band's im2col
+// (a thread's workspace) times the group's weights (sgemm_colmajor). GPU: a direct kernel on f32
+// NCHW (kernels/conv_general.cu), correct first; cuDNN's general convolution is the next step.
+// A following ReLU is fused (applied on the way out).
+#include <algorithm>
+#include <cstring>
+
+#include "core/error.h"
+#include "core/parallel.h"
+#include "engine/layer.h"
+#include "layers/cpu_gemm.h"
+#ifdef SCENELAB_WITH_CUDA
+#include "engine/cuda_backend.h"
+#include "kernels/layers_cuda.h"
+#endif
+
+namespace scenelab {
+namespace {
+
+constexpr size_t kBandPixels = 4096;  // output pixels a thread's im2col holds (at least a row)
+
+// Output rows a band holds.
+int band_rows(int out_w) { return std::max(1, int(kBandPixels / size_t(std::max(1, out_w)))); }
+
+int parse_pair(const Attrs& a, const std::string& key, int def, int index) {
+  if (!a.has(key)) return def;
+  const std::vector<float> v = a.get_floats(key);
+  SL_REQUIRE(v.size() == 1 || v.size() == 2, "attribute ", key, ": one or two values");
+  return int(v[v.size() == 1 ? 0 : size_t(index)]);
+}
+
+class Conv : public Layer {
+ public:
+  explicit Conv(const NodeDesc& d) : Layer(d) {
+    d.attrs.check_known({"out", "kernel", "stride", "dilation", "pads", "groups", "bias", "params"});
+    out_ = d.attrs.get_int("out");
+    kh_ = parse_pair(d.attrs, "kernel", 1, 0), kw_ = parse_pair(d.attrs, "kernel", 1, 1);
+    sh_ = parse_pair(d.attrs, "stride", 1, 0), sw_ = parse_pair(d.attrs, "stride", 1, 1);
+    dh_ = parse_pair(d.attrs, "dilation", 1, 0), dw_ = parse_pair(d.attrs, "dilation", 1, 1);
+    if (d.attrs.has("pads")) {
+      const std::vector<float> p = d.attrs.get_floats("pads");
+      SL_REQUIRE(p.size() == 4, "conv '", name_, "': pads=top,left,bottom,right (4 values)");
+      pt_ = int(p[0]), pl_ = int(p[1]), pb_ = int(p[2]), pr_ = int(p[3]);
+    }
+    groups_ = d.attrs.get_int("groups", 1);
+    bias_ = d.attrs.get_int("bias", 1) != 0;
+    group_ = d.attrs.get_str("params", d.name);
+    SL_REQUIRE(out_ > 0 && kh_ > 0 && kw_ > 0 && sh_ > 0 && sw_ > 0 && dh_ > 0 && dw_ > 0 && groups_ > 0,
+               "conv '", name_, "': out, kernel, stride, dilation and groups must be positive");
+    SL_REQUIRE(pt_ >= 0 && pl_ >= 0 && pb_ >= 0 && pr_ >= 0, "conv '", name_, "': negative padding");
+    SL_REQUIRE(out_ % groups_ == 0, "conv '", name_, "': out=", out_, " is not a multiple of groups=", groups_);
+  }
+  const char* type() const override { return "conv"; }
+  std::string param_group() const override { return group_; }
+  std::vector<ParamSpec> param_specs(const std::vector<Shape>& in) const override {
+    std::vector<ParamSpec> p = {{"weight", {out_, in[0].c / groups_, kh_, kw_}}};
+    if (bias_) p.push_back({"bias", {out_}});
+    return p;
+  }
+  Shape infer_shape(const std::vector<Shape>& in) const override {
+    const Shape& x = in[0];
+    SL_REQUIRE(x.c % groups_ == 0, "conv '", name_, "': ", x.c, " input channels are not a multiple of groups=",
+               groups_);
+    const int ho = (x.h + pt_ + pb_ - dh_ * (kh_ - 1) - 1) / sh_ + 1;
+    const int wo = (x.w + pl_ + pr_ - dw_ * (kw_ - 1) - 1) / sw_ + 1;
+    SL_REQUIRE(x.h + pt_ + pb_ >= dh_ * (kh_ - 1) + 1 && x.w + pl_ + pr_ >= dw_ * (kw_ - 1) + 1, "conv '", name_,
+               "': input ", x.str(), " is smaller than its (dilated) kernel");
+    return Shape(x.n, out_, ho, wo);
+  }
+  Geometry infer_geometry(const std::vector<Geometry>& in, const std::vector<Shape>&) const override {
+    Geometry g = in[0];
+    g.offset_y += g.stride_y * (dh_ * (kh_ - 1) / 2.0 - pt_);
+    g.offset_x += g.stride_x * (dw_ * (kw_ - 1) / 2.0 - pl_);
+    g.stride_y *= sh_;
+    g.stride_x *= sw_;
+    return g;
+  }
+  double ops(const std::vector<Shape>& in, const Shape& out) const override {
+    return 2.0 * double(out.numel()) * double(in[0].c / groups_) * kh_ * kw_;
+  }
+  bool can_fuse(const std::vector<Epilogue>& chain, const std::vector<Shape>&, const std::vector<Format>&,
+                const Backend&) const override {
+    return chain.size() == 1 && chain[0].kind == Epilogue::Kind::Relu;
+  }
+  size_t workspace_floats(const std::vector<Shape>& in, const Shape& out, const Backend& b) const override {
+    if (b.kind() != DeviceKind::CPU) return 0;
+    const size_t k = size_t(in[0].c / groups_) * kh_ * kw_;
+    return k * size_t(band_rows(out.w)) * size_t(out.w) * size_t(std::max(1, b.threads()));
+  }
+
+  void forward_cpu(const ForwardArgs& a) const override {
+    const TensorView &x = a.in[0], &y = a.out;
+    const int cin_g = x.shape.c / groups_, cout_g = out_ / groups_;
+    const size_t k = size_t(cin_g) * kh_ * kw_;
+    const int rows = band_rows(y.shape.w);
+    const int bands = (y.shape.h + rows - 1) / rows;
+    const float* w = a.params->data("weight");
+    const float* bias = bias_ ? a.params->data("bias") : nullptr;
+    const bool relu = a.fused_relu;
+    const size_t per_thread = k * size_t(rows) * y.shape.w;
+    parallel_for(int64_t(y.shape.n) * groups_ * bands, a.threads, [&](int64_t t) {
+      const int band = int(t % bands), g = int((t / bands) % groups_), n = int(t / bands / groups_);
+      const int y0 = band * rows, y1 = std::min(y.shape.h, y0 + rows);
+      const size_t p = size_t(y1 - y0) * y.shape.w;  // the band's output pixels
+      float* col = a.workspace + size_t(parallel_thread_index()) * per_thread;  // as conv2d's bands
+      // im2col: row (c, i, j), column (oy - y0, ox).
+      for (int c = 0; c < cin_g; ++c) {
+        const float* src = x.channel(n, g * cin_g + c);
+        for (int i = 0; i < kh_; ++i)
+          for (int j = 0; j < kw_; ++j) {
+            float* row = col + ((size_t(c) * kh_ + i) * kw_ + j) * p;
+            for (int oy = y0; oy < y1; ++oy) {
+              const int iy = oy * sh_ - pt_ + i * dh_;
+              float* r = row + size_t(oy - y0) * y.shape.w;
+              if (iy < 0 || iy >= x.shape.h) {
+                std::fill(r, r + y.shape.w, 0.f);
+                continue;
+              }
+              for (int ox = 0; ox < y.shape.w; ++ox) {
+                const int ix = ox * sw_ - pl_ + j * dw_;
+                r[ox] = ix >= 0 && ix < x.shape.w ? src[size_t(iy) * x.shape.w + ix] : 0.f;
+              }
+            }
+          }
+      }
+      // Y (cout_g x p) = W_g (cout_g x k) * col (k x p), as column-major Y^T = col^T W_g^T;
+      // the band's rows of each output channel are contiguous in y (stride plane).
+      const size_t plane = y.shape.plane();
+      float* out0 = y.f32() + (size_t(n) * out_ + size_t(g) * cout_g) * plane + size_t(y0) * y.shape.w;
+      sgemm_colmajor(p, size_t(cout_g), k, col, p, w + size_t(g) * cout_g * k, k, out0, plane);
+      for (int o = 0; o < cout_g; ++o) {
+        float* r = out0 + size_t(o) * plane;
+        const float b = bias ? bias[g * cout_g + o] : 0.f;
+        for (size_t i = 0; i < p; ++i) {
+          const float v = r[i] + b;
+          r[i] = relu ? std::max(v, 0.f) : v;
+        }
+      }
+    });
+  }
+#ifdef SCENELAB_WITH_CUDA
+  void forward_cuda(const ForwardArgs& a, const CudaContext& ctx) const override {
+    cuda::conv_general(a.in[0], a.out, a.params->data("weight"), bias_ ? a.params->data("bias") : nullptr,
+                       cuda::ConvGeneral{kh_, kw_, sh_, sw_, dh_, dw_, pt_, pl_, groups_}, a.fused_relu, ctx.stream);
+  }
+#endif
+
+ private:
+  int out_ = 0, kh_ = 1, kw_ = 1, sh_ = 1, sw_ = 1, dh_ = 1, dw_ = 1, pt_ = 0, pl_ = 0, pb_ = 0, pr_ = 0, groups_ = 1;
+  bool bias_ = true;
+  std::string group_;
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> make_conv(const NodeDesc& d) { return std::make_unique<Conv>(d); }
+
+}  // namespace scenelab

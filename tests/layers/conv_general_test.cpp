@@ -1,0 +1,78 @@
+// The conv layer (any kernel, stride, dilation, padding on each side, groups) against a float64
+// direct convolution on odd sizes, batch 2, with and without bias and a fused ReLU (run_layer
+// poisons the output first). Bound: 1e-5 relative (max |got - want| / max |want|).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "tests/reference.h"
+
+using namespace scenelab;
+using namespace scenelab::test;
+
+namespace {
+
+struct Cfg {
+  int cin, cout, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr, groups;
+  bool bias, relu;
+};
+
+Ref ref_conv(const Ref& x, const Tensor& w, const Tensor* b, const Cfg& c) {
+  const int ho = (x.shape.h + c.pt + c.pb - c.dh * (c.kh - 1) - 1) / c.sh + 1;
+  const int wo = (x.shape.w + c.pl + c.pr - c.dw * (c.kw - 1) - 1) / c.sw + 1;
+  Ref y(Shape(x.shape.n, c.cout, ho, wo));
+  const int cin_g = c.cin / c.groups, cout_g = c.cout / c.groups;
+  for (int n = 0; n < x.shape.n; ++n)
+    for (int o = 0; o < c.cout; ++o)
+      for (int oy = 0; oy < ho; ++oy)
+        for (int ox = 0; ox < wo; ++ox) {
+          double s = b ? (*b)[size_t(o)] : 0.0;
+          const int g = o / cout_g;
+          for (int ci = 0; ci < cin_g; ++ci)
+            for (int i = 0; i < c.kh; ++i)
+              for (int j = 0; j < c.kw; ++j) {
+                const int iy = oy * c.sh - c.pt + i * c.dh, ix = ox * c.sw - c.pl + j * c.dw;
+                if (iy < 0 || iy >= x.shape.h || ix < 0 || ix >= x.shape.w) continue;
+                s += double(w[((size_t(o) * cin_g + ci) * c.kh + i) * c.kw + j]) *
+                     x.at(n, g * cin_g + ci, iy, ix);
+              }
+          y.at(n, o, oy, ox) = c.relu ? std::max(s, 0.0) : s;
+        }
+  return y;
+}
+
+}  // namespace
+
+TEST(Conv, EveryShapeOnnxDescribes) {
+  const Cfg cases[] = {
+      {3, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, true, false},   // stride 2, same-ish padding
+      {4, 6, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 2, true, true},    // dilation 2, two groups, ReLU
+      {6, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 6, false, false},  // depthwise, no bias
+      {6, 12, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 6, true, false},  // depthwise x2, stride 2
+      {5, 7, 1, 3, 1, 2, 1, 1, 0, 1, 0, 1, 1, true, false},   // 1x3, stride 1x2
+      {3, 4, 4, 4, 2, 2, 1, 1, 0, 0, 1, 1, 1, true, true},    // even kernel, padding at the end only
+      {3, 5, 7, 5, 3, 2, 1, 2, 3, 0, 2, 4, 1, true, false},   // everything uneven
+  };
+  int seed = 40;
+  for (const Cfg& c : cases) {
+    const Tensor x = random_tensor(Shape(2, c.cin, 23, 29), uint32_t(++seed));
+    const Tensor w = random_tensor(Shape(c.cout, c.cin / c.groups, c.kh, c.kw), uint32_t(++seed));
+    const Tensor b = random_tensor(Shape(c.cout, 1, 1, 1), uint32_t(++seed));
+    const std::string line = "y = conv(x0) out=" + std::to_string(c.cout) + " kernel=" + std::to_string(c.kh) +
+                             "," + std::to_string(c.kw) + " stride=" + std::to_string(c.sh) + "," +
+                             std::to_string(c.sw) + " dilation=" + std::to_string(c.dh) + "," +
+                             std::to_string(c.dw) + " pads=" + std::to_string(c.pt) + "," + std::to_string(c.pl) +
+                             "," + std::to_string(c.pb) + "," + std::to_string(c.pr) +
+                             " groups=" + std::to_string(c.groups) + " bias=" + (c.bias ? "1" : "0");
+    std::map<std::string, Tensor> params{{"weight", w}};
+    if (c.bias) params["bias"] = b;
+    LayerRun r = run_layer(line, {&x}, params, 2, c.relu);
+    const Ref want = ref_conv(to_ref(x.view()), w, c.bias ? &b : nullptr, c);
+    ASSERT_EQ(r.out.shape(), want.shape) << line;
+    EXPECT_LT(rel_error(r.out.view(), want), 1e-5) << line;
+  }
+  const Tensor x = random_tensor(Shape(1, 3, 5, 5), 1);
+  EXPECT_THROW(run_layer("y = conv(x0) out=4 kernel=3 groups=2", {&x}, {}), Error);  // 3 channels, 2 groups
+  EXPECT_THROW(run_layer("y = conv(x0) out=4 kernel=7", {&x}, {}), Error);            // larger than the input
+}
