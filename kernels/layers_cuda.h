@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/layer.h"
+#include "layers/pool_window.h"
 #include "layers/refine_weights.h"
 
 namespace scenelab::cuda {
@@ -32,6 +33,8 @@ struct ConvGeneral {
 };
 void conv_general(const TensorView& x, const TensorView& y, const float* w, const float* b, const ConvGeneral& c,
                   bool relu, cudaStream_t s);
+// The avgpool layer (kernels/avgpool.cu), f32 NCHW.
+void avgpool(const TensorView& x, const TensorView& y, const PoolWindow& p, cudaStream_t s);
 void maxpool2d(const TensorView& x, const TensorView& y, int k, int stride, cudaStream_t s);
 // y = maxpool(act(x + b)) computed as act(maxpool(x) + b), bit for bit the same: a convolution's
 // raw output pooled with its bias and ReLU (b may be null). For 2-byte NHWC tensors whose

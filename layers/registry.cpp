@@ -29,6 +29,7 @@ std::unique_ptr<Layer> make_channel_op(const NodeDesc&);
 std::unique_ptr<Layer> make_binary(const NodeDesc&);
 std::unique_ptr<Layer> make_global_avgpool(const NodeDesc&);
 std::unique_ptr<Layer> make_conv(const NodeDesc&);
+std::unique_ptr<Layer> make_avgpool(const NodeDesc&);
 
 namespace {
 struct Entry {
@@ -47,6 +48,7 @@ constexpr Entry kLayers[] = {
     {"refine", make_refine},           {"activation", make_activation},
     {"channel_op", make_channel_op},   {"binary", make_binary},
     {"global_avgpool", make_global_avgpool}, {"conv", make_conv},
+    {"avgpool", make_avgpool},
 };
 }  // namespace
 

@@ -72,6 +72,34 @@ void Importer::map_node(const onnx::NodeProto& n) {
       op == "HardSwish")
     return map_activation(n);
   if (op == "PRelu" || op == "Add" || op == "Sub" || op == "Mul" || op == "Div") return map_arithmetic(n);
+  if (op == "AveragePool") {  // windows that tile the map: downscale; others: avgpool
+    known(n, {"auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides"});
+    const auto ks = attr_ints(n, "kernel_shape");
+    auto st = attr_ints(n, "strides");
+    if (st.empty()) st = {1, 1};
+    auto pads = attr_ints(n, "pads");
+    if (pads.empty()) pads.assign(4, 0);
+    if (rank != 4 || ks.size() != 2 || st.size() != 2 || pads.size() != 4) unsupported(n, "a pool that is not 2-D");
+    for (int64_t d : attr_ints(n, "dilations"))
+      if (d != 1) unsupported(n, "dilation");
+    const std::string ap = attr_str(n, "auto_pad", "NOTSET");
+    if (ap != "NOTSET" && ap != "VALID") unsupported(n, "auto_pad " + ap);
+    if (ap == "VALID") pads.assign(4, 0);
+    if (attr_int(n, "ceil_mode", 0) != 0) unsupported(n, "ceil_mode 1");
+    for (int k = 0; k < 4; ++k)
+      if (pads[size_t(k)] < 0 || pads[size_t(k)] >= ks[size_t(k % 2)]) unsupported(n, "pads of a window or more");
+    const bool none = std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; });
+    if (none && ks[0] == ks[1] && st == ks) {
+      add(n.output(0), "downscale", {data(n, 0)}, {{"factor", std::to_string(ks[0])}});
+      return;
+    }
+    add(n.output(0), "avgpool", {data(n, 0)},
+        {{"kernel", str_cat(ks[0], ",", ks[1])},
+         {"stride", str_cat(st[0], ",", st[1])},
+         {"pads", str_cat(pads[0], ",", pads[1], ",", pads[2], ",", pads[3])},
+         {"count_pad", attr_int(n, "count_include_pad", 0) ? "1" : "0"}});
+    return;
+  }
   if (op == "GlobalAveragePool") {
     known(n, {});
     if (rank != 4) unsupported(n, str_cat("input of rank ", rank));

@@ -44,6 +44,12 @@ inline std::vector<BatchCase> batch_cases() {
       one("flip", "p = maxpool2d(x) k=2\na = flip(p)\nb = flip(p, x) axis=h\ny = concat(a, b)\noutput y\n", 23, 17),
       one("softmax_mean", "a = relu(x)\nf = flip(x)\ny = softmax_mean(x, a, f)\noutput y\n", 23, 17),
       one("refine", "s = conv2d(x) out=4 k=3 pad=same\ny = refine(s, x) sigma_s=9 sigma_r=0.3\noutput y\n", 23, 17),
+      one("conv", "y = conv(x) out=6 kernel=3,2 stride=2,1 dilation=1,2 pads=1,0,1,2 groups=3\noutput y\n", 23, 17),
+      one("avgpool", "y = avgpool(x) kernel=3 stride=2 pads=1,1,1,1 count_pad=1\noutput y\n", 23, 17),
+      one("activation", "y = activation(x) fn=hard_swish\noutput y\n", 23, 17),
+      one("channel_op", "y = channel_op(x) op=prelu\noutput y\n", 23, 17),
+      one("global_avgpool", "g = global_avgpool(x)\ny = binary(x, g) op=mul\noutput y\n", 23, 17),
+      one("binary", "a = activation(x) fn=sigmoid\ny = binary(x, a) op=sub\noutput y\n", 23, 17),
   };
   c.push_back({"reference", make_random_model("reference", 5, 3), 61, 53});
   c.push_back({"multiscale", make_random_model("multiscale", 5, 3), 45, 37});

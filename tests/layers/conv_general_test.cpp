@@ -1,4 +1,4 @@
-// The conv layer (any kernel, stride, dilation, padding on each side, groups) against a float64
+// The conv and avgpool layers (any kernel, stride, dilation, padding on each side, groups) against a float64
 // direct convolution on odd sizes, batch 2, with and without bias and a fused ReLU (run_layer
 // poisons the output first). Bound: 1e-5 relative (max |got - want| / max |want|).
 #include <gtest/gtest.h>
@@ -75,4 +75,42 @@ TEST(Conv, EveryShapeOnnxDescribes) {
   const Tensor x = random_tensor(Shape(1, 3, 5, 5), 1);
   EXPECT_THROW(run_layer("y = conv(x0) out=4 kernel=3 groups=2", {&x}, {}), Error);  // 3 channels, 2 groups
   EXPECT_THROW(run_layer("y = conv(x0) out=4 kernel=7", {&x}, {}), Error);            // larger than the input
+}
+
+// avgpool: windows with strides and pads on each side, the padding excluded from the mean or
+// counted as zeros, against float64 (batch 2, odd sizes).
+TEST(AvgPool, PadsCountedOrNot) {
+  const Tensor x = random_tensor(Shape(2, 3, 19, 26), 61);
+  struct Case {
+    int kh, kw, sh, sw, pt, pl, pb, pr;
+  };
+  for (const Case& c : {Case{3, 3, 2, 2, 1, 1, 1, 1}, Case{3, 2, 1, 2, 0, 1, 2, 0}, Case{5, 5, 3, 3, 2, 2, 2, 2}})
+    for (int count_pad : {0, 1}) {
+      const std::string line = "y = avgpool(x0) kernel=" + std::to_string(c.kh) + "," + std::to_string(c.kw) +
+                               " stride=" + std::to_string(c.sh) + "," + std::to_string(c.sw) + " pads=" +
+                               std::to_string(c.pt) + "," + std::to_string(c.pl) + "," + std::to_string(c.pb) + "," +
+                               std::to_string(c.pr) + " count_pad=" + std::to_string(count_pad);
+      LayerRun r = run_layer(line, {&x}, {});
+      const Ref in = to_ref(x.view());
+      const int ho = (19 + c.pt + c.pb - c.kh) / c.sh + 1, wo = (26 + c.pl + c.pr - c.kw) / c.sw + 1;
+      Ref want(Shape(2, 3, ho, wo));
+      for (int n = 0; n < 2; ++n)
+        for (int ch = 0; ch < 3; ++ch)
+          for (int oy = 0; oy < ho; ++oy)
+            for (int ox = 0; ox < wo; ++ox) {
+              double s = 0;
+              int inside = 0, padded = 0;
+              for (int i = oy * c.sh - c.pt; i < oy * c.sh - c.pt + c.kh; ++i)
+                for (int j = ox * c.sw - c.pl; j < ox * c.sw - c.pl + c.kw; ++j) {
+                  const bool in_padded = i >= -c.pt && i < 19 + c.pb && j >= -c.pl && j < 26 + c.pr;
+                  padded += in_padded;
+                  if (i < 0 || i >= 19 || j < 0 || j >= 26) continue;
+                  s += in.at(n, ch, i, j);
+                  ++inside;
+                }
+              want.at(n, ch, oy, ox) = s / (count_pad ? padded : inside);
+            }
+      ASSERT_EQ(r.out.shape(), want.shape) << line;
+      EXPECT_LT(rel_error(r.out.view(), want), 1e-6) << line;
+    }
 }

@@ -1,0 +1,78 @@
+// Average pooling of any window ONNX's AveragePool (and PyTorch's AvgPool2d) describes: kh x kw
+// windows at a stride, pads on each side, the mean over the window's pixels inside the map, or
+// over the whole window with the padding counted as zeros (count_pad=1). A window that tiles
+// the map (k x k at stride k, no pads) is downscale's; the ONNX importer maps the rest here.
+// GPU: a direct kernel on f32 NCHW (kernels/avgpool.cu).
+#include <algorithm>
+
+#include "core/error.h"
+#include "core/parallel.h"
+#include "engine/layer.h"
+#include "layers/pool_window.h"
+#ifdef SCENELAB_WITH_CUDA
+#include "engine/cuda_backend.h"
+#include "kernels/layers_cuda.h"
+#endif
+
+namespace scenelab {
+namespace {
+
+class AvgPool : public Layer {
+ public:
+  explicit AvgPool(const NodeDesc& d) : Layer(d) {
+    d.attrs.check_known({"kernel", "stride", "pads", "count_pad"});
+    const std::vector<float> k = d.attrs.get_floats("kernel");
+    SL_REQUIRE(k.size() == 1 || k.size() == 2, "avgpool '", name_, "': kernel=KH[,KW]");
+    w_.kh = int(k[0]), w_.kw = int(k.back());
+    const std::vector<float> s = d.attrs.has("stride") ? d.attrs.get_floats("stride") : std::vector<float>{1.f};
+    SL_REQUIRE(s.size() == 1 || s.size() == 2, "avgpool '", name_, "': stride=SH[,SW]");
+    w_.sh = int(s[0]), w_.sw = int(s.back());
+    if (d.attrs.has("pads")) {
+      const std::vector<float> p = d.attrs.get_floats("pads");
+      SL_REQUIRE(p.size() == 4, "avgpool '", name_, "': pads=top,left,bottom,right");
+      w_.pt = int(p[0]), w_.pl = int(p[1]), w_.pb = int(p[2]), w_.pr = int(p[3]);
+    }
+    w_.count_pad = d.attrs.get_int("count_pad", 0) != 0;
+    SL_REQUIRE(w_.kh > 0 && w_.kw > 0 && w_.sh > 0 && w_.sw > 0 && w_.pt >= 0 && w_.pl >= 0 && w_.pb >= 0 &&
+                   w_.pr >= 0 && w_.pt < w_.kh && w_.pb < w_.kh && w_.pl < w_.kw && w_.pr < w_.kw,
+               "avgpool '", name_, "': kernel and stride positive, pads from 0 to below the kernel");
+  }
+  const char* type() const override { return "avgpool"; }
+  Shape infer_shape(const std::vector<Shape>& in) const override {
+    const Shape& x = in[0];
+    SL_REQUIRE(x.h + w_.pt + w_.pb >= w_.kh && x.w + w_.pl + w_.pr >= w_.kw, "avgpool '", name_, "': input ",
+               x.str(), " is smaller than its window");
+    return Shape(x.n, x.c, (x.h + w_.pt + w_.pb - w_.kh) / w_.sh + 1, (x.w + w_.pl + w_.pr - w_.kw) / w_.sw + 1);
+  }
+  Geometry infer_geometry(const std::vector<Geometry>& in, const std::vector<Shape>&) const override {
+    Geometry g = in[0];
+    g.offset_y += g.stride_y * ((w_.kh - 1) / 2.0 - w_.pt);
+    g.offset_x += g.stride_x * ((w_.kw - 1) / 2.0 - w_.pl);
+    g.stride_y *= w_.sh;
+    g.stride_x *= w_.sw;
+    return g;
+  }
+  void forward_cpu(const ForwardArgs& a) const override {
+    const TensorView &x = a.in[0], &y = a.out;
+    parallel_for(int64_t(y.shape.n) * y.shape.c, a.threads, [&](int64_t p) {
+      const float* s = x.f32() + size_t(p) * x.shape.plane();
+      float* d = y.f32() + size_t(p) * y.shape.plane();
+      for (int oy = 0; oy < y.shape.h; ++oy)
+        for (int ox = 0; ox < y.shape.w; ++ox) d[size_t(oy) * y.shape.w + ox] = pool_mean(s, x.shape.h, x.shape.w, oy, ox, w_);
+    });
+  }
+#ifdef SCENELAB_WITH_CUDA
+  void forward_cuda(const ForwardArgs& a, const CudaContext& ctx) const override {
+    cuda::avgpool(a.in[0], a.out, w_, ctx.stream);
+  }
+#endif
+
+ private:
+  PoolWindow w_;
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> make_avgpool(const NodeDesc& d) { return std::make_unique<AvgPool>(d); }
+
+}  // namespace scenelab

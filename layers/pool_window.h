@@ -1,0 +1,38 @@
+// The avgpool layer's window and mean, one definition for its CPU path and its kernel
+// (layers/avgpool.cpp, kernels/avgpool.cu).
+#pragma once
+#include <cstddef>
+
+#include "core/host_device.h"
+
+namespace scenelab {
+
+struct PoolWindow {
+  int kh = 1, kw = 1, sh = 1, sw = 1, pt = 0, pl = 0, pb = 0, pr = 0;
+  bool count_pad = false;  // divide by the whole window (padding as zeros), else by its pixels inside
+};
+
+// The mean of output pixel (oy, ox)'s window over a plane of h x w floats; the sum in float, in
+// row order.
+SL_HD inline float pool_mean(const float* s, int h, int w, int oy, int ox, const PoolWindow& p) {
+  const int y0 = oy * p.sh - p.pt, x0 = ox * p.sw - p.pl;
+  float sum = 0.f;
+  int inside = 0;
+  for (int i = y0; i < y0 + p.kh; ++i) {
+    if (i < 0 || i >= h) continue;
+    for (int j = x0; j < x0 + p.kw; ++j) {
+      if (j < 0 || j >= w) continue;
+      sum += s[size_t(i) * w + j];
+      ++inside;
+    }
+  }
+  int count = inside;
+  if (p.count_pad) {  // the window clipped to the padded map (PyTorch's and ONNX's divisor)
+    const int ylo = y0 < -p.pt ? -p.pt : y0, yhi = y0 + p.kh > h + p.pb ? h + p.pb : y0 + p.kh;
+    const int xlo = x0 < -p.pl ? -p.pl : x0, xhi = x0 + p.kw > w + p.pr ? w + p.pr : x0 + p.kw;
+    count = (yhi - ylo) * (xhi - xlo);
+  }
+  return count > 0 ? sum / float(count) : 0.f;
+}
+
+}  // namespace scenelab
