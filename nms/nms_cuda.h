@@ -67,9 +67,10 @@ class GpuNms {
 };
 
 // Sparse exact greedy NMS (nms/nms_sparse_cuda.cu): greedy()'s indices for any number of boxes,
-// its memory linear in them (about 200 bytes a box), its work the pairs sharing a grid cell.
-// Groups (classes, or images of a batch: image * classes + class) never suppress each other.
-// One wait for the device (the sizes of the cell lists) per call. Needs threshold >= 0.
+// its memory linear in them (about 900 bytes a box reserved), its work the pairs of boxes listed
+// in a shared grid cell (nms/sparse_grid.h). Groups (classes, or images of a batch: image *
+// classes + class) never suppress each other. One wait for the device (the size of the cell
+// lists) per call. Needs threshold >= 0.
 class GpuSparseNms {
  public:
   explicit GpuSparseNms(int capacity = 0) { reserve(capacity); }
@@ -79,12 +80,16 @@ class GpuSparseNms {
   void greedy(const DeviceBoxes& in, const Options& o, int* keep_out, int* count_out, cudaStream_t stream);
   // The rounds the last greedy() took (waits for the device; for benchmarks).
   int last_rounds() const;
+  // For benchmarks: the lanes that scan a box's lists together (8 or 32), and the cell side as
+  // the median box's side over 2^cell_shift (0..3). Results never depend on them.
+  void tune(int lanes, int cell_shift);
 
  private:
-  int capacity_ = 0, grid_ = 0;
+  int capacity_ = 0, grid8_ = 0, grid32_ = 0, lanes_ = 32, cell_shift_ = 2;
   size_t temp_bytes_ = 0;
-  DeviceBuffer keys_in_, keys_sorted_, idx_in_, order_, boxes_, groups_, live_, wide_flag_, counts_, offsets_,
-      wide_, state_, left_, found_, wcursor_, flags_, ekeys_[2], eranks_[2], seg_, elist_[2], blist_[2], small_, temp_;
+  DeviceBuffer keys_in_, keys_sorted_, idx_in_, order_, boxes_, groups_, flags_, listed_, loffsets_, queries_,
+      qoffsets_, lists_, state_, lcursor_, blist_[2], lkeys_[2], lranks_[2], heads_, cell_start_, cell_keys_, qcursor_,
+      qend_, small_, temp_;
 };
 
 // nms_on_device's greedy takes the dense path up to this many boxes and the sparse one above.
@@ -94,7 +99,8 @@ constexpr int kDenseGreedyMax = 30000;
 std::vector<int> greedy_nms_gpu(const std::vector<Detection>& d, const Options& o);
 std::vector<int> oro_nms_gpu(const std::vector<Detection>& d, const Options& o, int k,
                              int dmax = 0);  // dmax 0: n rounded up to a multiple of k
-std::vector<int> sparse_greedy_nms_gpu(const std::vector<Detection>& d, const Options& o);
+std::vector<int> sparse_greedy_nms_gpu(const std::vector<Detection>& d, const Options& o,
+                                       GpuSparseNms* nms = nullptr);  // nullptr: one of its own
 // Each image of a batch (images[b]) by one sparse call over all of them (groups: image x class).
 std::vector<std::vector<int>> batched_greedy_nms_gpu(const std::vector<std::vector<Detection>>& images,
                                                      const Options& o);

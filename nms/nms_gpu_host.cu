@@ -54,18 +54,20 @@ std::vector<int> download_keep(const Uploaded& u, cudaStream_t s) {
 
 // The boxes up, an exact greedy (GpuNms or GpuSparseNms) run on them, the kept indices down.
 template <typename Nms>
-std::vector<int> greedy_with(const std::vector<Detection>& d, const Options& o) {
+std::vector<int> greedy_with(const std::vector<Detection>& d, const Options& o, Nms* given = nullptr) {
   CudaStream s;
   Uploaded u = upload(d, o, s.get());
-  Nms nms(int(d.size()));
+  Nms own(given ? 0 : int(d.size()));
+  Nms& nms = given ? *given : own;
+  nms.reserve(int(d.size()));
   nms.greedy(u.view, o, u.keep.get<int>(), u.count.get<int>(), s.get());
   return download_keep(u, s.get());
 }
 
 std::vector<int> greedy_nms_gpu(const std::vector<Detection>& d, const Options& o) { return greedy_with<GpuNms>(d, o); }
 
-std::vector<int> sparse_greedy_nms_gpu(const std::vector<Detection>& d, const Options& o) {
-  return greedy_with<GpuSparseNms>(d, o);
+std::vector<int> sparse_greedy_nms_gpu(const std::vector<Detection>& d, const Options& o, GpuSparseNms* nms) {
+  return greedy_with<GpuSparseNms>(d, o, nms);
 }
 
 std::vector<std::vector<int>> batched_greedy_nms_gpu(const std::vector<std::vector<Detection>>& images,

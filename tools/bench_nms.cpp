@@ -212,16 +212,16 @@ double time_on(cudaStream_t stream, CudaEvent& e0, CudaEvent& e1, int warm, int 
 
 // The sparse exact greedy (GpuSparseNms) at every scale and on every kind of set, by CUDA events
 // (median of runs after warm-up), the dense bitmask path beside it where its n^2 / 64 words fit
-// (to 100,000 boxes), the indices checked against the CPU's sparse greedy; then B images of N
-// boxes as one call (groups: the images). --dump writes each set and our result for
+// (to 100,000 boxes), the indices checked against the CPU's sparse greedy; then B images of N boxes as one call (groups: the images). --dump
+// writes each set, our result and the time of the path nms_on_device takes for that n, for
 // tools/peer_nms.py --sparse (torchvision.ops.nms and batched_nms on the same boxes).
 int sparse_bench(const std::vector<int>& sizes, const std::vector<std::string>& kinds, int runs, const Options& o,
-                 int batch, int batch_n, const std::string& dump_dir) {
+                 int batch, int batch_n, const std::string& dump_dir, int lanes, int cell_shift) {
   cudaDeviceProp prop{};
   SL_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0), "bench_nms");
-  std::printf("# bench_nms --sparse on %s: IoU > %.2f, median of %d runs (CUDA events) after 2 warm-up\n", prop.name,
-              o.threshold, runs);
-  std::printf("| set | n | kept | sparse ms | rounds | dense ms | sparse workspace MiB | same as the CPU |\n"
+  std::printf("# bench_nms --sparse on %s: IoU > %.2f, median of %d runs (CUDA events) after 2 warm-up; lanes %d, "
+              "cell shift %d\n", prop.name, o.threshold, runs, lanes, cell_shift);
+  std::printf("| set | n | kept | sparse ms | rounds | dense mask ms | sparse workspace MiB | same as the CPU |\n"
               "|---|---|---|---|---|---|---|---|\n");
   CudaStream stream;
   CudaEvent e0, e1;
@@ -246,18 +246,21 @@ int sparse_bench(const std::vector<int>& sizes, const std::vector<std::string>& 
     SL_CUDA_CHECK(cudaMemGetInfo(&free0, &total), "memory");
     GpuSparseNms sparse(n);
     SL_CUDA_CHECK(cudaMemGetInfo(&free1, &total), "memory");
+    sparse.tune(lanes, cell_shift);
     const double sparse_ms = time_gpu([&] { sparse.greedy(in, o, keep.get<int>(), count.get<int>(), stream.get()); });
     int kept = 0;
     SL_CUDA_CHECK(cudaMemcpy(&kept, count.get(), sizeof(int), cudaMemcpyDeviceToHost), "count");
     std::vector<int> got(static_cast<size_t>(kept));
     SL_CUDA_CHECK(cudaMemcpy(got.data(), keep.get(), size_t(kept) * sizeof(int), cudaMemcpyDeviceToHost), "keep");
     std::string dense = "n/a";
+    double auto_ms = sparse_ms;  // the path nms_on_device takes for this n
     if (n <= 100000 && groups.empty()) {
       GpuNms nms(n);
+      const double dense_ms = time_gpu([&] { nms.greedy(in, o, keep.get<int>(), count.get<int>(), stream.get()); });
       char buf[32];
-      std::snprintf(buf, sizeof buf, "%.3f",
-                    time_gpu([&] { nms.greedy(in, o, keep.get<int>(), count.get<int>(), stream.get()); }));
+      std::snprintf(buf, sizeof buf, "%.3f", dense_ms);
       dense = buf;
+      if (n <= kDenseGreedyMax) auto_ms = dense_ms;
     }
     std::vector<Detection> g = d;
     Options og = o;
@@ -278,7 +281,7 @@ int sparse_bench(const std::vector<int>& sizes, const std::vector<std::string>& 
       dump(p + "_scores.f32", sc);
       dump(p + "_keep.i32", got);
       if (!groups.empty()) dump(p + "_groups.i32", groups);
-      std::ofstream(p + "_ms.txt") << sparse_ms << "\n";
+      std::ofstream(p + "_ms.txt") << auto_ms << "\n";
     }
   };
   for (const auto& kind : kinds)
@@ -300,13 +303,14 @@ int sparse_bench(const std::vector<int>& sizes, const std::vector<std::string>& 
 
 int main(int argc, char** argv) {
   try {
-    Cli cli(argc, argv, {"sizes", "runs", "threshold", "dump", "head-spec", "sets", "batch"}, {"help", "cpu", "sparse"});
+    Cli cli(argc, argv, {"sizes", "runs", "threshold", "dump", "head-spec", "sets", "batch", "lanes", "cell-shift"}, {"help", "cpu", "sparse"});
     if (cli.has("help")) {
       std::puts("usage: bench_nms [--sizes 200,1000,...] [--runs 20] [--threshold 0.5] [--dump DIR]\n"
                 "                 [--head-spec 'key=value ...; key=value ...'] (the head also with these settings)\n"
                 "       bench_nms --cpu [--sizes ...] [--sets clustered,uniform,large] [--batch BxN] [--runs N]\n"
                 "                 (the CPU's sparse exact greedy against the plain loop; batched images)\n"
                 "       bench_nms --sparse [--sizes ...] [--sets ...] [--batch BxN] [--runs N] [--dump DIR]\n"
+                "                 [--lanes 8|32] [--cell-shift 0..3] (GpuSparseNms::tune)\n"
                 "                 (the GPU's sparse exact greedy, the dense path beside it; batched images)");
       return 0;
     }
@@ -329,7 +333,8 @@ int main(int argc, char** argv) {
                  "--batch ", bspec, ": expected BxN, e.g. 16x10000");
       if (cli.has("cpu")) return cpu_bench(sizes, kinds, std::max(1, cli.get_int("runs", 3)), o, batch, batch_n);
 #ifdef SCENELAB_WITH_CUDA
-      return sparse_bench(sizes, kinds, std::max(1, cli.get_int("runs", 10)), o, batch, batch_n, cli.get("dump", ""));
+      return sparse_bench(sizes, kinds, std::max(1, cli.get_int("runs", 10)), o, batch, batch_n, cli.get("dump", ""),
+                          cli.get_int("lanes", 32), cli.get_int("cell-shift", 2));
 #else
       std::fprintf(stderr, "bench_nms: built without CUDA; --sparse times the GPU\n");
       return 1;

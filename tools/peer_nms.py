@@ -88,7 +88,7 @@ def sparse(a):
         print(out)
         print(f"# peer_nms --sparse: torchvision {torchvision.__version__} ({torch.cuda.get_device_name()}), "
               f"median of {a.runs} runs (CUDA events) after 3 warm-up; IoU > 0.5")
-        print("| set | n | kept | same boxes | scenelab sparse ms | torchvision ms | torchvision / scenelab |")
+        print("| set | n | kept | same boxes | scenelab ms (nms_on_device's path) | torchvision ms | torchvision / scenelab |")
         print("|---|---|---|---|---|---|---|")
         ok = True
         names = [f"{k}_{n}" for k in a.sets.split(",") for n in map(int, a.sizes.split(","))]

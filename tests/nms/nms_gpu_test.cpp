@@ -120,11 +120,15 @@ TEST(NmsGpu, AdversarialSets) {
 // CPU's sparse greedy (which equals the plain loop: tests/nms/nms_sparse_test.cpp).
 TEST(NmsGpuSparse, EqualsGreedyOnEverySet) {
   SCENELAB_REQUIRE_GPU();
-  std::vector<Options> opts(5);
-  opts[1].threshold = 0.f;
-  opts[2].criterion = Criterion::OverCandidate, opts[2].threshold = 0.6f;
+  // IoU at 0.5, 0.7, 0.45, 0.3 and 0.2 (probe points: 1, 1, 2, 3 and 4 an axis), 0.1 and 0 (the
+  // cells covered), 1 (nothing suppresses); over-candidate; the +1 convention; per class, top-k.
+  std::vector<Options> opts(12);
+  const float thresholds[] = {0.5f, 0.f, 0.6f, 0.5f, 0.5f, 0.7f, 0.45f, 0.3f, 0.2f, 0.1f, 1.f, 0.45f};
+  for (size_t i = 0; i < opts.size(); ++i) opts[i].threshold = thresholds[i];
+  opts[2].criterion = Criterion::OverCandidate;
   opts[3].pixel_inclusive = true;
   opts[4].per_class = true, opts[4].max_outputs = 37, opts[4].score_threshold = 0.2f;
+  opts[11].pixel_inclusive = true;
   for (int n : {0, 1, 2, 65, 3000, 20000})
     for (bool clustered : {false, true}) {
       const auto d = test::make_box_set(n, uint32_t(n) * 3 + 1, clustered, 3);
@@ -135,8 +139,21 @@ TEST(NmsGpuSparse, EqualsGreedyOnEverySet) {
     for (const auto& o : opts) ASSERT_EQ(sparse_greedy_nms_gpu(d, o), greedy_nms(d, o)) << name;
   for (bool clustered : {true, false}) {
     const auto d = test::make_box_set(300000, 77, clustered);
-    ASSERT_EQ(sparse_greedy_nms_gpu(d, Options{}), greedy_nms_sparse(d, Options{})) << "300000 boxes";
+    for (float t : {0.5f, 0.3f}) {
+      Options o;
+      o.threshold = t;
+      ASSERT_EQ(sparse_greedy_nms_gpu(d, o), greedy_nms_sparse(d, o)) << "300000 boxes, IoU > " << t;
+    }
   }
+  // The tuning never changes the result.
+  const auto d = test::make_box_set(20000, 5, true);
+  const auto want = greedy_nms(d, Options{});
+  for (int lanes : {8, 32})
+    for (int shift : {0, 1, 2, 3}) {
+      GpuSparseNms nms(int(d.size()));
+      nms.tune(lanes, shift);
+      EXPECT_EQ(sparse_greedy_nms_gpu(d, Options{}, &nms), want) << lanes << " lanes, cell shift " << shift;
+    }
   Options negative;
   negative.threshold = -0.1f;
   EXPECT_THROW(sparse_greedy_nms_gpu(test::make_box_set(10, 1, false), negative), Error);
