@@ -23,10 +23,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::string path = input_path(::getpid());
-  FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f) return 0;
-  std::fwrite(data, 1, size, f);
-  std::fclose(f);
+  if (!scenelab::fuzz::write_input(path, data, size)) return 0;
   scenelab::OnnxLimits lim;
   lim.max_param_bytes = 64 << 20;
   lim.max_nodes = 1000;

@@ -32,10 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::string key = scenelab::plan_key("GPU; driver 1", "00ff", "fp16", 1, 64, 64);
   std::filesystem::create_directories(cache_dir());
   scenelab::PlanCache cache(cache_dir(), [](const std::string&) {});
-  FILE* f = std::fopen(cache.path_of(key).c_str(), "wb");
-  if (!f) return 0;
-  std::fwrite(data, 1, size, f);
-  std::fclose(f);
+  if (!scenelab::fuzz::write_input(cache.path_of(key), data, size)) return 0;
   (void)cache.find(key);
   return 0;
 }

@@ -6,6 +6,8 @@
 #include <signal.h>
 
 #include <cerrno>
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -32,6 +34,14 @@ inline void remove_scratch_of_dead_processes(const std::string& prefix, const st
         errno == ESRCH)
       std::filesystem::remove_all(e.path(), ec);
   }
+}
+
+// Writes a fuzz input to `path` (whole, replacing it); false where the file cannot be made.
+inline bool write_input(const std::string& path, const uint8_t* data, size_t size) {
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) return false;
+  const bool ok = std::fwrite(data, 1, size, f) == size;
+  return std::fclose(f) == 0 && ok;
 }
 
 }  // namespace scenelab::fuzz
