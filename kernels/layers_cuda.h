@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/layer.h"
+#include "layers/conv_window.h"
 #include "layers/pool_window.h"
 #include "layers/refine_weights.h"
 
@@ -35,6 +36,9 @@ void conv_general(const TensorView& x, const TensorView& y, const float* w, cons
                   bool relu, cudaStream_t s);
 // The avgpool layer (kernels/avgpool.cu), f32 NCHW.
 void avgpool(const TensorView& x, const TensorView& y, const PoolWindow& p, cudaStream_t s);
+// The conv_transpose layer (kernels/conv_transpose.cu), f32 NCHW; w: [cin, cout / groups, kh, kw].
+void conv_transpose(const TensorView& x, const TensorView& y, const float* w, const float* b, const ConvTWindow& c,
+                    bool relu, cudaStream_t s);
 void maxpool2d(const TensorView& x, const TensorView& y, int k, int stride, cudaStream_t s);
 // y = maxpool(act(x + b)) computed as act(maxpool(x) + b), bit for bit the same: a convolution's
 // raw output pooled with its bias and ReLU (b may be null). For 2-byte NHWC tensors whose

@@ -30,6 +30,7 @@ std::unique_ptr<Layer> make_binary(const NodeDesc&);
 std::unique_ptr<Layer> make_global_avgpool(const NodeDesc&);
 std::unique_ptr<Layer> make_conv(const NodeDesc&);
 std::unique_ptr<Layer> make_avgpool(const NodeDesc&);
+std::unique_ptr<Layer> make_conv_transpose(const NodeDesc&);
 
 namespace {
 struct Entry {
@@ -48,7 +49,7 @@ constexpr Entry kLayers[] = {
     {"refine", make_refine},           {"activation", make_activation},
     {"channel_op", make_channel_op},   {"binary", make_binary},
     {"global_avgpool", make_global_avgpool}, {"conv", make_conv},
-    {"avgpool", make_avgpool},
+    {"avgpool", make_avgpool},         {"conv_transpose", make_conv_transpose},
 };
 }  // namespace
 

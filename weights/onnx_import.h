@@ -152,6 +152,8 @@ struct Importer {
 
   void map_conv(const onnx::NodeProto& n);
 
+  void map_conv_transpose(const onnx::NodeProto& n);
+
   void map_maxpool(const onnx::NodeProto& n);
 
   void map_resize(const onnx::NodeProto& n);

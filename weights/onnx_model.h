@@ -8,7 +8,7 @@
 //   Conv -> conv2d where it takes the shape (odd square kernel, stride 1, no dilation, one group,
 //   pads 0 or k/2 on every side), else conv (any kernel, strides, dilations, pads, groups;
 //   auto_pad SAME only at stride 1), a BatchNormalization after it folded into its weights and
-//   bias; Relu -> relu;
+//   bias; ConvTranspose (no output_shape, no auto_pad SAME) -> conv_transpose; Relu -> relu;
 //   Sigmoid, Tanh, LeakyRelu, Clip, HardSigmoid, HardSwish -> activation; PRelu, and Add, Sub,
 //   Mul, Div with a constant of one value or one a channel -> channel_op; Add, Sub, Mul of two
 //   computed values (the second of the first's shape or one value a channel) -> binary;

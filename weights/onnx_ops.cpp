@@ -37,6 +37,7 @@ void Importer::map_node(const onnx::NodeProto& n) {
   for (int k = 1; k < n.output_size(); ++k)
     if (!n.output(k).empty() && uses[n.output(k)]) unsupported(n, "output " + std::to_string(k) + " (only the first)");
   if (op == "Conv") return map_conv(n);
+  if (op == "ConvTranspose") return map_conv_transpose(n);
   if (op == "BatchNormalization") {
     if (folded_.count(&n)) return;
     unsupported(n, "a batch normalisation not straight after a convolution");
@@ -337,6 +338,56 @@ void Importer::map_conv(const onnx::NodeProto& n) {
   wc.dims = w.dims;
   wc.f = std::move(weight);
   add_param(name + "/weight", to_tensor(wc, where(n)));
+  if (has_bias) {
+    Const bc;
+    bc.dims = {out};
+    bc.f = std::move(bias);
+    add_param(name + "/bias", to_tensor(bc, where(n)));
+  }
+}
+
+void Importer::map_conv_transpose(const onnx::NodeProto& n) {
+  known(n, {"auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads", "strides"});
+  if (rank != 4) unsupported(n, str_cat("input of rank ", rank));
+  const Const& w = need_const(n, 1, "weight");
+  if (w.dims.size() != 4) unsupported(n, "a " + std::to_string(w.dims.size() - 2) + "-D transposed convolution");
+  const int64_t group = attr_int(n, "group", 1), kh = w.dims[2], kw = w.dims[3], out = w.dims[1] * group;
+  const auto ks = attr_ints(n, "kernel_shape");
+  if (!ks.empty() && (ks.size() != 2 || ks[0] != kh || ks[1] != kw)) unsupported(n, "kernel_shape unlike the weight's");
+  if (!attr_ints(n, "output_shape").empty()) unsupported(n, "output_shape (pads and output_padding are)");
+  const std::string ap = attr_str(n, "auto_pad", "NOTSET");
+  if (ap != "NOTSET" && ap != "VALID") unsupported(n, "auto_pad " + ap);
+  auto pair = [&](const char* name, int64_t def) {
+    auto v = attr_ints(n, name);
+    if (v.empty()) v = {def, def};
+    if (v.size() != 2) unsupported(n, str_cat(name, " of ", v.size(), " values"));
+    return v;
+  };
+  const auto st = pair("strides", 1), dl = pair("dilations", 1), op = pair("output_padding", 0);
+  auto pads = attr_ints(n, "pads");
+  if (pads.empty() || ap == "VALID") pads.assign(4, 0);
+  if (pads.size() != 4) unsupported(n, "pads of " + std::to_string(pads.size()) + " values");
+  std::vector<std::pair<std::string, std::string>> attrs = {
+      {"out", std::to_string(out)},
+      {"kernel", str_cat(kh, ",", kw)},
+      {"stride", str_cat(st[0], ",", st[1])},
+      {"dilation", str_cat(dl[0], ",", dl[1])},
+      {"pads", str_cat(pads[0], ",", pads[1], ",", pads[2], ",", pads[3])},
+      {"output_pad", str_cat(op[0], ",", op[1])},
+      {"groups", std::to_string(group)}};
+  bool has_bias = false;
+  std::vector<float> bias;
+  if (n.input_size() > 2 && !n.input(2).empty()) {
+    const Const& b = need_const(n, 2, "bias");
+    SL_REQUIRE(!b.is_int && b.f.size() == size_t(out), where(n), ": bias of ", b.f.size(), " values for ", out,
+               " outputs");
+    bias = b.f;
+    has_bias = true;
+  }
+  attrs.push_back({"bias", has_bias ? "1" : "0"});
+  const std::string name = add(n.output(0), "conv_transpose", {data(n, 0)}, attrs);
+  g.nodes.back().attrs.set("params", name);
+  add_param(name + "/weight", to_tensor(w, where(n)));
   if (has_bias) {
     Const bc;
     bc.dims = {out};

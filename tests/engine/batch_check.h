@@ -47,6 +47,8 @@ inline std::vector<BatchCase> batch_cases() {
       one("conv", "y = conv(x) out=6 kernel=3,2 stride=2,1 dilation=1,2 pads=1,0,1,2 groups=3\noutput y\n", 23, 17),
       one("avgpool", "y = avgpool(x) kernel=3 stride=2 pads=1,1,1,1 count_pad=1\noutput y\n", 23, 17),
       one("activation", "y = activation(x) fn=hard_swish\noutput y\n", 23, 17),
+      one("conv_transpose", "y = conv_transpose(x) out=4 kernel=3 stride=2 pads=1,1,1,1 output_pad=1\noutput y\n", 23,
+          17),
       one("channel_op", "y = channel_op(x) op=prelu\noutput y\n", 23, 17),
       one("global_avgpool", "g = global_avgpool(x)\ny = binary(x, g) op=mul\noutput y\n", 23, 17),
       one("binary", "a = activation(x) fn=sigmoid\ny = binary(x, a) op=sub\noutput y\n", 23, 17),

@@ -1,4 +1,4 @@
-// The conv and avgpool layers (any kernel, stride, dilation, padding on each side, groups) against a float64
+// The conv, avgpool and conv_transpose layers (any kernel, stride, dilation, padding on each side, groups) against a float64
 // direct convolution on odd sizes, batch 2, with and without bias and a fused ReLU (run_layer
 // poisons the output first). Bound: 1e-5 relative (max |got - want| / max |want|).
 #include <gtest/gtest.h>
@@ -113,4 +113,59 @@ TEST(AvgPool, PadsCountedOrNot) {
       ASSERT_EQ(r.out.shape(), want.shape) << line;
       EXPECT_LT(rel_error(r.out.view(), want), 1e-6) << line;
     }
+}
+
+// conv_transpose against the scatter definition in float64 (each input pixel adds its
+// kernel-weighted value to the outputs it reaches), independent of the layer's gathering:
+// strides, dilations, pads on each side, output padding, groups, a fused ReLU; batch 2.
+TEST(ConvTranspose, EqualsTheScatterDefinition) {
+  struct Case {
+    int cin, cout, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr, oph, opw, groups;
+    bool bias, relu;
+  };
+  const Case cases[] = {
+      {4, 6, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, true, false},  // the usual x2 upsampling
+      {4, 4, 4, 4, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0, 2, false, true},  // 4x4 at stride 2, two groups
+      {3, 5, 3, 2, 3, 1, 2, 1, 0, 1, 2, 0, 2, 0, 1, true, false},  // uneven everything
+  };
+  int seed = 70;
+  for (const Case& c : cases) {
+    const int h = 9, w = 11;
+    const Tensor x = random_tensor(Shape(2, c.cin, h, w), uint32_t(++seed));
+    const Tensor wt = random_tensor(Shape(c.cin, c.cout / c.groups, c.kh, c.kw), uint32_t(++seed));
+    const Tensor b = random_tensor(Shape(c.cout, 1, 1, 1), uint32_t(++seed));
+    auto pair = [](int a, int b2) { return std::to_string(a) + "," + std::to_string(b2); };
+    const std::string line = "y = conv_transpose(x0) out=" + std::to_string(c.cout) + " kernel=" + pair(c.kh, c.kw) +
+                             " stride=" + pair(c.sh, c.sw) + " dilation=" + pair(c.dh, c.dw) + " pads=" +
+                             pair(c.pt, c.pl) + "," + pair(c.pb, c.pr) + " output_pad=" + pair(c.oph, c.opw) +
+                             " groups=" + std::to_string(c.groups) + " bias=" + (c.bias ? "1" : "0");
+    std::map<std::string, Tensor> params{{"weight", wt}};
+    if (c.bias) params["bias"] = b;
+    LayerRun r = run_layer(line, {&x}, params, 2, c.relu);
+    const int ho = (h - 1) * c.sh - c.pt - c.pb + c.dh * (c.kh - 1) + c.oph + 1;
+    const int wo = (w - 1) * c.sw - c.pl - c.pr + c.dw * (c.kw - 1) + c.opw + 1;
+    Ref want(Shape(2, c.cout, ho, wo));
+    const int cin_g = c.cin / c.groups, cout_g = c.cout / c.groups;
+    for (int n = 0; n < 2; ++n) {
+      for (int o = 0; o < c.cout; ++o)
+        for (int y = 0; y < ho; ++y)
+          for (int xx = 0; xx < wo; ++xx) want.at(n, o, y, xx) = c.bias ? b[size_t(o)] : 0.0;
+      for (int ci = 0; ci < c.cin; ++ci)
+        for (int iy = 0; iy < h; ++iy)
+          for (int ix = 0; ix < w; ++ix)
+            for (int og = 0; og < cout_g; ++og)
+              for (int i = 0; i < c.kh; ++i)
+                for (int j = 0; j < c.kw; ++j) {
+                  const int oy = iy * c.sh - c.pt + i * c.dh, ox = ix * c.sw - c.pl + j * c.dw;
+                  if (oy < 0 || oy >= ho || ox < 0 || ox >= wo) continue;
+                  const int o = ci / cin_g * cout_g + og;
+                  want.at(n, o, oy, ox) += double(x[((size_t(n) * c.cin + ci) * h + iy) * w + ix]) *
+                                           wt[((size_t(ci) * cout_g + og) * c.kh + i) * c.kw + j];
+                }
+      if (c.relu)
+        for (double& v : want.v) v = std::max(v, 0.0);
+    }
+    ASSERT_EQ(r.out.shape(), want.shape) << line;
+    EXPECT_LT(rel_error(r.out.view(), want), 1e-5) << line;
+  }
 }

@@ -2,7 +2,8 @@
 """ONNX models in, against PyTorch: small networks written in PyTorch (convolutions with batch
 normalisation kept as a node and folded by the exporter, ReLU, max-pool, a concatenation of two
 branches, bilinear and nearest x2 resizes, softmax; strided, depthwise and dilated convolutions,
-a squeeze-and-excitation gate, a residual sum, hard-swish, leaky ReLU, ReLU6), exported with torch.onnx at random weights,
+a squeeze-and-excitation gate, a residual sum, hard-swish, leaky ReLU, ReLU6, a transposed
+convolution), exported with torch.onnx at random weights,
 run by our engine from the .onnx file (tools/scenelab_infer, which reads it through read_model) and
 by PyTorch on the same input: scores within 1e-4 relative (max |ours - torch| / max |torch|) and
 the labels (the scores brought onto the input bilinearly, argmax) equal on >= 99.9% of pixels.
@@ -64,7 +65,8 @@ class Branches(nn.Module):
 class Modern(nn.Module):
     """What real-time nets are made of: a stride-2 stem, a depthwise-separable block with a
     residual sum, a dilated convolution, a squeeze-and-excitation gate (global average pool, 1x1
-    convolutions, sigmoid, product), hard-swish, leaky ReLU, ReLU6 (clip), bilinear x2 back."""
+    convolutions, sigmoid, product), hard-swish, leaky ReLU, ReLU6 (clip), a transposed
+    convolution x2 back."""
 
     def __init__(self, classes=4):
         super().__init__()
@@ -74,13 +76,14 @@ class Modern(nn.Module):
         self.dil = nn.Sequential(nn.Conv2d(8, 12, 3, padding=2, dilation=2), nn.LeakyReLU(0.1))
         self.se = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Conv2d(12, 4, 1), nn.ReLU(), nn.Conv2d(4, 12, 1),
                                 nn.Sigmoid())
-        self.head = nn.Conv2d(12, classes, 1)
+        self.up = nn.ConvTranspose2d(12, 6, 3, stride=2, padding=1, output_padding=1)
+        self.head = nn.Conv2d(6, classes, 1)
 
     def forward(self, x):
         s = self.stem(x)
         y = self.dil(s + self.dw(s))
         y = y * self.se(y)
-        return F.interpolate(self.head(y), scale_factor=2, mode="bilinear", align_corners=False)
+        return self.head(F.relu(self.up(y)))
 
 
 def randomise(net, seed):
