@@ -1,12 +1,14 @@
 #!/bin/bash
 # Run here, from the project root, before a GPU run: ../shared/gpu/stage.sh's packages, and what
-# this project adds to them in .gpu/ (git-ignored): libdeflate (the PNG writer) as Debian
+# this project adds to them in .gpu/ (git-ignored): libdeflate (the PNG writer), nlohmann-json,
+# and ONNX's protobuf classes, protobuf and ONNX's node tests (the ONNX import) as Debian
 # packages, unpacked there by .gpu/env.sh, Dask as wheels (installed by tools/gpu_check.sh when
 # its cluster benchmark runs) and a copy of the CamVid images (val for benchmarks, train for training there).
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
 ../shared/gpu/stage.sh >/dev/null
-(cd .gpu/debs && for p in libdeflate0 libdeflate-dev nlohmann-json3-dev; do
+(cd .gpu/debs && for p in libdeflate0 libdeflate-dev nlohmann-json3-dev libonnx1 libonnx-dev libprotobuf32 \
+                           libprotobuf-dev libonnx-testdata; do
    ls ${p}_*.deb >/dev/null 2>&1 || apt-get download -q "$p" >/dev/null; done)
 # Dask for gpu_check.sh's cluster benchmark (the GPU machine's Python 3.12 lacks it): wheels of
 # the versions pinned here and their dependencies.
