@@ -239,7 +239,8 @@ const onnx::NodeProto* Importer::bn_after(const onnx::NodeProto& conv) const {
   auto u = uses.find(v);
   if (u == uses.end() || u->second != 1) return nullptr;
   for (const auto& m : proto.graph().node())
-    if (m.op_type() == "BatchNormalization" && m.input_size() >= 5 && m.input(0) == v) return &m;
+    if (m.op_type() == "BatchNormalization" && m.input_size() >= 5 && m.output_size() >= 1 && m.input(0) == v)
+      return &m;
   return nullptr;
 }
 
