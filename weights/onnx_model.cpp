@@ -100,7 +100,7 @@ Const read_const(const onnx::TensorProto& t, const std::string& where, uint64_t 
       SL_REQUIRE(t.raw_data().size() == n * 4, where, ": raw data of ", t.raw_data().size(), " bytes for ", n,
                  " float32 elements");
       c.f.resize(n);
-      std::memcpy(c.f.data(), t.raw_data().data(), n * 4);
+      if (n) std::memcpy(c.f.data(), t.raw_data().data(), n * 4);  // (an empty tensor's data may be null)
     } else {
       SL_REQUIRE(size_t(t.float_data_size()) == n, where, ": ", t.float_data_size(), " values for ", n, " elements");
       c.f.assign(t.float_data().begin(), t.float_data().end());
@@ -114,7 +114,7 @@ Const read_const(const onnx::TensorProto& t, const std::string& where, uint64_t 
       SL_REQUIRE(t.raw_data().size() == n * 8, where, ": raw data of ", t.raw_data().size(), " bytes for ", n,
                  " int64 elements");
       c.i.resize(n);
-      std::memcpy(c.i.data(), t.raw_data().data(), n * 8);
+      if (n) std::memcpy(c.i.data(), t.raw_data().data(), n * 8);
     } else {
       SL_REQUIRE(size_t(t.int64_data_size()) == n, where, ": ", t.int64_data_size(), " values for ", n, " elements");
       c.i.assign(t.int64_data().begin(), t.int64_data().end());
