@@ -153,6 +153,11 @@ struct Importer {
   void map_conv(const onnx::NodeProto& n);
 
   void map_conv_transpose(const onnx::NodeProto& n);
+  // A convolution's bias input (empty: none), checked against its `out` channels.
+  std::vector<float> conv_bias(const onnx::NodeProto& n, int64_t out) const;
+  // The last node added reads parameter group `name`: its weight and (non-empty) bias.
+  void add_weights(const onnx::NodeProto& n, const std::string& name, const Const& weight,
+                   const std::vector<float>& bias);
 
   void map_maxpool(const onnx::NodeProto& n);
 

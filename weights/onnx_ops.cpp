@@ -295,15 +295,9 @@ void Importer::map_conv(const onnx::NodeProto& n) {
              {"pads", str_cat(pads[0], ",", pads[1], ",", pads[2], ",", pads[3])},
              {"groups", std::to_string(group)}};
   }
-  std::vector<float> weight = w.f, bias(size_t(out), 0.f);
-  bool has_bias = false;
-  if (n.input_size() > 2 && !n.input(2).empty()) {
-    const Const& b = need_const(n, 2, "bias");
-    SL_REQUIRE(!b.is_int && b.f.size() == size_t(out), where(n), ": bias of ", b.f.size(), " values for ", out,
-               " outputs");
-    bias = b.f;
-    has_bias = true;
-  }
+  std::vector<float> weight = w.f, bias = conv_bias(n, out);
+  bool has_bias = !bias.empty();
+  if (!has_bias) bias.assign(size_t(out), 0.f);  // a batch normalisation may give it one
   std::string value = n.output(0);
   if (const onnx::NodeProto* bn = bn_after(n)) {  // y = gamma (x - mean) / sqrt(var + eps) + beta
     for (const auto& a : bn->attribute())
@@ -334,17 +328,29 @@ void Importer::map_conv(const onnx::NodeProto& n) {
   attrs.push_back({"bias", has_bias ? "1" : "0"});
   const std::string name = add(value, simple ? "conv2d" : "conv", {data(n, 0)}, attrs);
   node_of[n.output(0)] = name;
-  g.nodes.back().attrs.set("params", name);
   Const wc;
   wc.dims = w.dims;
   wc.f = std::move(weight);
-  add_param(name + "/weight", to_tensor(wc, where(n)));
-  if (has_bias) {
-    Const bc;
-    bc.dims = {out};
-    bc.f = std::move(bias);
-    add_param(name + "/bias", to_tensor(bc, where(n)));
-  }
+  add_weights(n, name, wc, has_bias ? bias : std::vector<float>{});
+}
+
+std::vector<float> Importer::conv_bias(const onnx::NodeProto& n, int64_t out) const {
+  if (n.input_size() <= 2 || n.input(2).empty()) return {};
+  const Const& b = need_const(n, 2, "bias");
+  SL_REQUIRE(!b.is_int && b.f.size() == size_t(out), where(n), ": bias of ", b.f.size(), " values for ", out,
+             " outputs");
+  return b.f;
+}
+
+void Importer::add_weights(const onnx::NodeProto& n, const std::string& name, const Const& weight,
+                           const std::vector<float>& bias) {
+  g.nodes.back().attrs.set("params", name);
+  add_param(name + "/weight", to_tensor(weight, where(n)));
+  if (bias.empty()) return;
+  Const bc;
+  bc.dims = {int64_t(bias.size())};
+  bc.f = bias;
+  add_param(name + "/bias", to_tensor(bc, where(n)));
 }
 
 void Importer::map_conv_transpose(const onnx::NodeProto& n) {
@@ -376,25 +382,9 @@ void Importer::map_conv_transpose(const onnx::NodeProto& n) {
       {"pads", str_cat(pads[0], ",", pads[1], ",", pads[2], ",", pads[3])},
       {"output_pad", str_cat(op[0], ",", op[1])},
       {"groups", std::to_string(group)}};
-  bool has_bias = false;
-  std::vector<float> bias;
-  if (n.input_size() > 2 && !n.input(2).empty()) {
-    const Const& b = need_const(n, 2, "bias");
-    SL_REQUIRE(!b.is_int && b.f.size() == size_t(out), where(n), ": bias of ", b.f.size(), " values for ", out,
-               " outputs");
-    bias = b.f;
-    has_bias = true;
-  }
-  attrs.push_back({"bias", has_bias ? "1" : "0"});
-  const std::string name = add(n.output(0), "conv_transpose", {data(n, 0)}, attrs);
-  g.nodes.back().attrs.set("params", name);
-  add_param(name + "/weight", to_tensor(w, where(n)));
-  if (has_bias) {
-    Const bc;
-    bc.dims = {out};
-    bc.f = std::move(bias);
-    add_param(name + "/bias", to_tensor(bc, where(n)));
-  }
+  const std::vector<float> bias = conv_bias(n, out);
+  attrs.push_back({"bias", bias.empty() ? "0" : "1"});
+  add_weights(n, add(n.output(0), "conv_transpose", {data(n, 0)}, attrs), w, bias);
 }
 
 void Importer::map_maxpool(const onnx::NodeProto& n) {
