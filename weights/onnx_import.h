@@ -31,6 +31,15 @@ Const read_const(const onnx::TensorProto& t, const std::string& where, uint64_t 
 // As a parameter tensor (float32, rank 1 to 4).
 Tensor to_tensor(const Const& c, const std::string& where);
 
+// An element of a shape value (ONNX's Shape and the arithmetic on it: Gather, Slice, Concat,
+// Unsqueeze, Cast): a constant, or dimension `axis` (0..3: N, C, H, W) of an engine node's output.
+struct SymDim {
+  int64_t value = 0;
+  std::string node;
+  int axis = -1;  // -1: the constant `value`
+  bool operator==(const SymDim& o) const { return value == o.value && node == o.node && axis == o.axis; }
+};
+
 // One import: the ONNX graph walked node by node into the engine's GraphDesc and parameters.
 struct Importer {
   std::string path;
@@ -41,6 +50,8 @@ struct Importer {
   std::map<std::string, std::string> node_of;  // ONNX value -> engine node (or the input)
   std::map<std::string, std::string> name_for;  // ONNX value -> the engine name it must have
   std::map<std::string, int> uses;           // ONNX value -> readers
+  std::map<std::string, std::vector<SymDim>> shapes;  // ONNX value -> a shape value (1-D int64)
+  int64_t input_h = -1, input_w = -1;        // the image input's fixed size, where it has one
   std::set<std::string> taken, reserved;  // reserved: the outputs' names, for them alone
   GraphDesc g;
   Model model;
@@ -158,6 +169,14 @@ struct Importer {
   // The last node added reads parameter group `name`: its weight and (non-empty) bias.
   void add_weights(const onnx::NodeProto& n, const std::string& name, const Const& weight,
                    const std::vector<float>& bias);
+
+  // Shape arithmetic (Shape, Gather, Slice, Concat, Unsqueeze, Squeeze, Cast on shape values):
+  // true where the node was one, its result kept in `shapes` (no engine node).
+  bool map_shape_op(const onnx::NodeProto& n);
+  // A value as a shape value: from `shapes`, or an int64 constant; false where it is neither.
+  bool shape_of(const std::string& v, std::vector<SymDim>& out) const;
+  // Resize's attributes that upsample cannot honour, refused.
+  void resize_checks(const onnx::NodeProto& n, const std::string& mode) const;
 
   void map_maxpool(const onnx::NodeProto& n);
 

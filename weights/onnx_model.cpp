@@ -237,6 +237,10 @@ void Importer::run(const std::vector<Tensor>& given, const std::vector<std::stri
     }
     g.input_name = "image";
     g.input_channels = channels;
+    if (rank >= 2 && shape.dim(rank - 2).has_dim_value() && shape.dim(rank - 1).has_dim_value()) {
+      input_h = shape.dim(rank - 2).dim_value();
+      input_w = shape.dim(rank - 1).dim_value();
+    }
   }
   SL_REQUIRE(!image.empty(), path, ": the graph has no input to feed");
   node_of[image] = "image";
@@ -263,6 +267,8 @@ void Importer::run(const std::vector<Tensor>& given, const std::vector<std::stri
   for (const auto& n : graph.node()) map_node(n);
   for (const auto& o : graph.output()) {
     auto it = node_of.find(o.name());
+    if (it == node_of.end() && (shapes.count(o.name()) || consts.count(o.name())))
+      unsupported_graph(str_cat("output '", o.name(), "' is a shape or a constant, not a map"));
     SL_REQUIRE(it != node_of.end(), path, ": output '", o.name(), "' is not computed by a supported node");
     if (it->second == "image") unsupported_graph(str_cat("output '", o.name(), "' is the input itself"));
     g.outputs.push_back(it->second);

@@ -22,6 +22,7 @@ void Importer::map_node(const onnx::NodeProto& n) {
   SL_REQUIRE(n.output_size() >= 1, where(n), ": no output");
   const std::string& op = n.op_type();
   if (op == "Constant") return map_constant(n);
+  if (map_shape_op(n)) return;
   if (op == "Identity") {
     known(n, {});
     return alias(n);
@@ -387,6 +388,83 @@ void Importer::map_conv_transpose(const onnx::NodeProto& n) {
   add_weights(n, add(n.output(0), "conv_transpose", {data(n, 0)}, attrs), w, bias);
 }
 
+bool Importer::shape_of(const std::string& v, std::vector<SymDim>& out) const {
+  auto it = shapes.find(v);
+  if (it != shapes.end()) {
+    out = it->second;
+    return true;
+  }
+  const Const* c = constant(v);
+  if (!c || !c->is_int || c->dims.size() > 1) return false;
+  out.clear();
+  for (int64_t x : c->i) out.push_back(SymDim{x, "", -1});
+  return true;
+}
+
+bool Importer::map_shape_op(const onnx::NodeProto& n) {
+  const std::string& op = n.op_type();
+  std::vector<SymDim> a;
+  if (op == "Shape") {
+    known(n, {});
+    const std::string x = data(n, 0);
+    std::vector<SymDim> d;
+    for (int k = 4 - rank; k < 4; ++k) d.push_back(SymDim{0, x, k});
+    shapes[n.output(0)] = d;
+    return true;
+  }
+  if (op == "Concat") {
+    std::vector<SymDim> all;
+    for (int k = 0; k < n.input_size(); ++k) {
+      std::vector<SymDim> part;
+      if (!shape_of(n.input(k), part)) return false;  // data: the channel concat
+      all.insert(all.end(), part.begin(), part.end());
+    }
+    if (attr_int(n, "axis", 0) != 0) unsupported(n, "a shape concatenated along axis 1");
+    shapes[n.output(0)] = all;
+    return true;
+  }
+  if (n.input_size() == 0 || !shapes.count(n.input(0))) return false;  // the ops below on data: theirs
+  a = shapes.at(n.input(0));
+  if (op == "Unsqueeze" || op == "Squeeze" || op == "Cast" || op == "Identity") {
+    if (op == "Cast" && attr_int(n, "to", onnx::TensorProto::INT64) != onnx::TensorProto::INT64)
+      unsupported(n, "a shape cast to another type than int64");
+    shapes[n.output(0)] = a;  // one element or a vector: the same values
+    return true;
+  }
+  if (op == "Gather") {
+    known(n, {"axis"});
+    if (attr_int(n, "axis", 0) != 0) unsupported(n, "a shape gathered along axis 1");
+    const Const& idx = need_const(n, 1, "indices");
+    if (!idx.is_int || idx.dims.size() > 1) unsupported(n, "indices that are not int64 of rank 0 or 1");
+    std::vector<SymDim> r;
+    for (int64_t i : idx.i) {
+      const int64_t k = i < 0 ? i + int64_t(a.size()) : i;
+      if (k < 0 || k >= int64_t(a.size())) unsupported(n, str_cat("index ", i, " of a shape of ", a.size()));
+      r.push_back(a[size_t(k)]);
+    }
+    shapes[n.output(0)] = r;
+    return true;
+  }
+  if (op == "Slice") {
+    if (opset < 10) unsupported(n, "Slice before opset 10");
+    known(n, {});
+    auto ints = [&](int input, int64_t def) {
+      if (input >= n.input_size() || n.input(input).empty()) return std::vector<int64_t>{def};
+      const Const& c = need_const(n, input, "slice bounds");
+      if (!c.is_int || c.i.size() != 1) unsupported(n, "slice bounds that are not one int64");
+      return c.i;
+    };
+    const int64_t size = int64_t(a.size()), step = ints(4, 1)[0];
+    if (ints(3, 0)[0] != 0) unsupported(n, "a slice along axis 1");
+    if (step != 1) unsupported(n, "a slice with a step");
+    auto clamp = [&](int64_t v) { return std::min(std::max(v < 0 ? v + size : v, int64_t(0)), size); };
+    const int64_t b = clamp(ints(1, 0)[0]), e = clamp(ints(2, size)[0]);
+    shapes[n.output(0)] = std::vector<SymDim>(a.begin() + b, a.begin() + std::max(b, e));
+    return true;
+  }
+  return false;
+}
+
 void Importer::map_maxpool(const onnx::NodeProto& n) {
   known(n, {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"});
   const auto ks = attr_ints(n, "kernel_shape");
@@ -404,6 +482,24 @@ void Importer::map_maxpool(const onnx::NodeProto& n) {
   if (attr_int(n, "ceil_mode", 0) != 0) unsupported(n, "ceil_mode 1");
   if (attr_int(n, "storage_order", 0) != 0) unsupported(n, "storage_order 1");
   add(n.output(0), "maxpool2d", {data(n, 0)}, {{"k", std::to_string(ks[0])}, {"stride", std::to_string(st[0])}});
+}
+
+void Importer::resize_checks(const onnx::NodeProto& n, const std::string& mode) const {
+  if (!attr_ints(n, "axes").empty()) unsupported(n, "axes");
+  if (attr_int(n, "antialias", 0) != 0) unsupported(n, "antialias");
+  if (attr_int(n, "exclude_outside", 0) != 0) unsupported(n, "exclude_outside");
+  const std::string ct = attr_str(n, "coordinate_transformation_mode", opset >= 11 ? "half_pixel" : "asymmetric");
+  if (mode == "linear") {
+    if (ct != "half_pixel" && ct != "pytorch_half_pixel")
+      unsupported(n, "linear with coordinate_transformation_mode " + ct);
+  } else if (mode == "nearest") {
+    const std::string nm = attr_str(n, "nearest_mode", "round_prefer_floor");
+    if (ct != "asymmetric" || (opset >= 11 && nm != "floor"))
+      unsupported(n, "nearest with " + ct + " coordinates and nearest_mode " + nm +
+                         " (asymmetric with floor is supported)");
+  } else {
+    unsupported(n, "mode " + mode);
+  }
 }
 
 void Importer::map_resize(const onnx::NodeProto& n) {
@@ -425,25 +521,24 @@ void Importer::map_resize(const onnx::NodeProto& n) {
               "extrapolation_value", "antialias", "axes", "keep_aspect_ratio_policy"});
     const int scales_input = opset >= 11 ? 2 : 1;
     if (opset >= 11 && n.input_size() > 3 && !n.input(3).empty()) {
-      const Const* sz = constant(n.input(3));
-      if (!sz || !sz->i.empty()) unsupported(n, "output sizes (scales are supported)");
+      // Sizes: another map's height and width (F.interpolate(x, size=y.shape[2:])), or, in a
+      // model of a fixed input size, that size: resampled onto that map.
+      std::vector<SymDim> sz;
+      if (!shape_of(n.input(3), sz) || sz.size() != 4) unsupported(n, "output sizes not computed from a shape");
+      std::string ref;
+      if (!sz[2].node.empty() && sz[2].node == sz[3].node && sz[2].axis == 2 && sz[3].axis == 3)
+        ref = sz[2].node;
+      else if (sz[2].axis < 0 && sz[3].axis < 0 && sz[2].value == input_h && sz[3].value == input_w)
+        ref = "image";
+      else
+        unsupported(n, "output sizes other than another map's height and width");
+      resize_checks(n, mode);
+      add(n.output(0), "upsample", {data(n, 0), ref}, {{"mode", mode == "linear" ? "bilinear" : "nearest"},
+                                                       {"align", "size"}});
+      return;
     }
     scales = need_const(n, scales_input, "scales").f;
-    if (!attr_ints(n, "axes").empty()) unsupported(n, "axes");
-    if (attr_int(n, "antialias", 0) != 0) unsupported(n, "antialias");
-    if (attr_int(n, "exclude_outside", 0) != 0) unsupported(n, "exclude_outside");
-    const std::string ct = attr_str(n, "coordinate_transformation_mode", opset >= 11 ? "half_pixel" : "asymmetric");
-    if (mode == "linear") {
-      if (ct != "half_pixel" && ct != "pytorch_half_pixel")
-        unsupported(n, "linear with coordinate_transformation_mode " + ct);
-    } else if (mode == "nearest") {
-      const std::string nm = attr_str(n, "nearest_mode", "round_prefer_floor");
-      if (ct != "asymmetric" || (opset >= 11 && nm != "floor"))
-        unsupported(n, "nearest with " + ct + " coordinates and nearest_mode " + nm +
-                           " (asymmetric with floor is supported)");
-    } else {
-      unsupported(n, "mode " + mode);
-    }
+    resize_checks(n, mode);
   }
   if (scales.size() != 4 || scales[0] != 1.f || scales[1] != 1.f || scales[2] != scales[3])
     unsupported(n, "scales other than [1, 1, s, s]");

@@ -86,6 +86,30 @@ class Modern(nn.Module):
         return self.head(F.relu(self.up(y)))
 
 
+class Sized(nn.Module):
+    """Resizes to another map's size, as DDRNet, PIDNet and BiSeNetV2 write it: a low-resolution
+    branch brought to the high one's size, the scores to the input's (F.interpolate(size=...))."""
+
+    def __init__(self, classes=3):
+        super().__init__()
+        self.high = nn.Sequential(nn.Conv2d(3, 6, 3, stride=2, padding=1), nn.ReLU())
+        self.low = nn.Sequential(nn.Conv2d(6, 6, 3, stride=2, padding=1), nn.ReLU())
+        self.head = nn.Conv2d(6, classes, 1)
+
+    def forward(self, x):
+        h = self.high(x)
+        y = h + F.interpolate(self.low(h), size=h.shape[2:], mode="bilinear", align_corners=False)
+        return F.interpolate(self.head(y), size=x.shape[2:], mode="bilinear", align_corners=False)
+
+
+class ToInput(Plain):
+    """Plain's scores brought to the input's size in the net (exported at a fixed size: the sizes
+    are constants, the input's)."""
+
+    def forward(self, x):
+        return F.interpolate(super().forward(x), size=x.shape[2:], mode="bilinear", align_corners=False)
+
+
 def randomise(net, seed):
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
@@ -106,14 +130,16 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         cases = [("plain, BN kept", Plain, False, (37, 45)), ("plain, BN folded by the exporter", Plain, True, (29, 51)),
                  ("branches", Branches, True, (44, 52)),  # branches: sides of whole x4 (its two x2 paths meet)
-                 ("modern: strided, depthwise, dilated, SE gate, residual", Modern, True, (38, 50))]
+                 ("modern: strided, depthwise, dilated, SE gate, residual", Modern, True, (38, 50)),
+                 ("resized to other maps' sizes (shape arithmetic)", Sized, True, (36, 44)),
+                 ("scores to the input's size, exported at a fixed size", ToInput, "static", (37, 45))]
         for k, (tag, cls, fold, (h, w)) in enumerate(cases):
             net = randomise(cls(), 10 + k)
             path = os.path.join(tmp, f"net{k}.onnx")
             x = torch.rand(2, 3, h, w, generator=torch.Generator().manual_seed(k))
             torch.onnx.export(net, x, path, opset_version=13, input_names=["image"], output_names=["scores"],
-                              dynamic_axes={"image": {0: "n", 2: "h", 3: "w"}}, do_constant_folding=fold,
-                              training=torch.onnx.TrainingMode.EVAL)
+                              dynamic_axes=None if fold == "static" else {"image": {0: "n", 2: "h", 3: "w"}},
+                              do_constant_folding=bool(fold), training=torch.onnx.TrainingMode.EVAL)
             inp, out = os.path.join(tmp, "in.h5"), os.path.join(tmp, "out.h5")
             with h5py.File(inp, "w") as f:
                 f.create_dataset("input", data=x.numpy())
