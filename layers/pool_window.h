@@ -1,5 +1,5 @@
-// The avgpool layer's window and mean, one definition for its CPU path and its kernel
-// (layers/avgpool.cpp, kernels/avgpool.cu).
+// The pool layer's window, and its mean or largest value, one definition for its CPU path and
+// its kernel (layers/pool.cpp, kernels/pool.cu).
 #pragma once
 #include <cstddef>
 
@@ -10,12 +10,22 @@ namespace scenelab {
 struct PoolWindow {
   int kh = 1, kw = 1, sh = 1, sw = 1, pt = 0, pl = 0, pb = 0, pr = 0;
   bool count_pad = false;  // divide by the whole window (padding as zeros), else by its pixels inside
+  bool max = false;        // the largest of the window's pixels inside the map (padding never wins)
 };
 
-// The mean of output pixel (oy, ox)'s window over a plane of h x w floats; the sum in float, in
-// row order.
-SL_HD inline float pool_mean(const float* s, int h, int w, int oy, int ox, const PoolWindow& p) {
+// The mean (or, with max, the largest value) of output pixel (oy, ox)'s window over a plane of
+// h x w floats; the sum in float, in row order.
+SL_HD inline float pool_value(const float* s, int h, int w, int oy, int ox, const PoolWindow& p) {
   const int y0 = oy * p.sh - p.pt, x0 = ox * p.sw - p.pl;
+  if (p.max) {  // pads below the window: at least one pixel is inside
+    float m = -3.402823466e38f;
+    for (int i = y0 < 0 ? 0 : y0; i < y0 + p.kh && i < h; ++i)
+      for (int j = x0 < 0 ? 0 : x0; j < x0 + p.kw && j < w; ++j) {
+        const float v = s[size_t(i) * w + j];
+        m = v > m || v != v ? v : m;  // NaN wins, as in max pooling everywhere
+      }
+    return m;
+  }
   float sum = 0.f;
   int inside = 0;
   for (int i = y0; i < y0 + p.kh; ++i) {

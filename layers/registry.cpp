@@ -29,7 +29,7 @@ std::unique_ptr<Layer> make_channel_op(const NodeDesc&);
 std::unique_ptr<Layer> make_binary(const NodeDesc&);
 std::unique_ptr<Layer> make_global_avgpool(const NodeDesc&);
 std::unique_ptr<Layer> make_conv(const NodeDesc&);
-std::unique_ptr<Layer> make_avgpool(const NodeDesc&);
+std::unique_ptr<Layer> make_pool(const NodeDesc&);
 std::unique_ptr<Layer> make_conv_transpose(const NodeDesc&);
 
 namespace {
@@ -49,7 +49,7 @@ constexpr Entry kLayers[] = {
     {"refine", make_refine},           {"activation", make_activation},
     {"channel_op", make_channel_op},   {"binary", make_binary},
     {"global_avgpool", make_global_avgpool}, {"conv", make_conv},
-    {"avgpool", make_avgpool},         {"conv_transpose", make_conv_transpose},
+    {"pool", make_pool},            {"conv_transpose", make_conv_transpose},
 };
 }  // namespace
 

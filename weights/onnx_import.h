@@ -161,6 +161,11 @@ struct Importer {
   // Folds a BatchNormalization that alone reads a convolution's output into its weight and bias.
   const onnx::NodeProto* bn_after(const onnx::NodeProto& conv) const;
 
+  // A BatchNormalization as y = scale[c] x + shift[c] (its attributes and constants checked).
+  std::pair<std::vector<double>, std::vector<double>> bn_affine(const onnx::NodeProto& bn, int64_t channels) const;
+  // One not folded into a convolution: channel_op mul, then add.
+  void map_batchnorm(const onnx::NodeProto& n);
+
   void map_conv(const onnx::NodeProto& n);
 
   void map_conv_transpose(const onnx::NodeProto& n);

@@ -12,8 +12,10 @@
 //   Sigmoid, Tanh, LeakyRelu, Clip, HardSigmoid, HardSwish -> activation; PRelu, and Add, Sub,
 //   Mul, Div with a constant of one value or one a channel -> channel_op; Add, Sub, Mul of two
 //   computed values (the second of the first's shape or one value a channel) -> binary;
-//   MaxPool (square, no pads or dilation, floor) -> maxpool2d; AveragePool -> downscale (k x k
-//   at stride k) or avgpool (any window, strides, pads; floor); GlobalAveragePool ->
+//   MaxPool -> maxpool2d (square, no pads) or pool (any window, strides, pads; no dilation;
+//   floor); AveragePool -> downscale (k x k at stride k) or pool (any window, strides, pads;
+//   floor); BatchNormalization -> folded into the convolution it follows, else channel_op mul
+//   and add; GlobalAveragePool ->
 //   global_avgpool; Concat (channels) -> concat; Softmax (channels, opset >= 13) -> softmax;
 //   ArgMax (channels, keepdims) -> argmax; Resize / Upsample (the same whole factor on both
 //   axes; linear with half_pixel or pytorch_half_pixel, nearest with asymmetric and floor) ->

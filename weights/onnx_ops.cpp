@@ -40,8 +40,8 @@ void Importer::map_node(const onnx::NodeProto& n) {
   if (op == "Conv") return map_conv(n);
   if (op == "ConvTranspose") return map_conv_transpose(n);
   if (op == "BatchNormalization") {
-    if (folded_.count(&n)) return;
-    unsupported(n, "a batch normalisation not straight after a convolution");
+    if (!folded_.count(&n)) map_batchnorm(n);  // straight after a convolution: folded into it
+    return;
   }
   if (op == "Relu") {
     known(n, {});
@@ -74,7 +74,7 @@ void Importer::map_node(const onnx::NodeProto& n) {
       op == "HardSwish")
     return map_activation(n);
   if (op == "PRelu" || op == "Add" || op == "Sub" || op == "Mul" || op == "Div") return map_arithmetic(n);
-  if (op == "AveragePool") {  // windows that tile the map: downscale; others: avgpool
+  if (op == "AveragePool") {  // windows that tile the map: downscale; others: pool
     known(n, {"auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides"});
     const auto ks = attr_ints(n, "kernel_shape");
     auto st = attr_ints(n, "strides");
@@ -95,8 +95,9 @@ void Importer::map_node(const onnx::NodeProto& n) {
       add(n.output(0), "downscale", {data(n, 0)}, {{"factor", std::to_string(ks[0])}});
       return;
     }
-    add(n.output(0), "avgpool", {data(n, 0)},
-        {{"kernel", str_cat(ks[0], ",", ks[1])},
+    add(n.output(0), "pool", {data(n, 0)},
+        {{"mode", "avg"},
+         {"kernel", str_cat(ks[0], ",", ks[1])},
          {"stride", str_cat(st[0], ",", st[1])},
          {"pads", str_cat(pads[0], ",", pads[1], ",", pads[2], ",", pads[3])},
          {"count_pad", attr_int(n, "count_include_pad", 0) ? "1" : "0"}});
@@ -245,6 +246,40 @@ const onnx::NodeProto* Importer::bn_after(const onnx::NodeProto& conv) const {
   return nullptr;
 }
 
+std::pair<std::vector<double>, std::vector<double>> Importer::bn_affine(const onnx::NodeProto& bn,
+                                                                         int64_t channels) const {
+  for (const auto& a : bn.attribute())  // y = gamma (x - mean) / sqrt(var + eps) + beta
+    if (a.name() != "epsilon" && a.name() != "momentum" && a.name() != "spatial" && a.name() != "training_mode")
+      unsupported(bn, "attribute '" + a.name() + "'");
+  if (attr_int(bn, "training_mode", 0) != 0) unsupported(bn, "training mode");
+  if (attr_int(bn, "spatial", 1) != 1) unsupported(bn, "spatial 0");
+  for (int k = 1; k < bn.output_size(); ++k)
+    if (!bn.output(k).empty() && uses.count(bn.output(k)) && uses.at(bn.output(k)))
+      unsupported(bn, "its running statistics as outputs");
+  const double eps = attr_float(bn, "epsilon", 1e-5f);
+  const Const *gamma = &need_const(bn, 1, "scale"), *beta = &need_const(bn, 2, "bias"),
+              *mean = &need_const(bn, 3, "mean"), *var = &need_const(bn, 4, "variance");
+  for (const Const* c : {gamma, beta, mean, var})
+    SL_REQUIRE(!c->is_int && c->f.size() == size_t(channels), where(bn), ": ", c->f.size(), " values for ",
+               channels, " channels");
+  std::vector<double> scale(static_cast<size_t>(channels)), shift(static_cast<size_t>(channels));
+  for (size_t o = 0; o < size_t(channels); ++o) {
+    SL_REQUIRE(var->f[o] + eps > 0, where(bn), ": variance + epsilon of channel ", o, " is not positive");
+    scale[o] = double(gamma->f[o]) / std::sqrt(double(var->f[o]) + eps);
+    shift[o] = double(beta->f[o]) - double(mean->f[o]) * scale[o];
+  }
+  return {scale, shift};
+}
+
+void Importer::map_batchnorm(const onnx::NodeProto& n) {
+  if (n.output_size() < 1 || n.output(0).empty()) unsupported(n, "no output");
+  if (rank != 4) unsupported(n, str_cat("input of rank ", rank));
+  const std::string in = data(n, 0);
+  const auto [scale, shift] = bn_affine(n, channels_of(in));
+  const std::string mid = add_channel_op(n.output(0) + "_scaled", in, "mul", {scale.begin(), scale.end()});
+  add_channel_op(n.output(0), mid, "add", {shift.begin(), shift.end()});
+}
+
 void Importer::map_conv(const onnx::NodeProto& n) {
   known(n, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"});
   if (rank != 4) unsupported(n, str_cat("input of rank ", rank));
@@ -300,27 +335,12 @@ void Importer::map_conv(const onnx::NodeProto& n) {
   bool has_bias = !bias.empty();
   if (!has_bias) bias.assign(size_t(out), 0.f);  // a batch normalisation may give it one
   std::string value = n.output(0);
-  if (const onnx::NodeProto* bn = bn_after(n)) {  // y = gamma (x - mean) / sqrt(var + eps) + beta
-    for (const auto& a : bn->attribute())
-      if (a.name() != "epsilon" && a.name() != "momentum" && a.name() != "spatial" && a.name() != "training_mode")
-        unsupported(*bn, "attribute '" + a.name() + "'");
-    if (attr_int(*bn, "training_mode", 0) != 0) unsupported(*bn, "training mode");
-    if (attr_int(*bn, "spatial", 1) != 1) unsupported(*bn, "spatial 0");
-    for (int k2 = 1; k2 < bn->output_size(); ++k2)
-      if (!bn->output(k2).empty() && uses.count(bn->output(k2)) && uses.at(bn->output(k2)))
-        unsupported(*bn, "its running statistics as outputs");
-    const double eps = attr_float(*bn, "epsilon", 1e-5f);
-    const Const *gamma = &need_const(*bn, 1, "scale"), *beta = &need_const(*bn, 2, "bias"),
-                *mean = &need_const(*bn, 3, "mean"), *var = &need_const(*bn, 4, "variance");
-    for (const Const* c : {gamma, beta, mean, var})
-      SL_REQUIRE(!c->is_int && c->f.size() == size_t(out), where(*bn), ": ", c->f.size(), " values for ", out,
-                 " channels");
+  if (const onnx::NodeProto* bn = bn_after(n)) {
+    const auto [scale, shift] = bn_affine(*bn, out);
     const size_t per = weight.size() / size_t(out);
     for (size_t o = 0; o < size_t(out); ++o) {
-      SL_REQUIRE(var->f[o] + eps > 0, where(*bn), ": variance + epsilon of channel ", o, " is not positive");
-      const double s = double(gamma->f[o]) / std::sqrt(double(var->f[o]) + eps);
-      for (size_t i = 0; i < per; ++i) weight[o * per + i] = float(double(weight[o * per + i]) * s);
-      bias[o] = float((double(bias[o]) - mean->f[o]) * s + beta->f[o]);
+      for (size_t i = 0; i < per; ++i) weight[o * per + i] = float(double(weight[o * per + i]) * scale[o]);
+      bias[o] = float(double(bias[o]) * scale[o] + shift[o]);
     }
     has_bias = true;
     value = bn->output(0);
@@ -467,21 +487,33 @@ bool Importer::map_shape_op(const onnx::NodeProto& n) {
 
 void Importer::map_maxpool(const onnx::NodeProto& n) {
   known(n, {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"});
+  if (n.output_size() > 1 && !n.output(1).empty()) unsupported(n, "the indices output");
   const auto ks = attr_ints(n, "kernel_shape");
   if (ks.size() != 2 || rank != 4) unsupported(n, "a " + std::to_string(ks.size()) + "-D pool");
-  if (ks[0] != ks[1]) unsupported(n, "a non-square window");
   auto st = attr_ints(n, "strides");
   if (st.empty()) st = {1, 1};
-  if (st.size() != 2 || st[0] != st[1]) unsupported(n, "unequal strides");
-  for (int64_t p : attr_ints(n, "pads"))
-    if (p != 0) unsupported(n, "padding");
+  auto pads = attr_ints(n, "pads");
+  if (pads.empty()) pads.assign(4, 0);
+  if (st.size() != 2 || pads.size() != 4) unsupported(n, "strides or pads that are not 2-D");
   for (int64_t d : attr_ints(n, "dilations"))
     if (d != 1) unsupported(n, "dilation");
   const std::string ap = attr_str(n, "auto_pad", "NOTSET");
   if (ap != "NOTSET" && ap != "VALID") unsupported(n, "auto_pad " + ap);
+  if (ap == "VALID") pads.assign(4, 0);
   if (attr_int(n, "ceil_mode", 0) != 0) unsupported(n, "ceil_mode 1");
   if (attr_int(n, "storage_order", 0) != 0) unsupported(n, "storage_order 1");
-  add(n.output(0), "maxpool2d", {data(n, 0)}, {{"k", std::to_string(ks[0])}, {"stride", std::to_string(st[0])}});
+  for (int k = 0; k < 4; ++k)
+    if (pads[size_t(k)] < 0 || pads[size_t(k)] >= ks[size_t(k % 2)]) unsupported(n, "pads of a window or more");
+  const bool none = std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; });
+  if (none && ks[0] == ks[1] && st[0] == st[1]) {  // maxpool2d: NHWC half-precision kernels, fused
+    add(n.output(0), "maxpool2d", {data(n, 0)}, {{"k", std::to_string(ks[0])}, {"stride", std::to_string(st[0])}});
+    return;
+  }
+  add(n.output(0), "pool", {data(n, 0)},
+      {{"mode", "max"},
+       {"kernel", str_cat(ks[0], ",", ks[1])},
+       {"stride", str_cat(st[0], ",", st[1])},
+       {"pads", str_cat(pads[0], ",", pads[1], ",", pads[2], ",", pads[3])}});
 }
 
 void Importer::resize_checks(const onnx::NodeProto& n, const std::string& mode) const {

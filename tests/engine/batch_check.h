@@ -45,7 +45,8 @@ inline std::vector<BatchCase> batch_cases() {
       one("softmax_mean", "a = relu(x)\nf = flip(x)\ny = softmax_mean(x, a, f)\noutput y\n", 23, 17),
       one("refine", "s = conv2d(x) out=4 k=3 pad=same\ny = refine(s, x) sigma_s=9 sigma_r=0.3\noutput y\n", 23, 17),
       one("conv", "y = conv(x) out=6 kernel=3,2 stride=2,1 dilation=1,2 pads=1,0,1,2 groups=3\noutput y\n", 23, 17),
-      one("avgpool", "y = avgpool(x) kernel=3 stride=2 pads=1,1,1,1 count_pad=1\noutput y\n", 23, 17),
+      one("pool", "a = pool(x) kernel=3 stride=2 pads=1,1,1,1 count_pad=1\nm = pool(x) mode=max kernel=3,2 stride=2 pads=1,0,1,1\n"
+          "y = concat(a, m)\noutput y\n", 23, 17),
       one("activation", "y = activation(x) fn=hard_swish\noutput y\n", 23, 17),
       one("conv_transpose", "y = conv_transpose(x) out=4 kernel=3 stride=2 pads=1,1,1,1 output_pad=1\noutput y\n", 23,
           17),

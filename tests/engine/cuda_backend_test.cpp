@@ -161,7 +161,7 @@ TEST(CudaBackend, EveryOtherLayer) {
 
 // The element-wise layers (the ONNX importer's activations and arithmetic): f32 NCHW, and f16 /
 // bf16 NHWC after a convolution (the per-channel index and the n x c x 1 x 1 spread in both
-// layouts), global average pooling, and the general conv, conv_transpose and avgpool layers (strided, grouped,
+// layouts), global average pooling, and the general conv, conv_transpose and pool layers (strided, grouped,
 // dilated, uneven pads, a fused ReLU; f32 NCHW, converted to and from under fp16), against the CPU.
 TEST(CudaBackend, ElementWiseLayers) {
   SCENELAB_REQUIRE_GPU();
@@ -184,10 +184,11 @@ TEST(CudaBackend, ElementWiseLayers) {
       "gs = conv(c) out=8 kernel=3,3 stride=2,2 pads=1,1,1,1 groups=2\n"
       "dw = conv(c) out=6 kernel=3,5 dilation=2,1 pads=2,2,1,3 groups=6 bias=0\n"
       "gr = relu(gs)\n"
-      "ap = avgpool(c) kernel=3,2 stride=2,1 pads=1,0,1,1 count_pad=1\n"
-      "ap0 = avgpool(c) kernel=3 stride=2 pads=1,1,1,1\n"
+      "ap = pool(c) kernel=3,2 stride=2,1 pads=1,0,1,1 count_pad=1\n"
+      "ap0 = pool(c) kernel=3 stride=2 pads=1,1,1,1\n"
+      "mx = pool(c) mode=max kernel=3 stride=2 pads=1,1,1,1\n"
       "ct = conv_transpose(gs) out=4 kernel=3 stride=2 pads=1,1,1,1 output_pad=1 groups=2\n";
-  Model m = random_model_from_text(text + "output sg th lr cl hs hw mu ad pr sum dif gate se seh gs dw gr ap ap0 ct\n", 8);
+  Model m = random_model_from_text(text + "output sg th lr cl hs hw mu ad pr sum dif gate se seh gs dw gr ap ap0 mx ct\n", 8);
   compare(m, Shape(2, 3, 37, 53), opts("gemm"), 1e-4, "element-wise fp32");
   compare(m, Shape(2, 3, 37, 53), opts("auto", "fp16"), 2e-2, "element-wise fp16 NHWC");
   compare(m, Shape(2, 3, 37, 53), opts("auto", "bf16"), 3e-2, "element-wise bf16 NHWC");

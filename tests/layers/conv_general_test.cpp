@@ -77,19 +77,21 @@ TEST(Conv, EveryShapeOnnxDescribes) {
   EXPECT_THROW(run_layer("y = conv(x0) out=4 kernel=7", {&x}, {}), Error);            // larger than the input
 }
 
-// avgpool: windows with strides and pads on each side, the padding excluded from the mean or
-// counted as zeros, against float64 (batch 2, odd sizes).
-TEST(AvgPool, PadsCountedOrNot) {
+// pool: windows with strides and pads on each side; the mean with the padding excluded or
+// counted as zeros, and the largest value (padding never taken), against float64 (batch 2, odd
+// sizes).
+TEST(Pool, MeanAndMaxWithPads) {
   const Tensor x = random_tensor(Shape(2, 3, 19, 26), 61);
   struct Case {
     int kh, kw, sh, sw, pt, pl, pb, pr;
   };
   for (const Case& c : {Case{3, 3, 2, 2, 1, 1, 1, 1}, Case{3, 2, 1, 2, 0, 1, 2, 0}, Case{5, 5, 3, 3, 2, 2, 2, 2}})
-    for (int count_pad : {0, 1}) {
-      const std::string line = "y = avgpool(x0) kernel=" + std::to_string(c.kh) + "," + std::to_string(c.kw) +
-                               " stride=" + std::to_string(c.sh) + "," + std::to_string(c.sw) + " pads=" +
-                               std::to_string(c.pt) + "," + std::to_string(c.pl) + "," + std::to_string(c.pb) + "," +
-                               std::to_string(c.pr) + " count_pad=" + std::to_string(count_pad);
+    for (const char* mode : {"avg", "avg count_pad=1", "max"}) {
+      const bool max = std::string(mode) == "max", count_pad = std::string(mode).find("count_pad") != std::string::npos;
+      const std::string line = "y = pool(x0) mode=" + std::string(mode) + " kernel=" + std::to_string(c.kh) + "," +
+                               std::to_string(c.kw) + " stride=" + std::to_string(c.sh) + "," + std::to_string(c.sw) +
+                               " pads=" + std::to_string(c.pt) + "," + std::to_string(c.pl) + "," +
+                               std::to_string(c.pb) + "," + std::to_string(c.pr);
       LayerRun r = run_layer(line, {&x}, {});
       const Ref in = to_ref(x.view());
       const int ho = (19 + c.pt + c.pb - c.kh) / c.sh + 1, wo = (26 + c.pl + c.pr - c.kw) / c.sw + 1;
@@ -98,7 +100,7 @@ TEST(AvgPool, PadsCountedOrNot) {
         for (int ch = 0; ch < 3; ++ch)
           for (int oy = 0; oy < ho; ++oy)
             for (int ox = 0; ox < wo; ++ox) {
-              double s = 0;
+              double s = 0, m = -1e300;
               int inside = 0, padded = 0;
               for (int i = oy * c.sh - c.pt; i < oy * c.sh - c.pt + c.kh; ++i)
                 for (int j = ox * c.sw - c.pl; j < ox * c.sw - c.pl + c.kw; ++j) {
@@ -106,13 +108,26 @@ TEST(AvgPool, PadsCountedOrNot) {
                   padded += in_padded;
                   if (i < 0 || i >= 19 || j < 0 || j >= 26) continue;
                   s += in.at(n, ch, i, j);
+                  m = std::max(m, in.at(n, ch, i, j));
                   ++inside;
                 }
-              want.at(n, ch, oy, ox) = s / (count_pad ? padded : inside);
+              want.at(n, ch, oy, ox) = max ? m : s / (count_pad ? padded : inside);
             }
       ASSERT_EQ(r.out.shape(), want.shape) << line;
-      EXPECT_LT(rel_error(r.out.view(), want), 1e-6) << line;
+      EXPECT_LE(rel_error(r.out.view(), want), max ? 0.0 : 1e-6) << line;  // max: exact
     }
+}
+
+// A NaN in a max window is the window's value (as PyTorch's and ONNX's max pooling give), and
+// count_pad belongs to the mean alone.
+TEST(Pool, MaxTakesNaNAndRefusesCountPad) {
+  Tensor x = random_tensor(Shape(1, 1, 5, 5), 62);
+  x.data()[6] = std::nanf("");  // pixel (1, 1): in the windows of outputs (0..1, 0..1)
+  LayerRun r = run_layer("y = pool(x0) mode=max kernel=3 stride=2 pads=1,1,1,1", {&x}, {});
+  const float* y = r.out.data();  // 3 x 3 outputs, windows of rows and columns 2o-1 .. 2o+1
+  for (int k = 0; k < 9; ++k) EXPECT_EQ(std::isnan(y[k]), k == 0 || k == 1 || k == 3 || k == 4) << k;
+  EXPECT_THROW(run_layer("y = pool(x0) mode=max kernel=3 count_pad=1", {&x}, {}), Error);
+  EXPECT_THROW(run_layer("y = pool(x0) mode=min kernel=3", {&x}, {}), Error);
 }
 
 // conv_transpose against the scatter definition in float64 (each input pixel adds its

@@ -1,8 +1,9 @@
-// Average pooling of any window ONNX's AveragePool (and PyTorch's AvgPool2d) describes: kh x kw
-// windows at a stride, pads on each side, the mean over the window's pixels inside the map, or
-// over the whole window with the padding counted as zeros (count_pad=1). A window that tiles
-// the map (k x k at stride k, no pads) is downscale's; the ONNX importer maps the rest here.
-// GPU: a direct kernel on f32 NCHW (kernels/avgpool.cu).
+// Pooling of any window ONNX's AveragePool and MaxPool (and PyTorch's AvgPool2d, MaxPool2d)
+// describe: kh x kw windows at a stride, pads on each side; mode=avg: the mean over the window's
+// pixels inside the map, or over the whole window with the padding counted as zeros
+// (count_pad=1); mode=max: the largest of the pixels inside (NaN wins). Windows that tile the map
+// are downscale's and unpadded square max windows maxpool2d's (both with NHWC half-precision
+// kernels); the ONNX importer maps the rest here. GPU: a direct kernel on f32 NCHW (kernels/pool.cu).
 #include <algorithm>
 
 #include "core/error.h"
@@ -17,30 +18,34 @@
 namespace scenelab {
 namespace {
 
-class AvgPool : public Layer {
+class Pool : public Layer {
  public:
-  explicit AvgPool(const NodeDesc& d) : Layer(d) {
-    d.attrs.check_known({"kernel", "stride", "pads", "count_pad"});
+  explicit Pool(const NodeDesc& d) : Layer(d) {
+    d.attrs.check_known({"mode", "kernel", "stride", "pads", "count_pad"});
+    const std::string mode = d.attrs.get_str("mode", "avg");
+    SL_REQUIRE(mode == "avg" || mode == "max", "pool '", name_, "': mode=", mode, " (avg or max)");
+    w_.max = mode == "max";
     const std::vector<float> k = d.attrs.get_floats("kernel");
-    SL_REQUIRE(k.size() == 1 || k.size() == 2, "avgpool '", name_, "': kernel=KH[,KW]");
+    SL_REQUIRE(k.size() == 1 || k.size() == 2, "pool '", name_, "': kernel=KH[,KW]");
     w_.kh = int(k[0]), w_.kw = int(k.back());
     const std::vector<float> s = d.attrs.has("stride") ? d.attrs.get_floats("stride") : std::vector<float>{1.f};
-    SL_REQUIRE(s.size() == 1 || s.size() == 2, "avgpool '", name_, "': stride=SH[,SW]");
+    SL_REQUIRE(s.size() == 1 || s.size() == 2, "pool '", name_, "': stride=SH[,SW]");
     w_.sh = int(s[0]), w_.sw = int(s.back());
     if (d.attrs.has("pads")) {
       const std::vector<float> p = d.attrs.get_floats("pads");
-      SL_REQUIRE(p.size() == 4, "avgpool '", name_, "': pads=top,left,bottom,right");
+      SL_REQUIRE(p.size() == 4, "pool '", name_, "': pads=top,left,bottom,right");
       w_.pt = int(p[0]), w_.pl = int(p[1]), w_.pb = int(p[2]), w_.pr = int(p[3]);
     }
     w_.count_pad = d.attrs.get_int("count_pad", 0) != 0;
+    SL_REQUIRE(!(w_.max && w_.count_pad), "pool '", name_, "': count_pad is avg's");
     SL_REQUIRE(w_.kh > 0 && w_.kw > 0 && w_.sh > 0 && w_.sw > 0 && w_.pt >= 0 && w_.pl >= 0 && w_.pb >= 0 &&
                    w_.pr >= 0 && w_.pt < w_.kh && w_.pb < w_.kh && w_.pl < w_.kw && w_.pr < w_.kw,
-               "avgpool '", name_, "': kernel and stride positive, pads from 0 to below the kernel");
+               "pool '", name_, "': kernel and stride positive, pads from 0 to below the kernel");
   }
-  const char* type() const override { return "avgpool"; }
+  const char* type() const override { return "pool"; }
   Shape infer_shape(const std::vector<Shape>& in) const override {
     const Shape& x = in[0];
-    SL_REQUIRE(x.h + w_.pt + w_.pb >= w_.kh && x.w + w_.pl + w_.pr >= w_.kw, "avgpool '", name_, "': input ",
+    SL_REQUIRE(x.h + w_.pt + w_.pb >= w_.kh && x.w + w_.pl + w_.pr >= w_.kw, "pool '", name_, "': input ",
                x.str(), " is smaller than its window");
     return Shape(x.n, x.c, (x.h + w_.pt + w_.pb - w_.kh) / w_.sh + 1, (x.w + w_.pl + w_.pr - w_.kw) / w_.sw + 1);
   }
@@ -58,12 +63,12 @@ class AvgPool : public Layer {
       const float* s = x.f32() + size_t(p) * x.shape.plane();
       float* d = y.f32() + size_t(p) * y.shape.plane();
       for (int oy = 0; oy < y.shape.h; ++oy)
-        for (int ox = 0; ox < y.shape.w; ++ox) d[size_t(oy) * y.shape.w + ox] = pool_mean(s, x.shape.h, x.shape.w, oy, ox, w_);
+        for (int ox = 0; ox < y.shape.w; ++ox) d[size_t(oy) * y.shape.w + ox] = pool_value(s, x.shape.h, x.shape.w, oy, ox, w_);
     });
   }
 #ifdef SCENELAB_WITH_CUDA
   void forward_cuda(const ForwardArgs& a, const CudaContext& ctx) const override {
-    cuda::avgpool(a.in[0], a.out, w_, ctx.stream);
+    cuda::pool(a.in[0], a.out, w_, ctx.stream);
   }
 #endif
 
@@ -73,6 +78,6 @@ class AvgPool : public Layer {
 
 }  // namespace
 
-std::unique_ptr<Layer> make_avgpool(const NodeDesc& d) { return std::make_unique<AvgPool>(d); }
+std::unique_ptr<Layer> make_pool(const NodeDesc& d) { return std::make_unique<Pool>(d); }
 
 }  // namespace scenelab
