@@ -167,6 +167,11 @@ struct Importer {
   void map_batchnorm(const onnx::NodeProto& n);
 
   void map_conv(const onnx::NodeProto& n);
+  // Pad (zeros on the height and width) folded into its one reader, a Conv or an AveragePool:
+  // folded_pads holds its top, left, bottom and right, added to the reader's own pads.
+  void map_pad(const onnx::NodeProto& n);
+  void add_folded_pads(const onnx::NodeProto& n, std::vector<int64_t>& pads) const;
+  std::map<std::string, std::vector<int64_t>> folded_pads;
 
   void map_conv_transpose(const onnx::NodeProto& n);
   // A convolution's bias input (empty: none), checked against its `out` channels.
@@ -175,6 +180,11 @@ struct Importer {
   void add_weights(const onnx::NodeProto& n, const std::string& name, const Const& weight,
                    const std::vector<float>& bias);
 
+  // Constant folding (weights/onnx_shapes.cpp): true where every input of n is a constant and
+  // its operator one folded there (ConstantOfShape, Concat, Reshape, Flatten, Slice, Transpose,
+  // Cast, Unsqueeze, Squeeze, Gather); its output is then a constant.
+  bool fold_constant(const onnx::NodeProto& n);
+  std::vector<int64_t> const_ints(const onnx::NodeProto& n, int input, const char* what) const;
   // Shape arithmetic (Shape, Gather, Slice, Concat, Unsqueeze, Squeeze, Cast on shape values):
   // true where the node was one, its result kept in `shapes` (no engine node).
   bool map_shape_op(const onnx::NodeProto& n);

@@ -172,6 +172,10 @@ void Importer::name_outputs(const std::vector<std::string>& names) {
 void Importer::alias(const onnx::NodeProto& n) {
   for (int k = 1; k < n.output_size(); ++k)
     if (!n.output(k).empty() && uses[n.output(k)]) unsupported(n, "output " + std::to_string(k));
+  if (n.input_size() > 0 && constant(n.input(0))) {  // a constant's copy (torch.onnx shares weights so)
+    consts[n.output(0)] = consts.at(n.input(0));
+    return;
+  }
   node_of[n.output(0)] = data(n, 0);
 }
 

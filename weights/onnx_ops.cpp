@@ -22,7 +22,7 @@ void Importer::map_node(const onnx::NodeProto& n) {
   SL_REQUIRE(n.output_size() >= 1, where(n), ": no output");
   const std::string& op = n.op_type();
   if (op == "Constant") return map_constant(n);
-  if (map_shape_op(n)) return;
+  if (fold_constant(n) || map_shape_op(n)) return;
   if (op == "Identity") {
     known(n, {});
     return alias(n);
@@ -38,6 +38,7 @@ void Importer::map_node(const onnx::NodeProto& n) {
   for (int k = 1; k < n.output_size(); ++k)
     if (!n.output(k).empty() && uses[n.output(k)]) unsupported(n, "output " + std::to_string(k) + " (only the first)");
   if (op == "Conv") return map_conv(n);
+  if (op == "Pad") return map_pad(n);
   if (op == "ConvTranspose") return map_conv_transpose(n);
   if (op == "BatchNormalization") {
     if (!folded_.count(&n)) map_batchnorm(n);  // straight after a convolution: folded into it
@@ -88,6 +89,13 @@ void Importer::map_node(const onnx::NodeProto& n) {
     if (ap != "NOTSET" && ap != "VALID") unsupported(n, "auto_pad " + ap);
     if (ap == "VALID") pads.assign(4, 0);
     if (attr_int(n, "ceil_mode", 0) != 0) unsupported(n, "ceil_mode 1");
+    int64_t count_pad = attr_int(n, "count_include_pad", 0);
+    if (folded_pads.count(n.input(0))) {  // zeros padded before: counted, as this pool's own cannot be
+      if (!count_pad && std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p != 0; }))
+        unsupported(n, "pads not counted after a Pad");
+      count_pad = 1;
+    }
+    add_folded_pads(n, pads);
     for (int k = 0; k < 4; ++k)
       if (pads[size_t(k)] < 0 || pads[size_t(k)] >= ks[size_t(k % 2)]) unsupported(n, "pads of a window or more");
     const bool none = std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; });
@@ -100,7 +108,7 @@ void Importer::map_node(const onnx::NodeProto& n) {
          {"kernel", str_cat(ks[0], ",", ks[1])},
          {"stride", str_cat(st[0], ",", st[1])},
          {"pads", str_cat(pads[0], ",", pads[1], ",", pads[2], ",", pads[3])},
-         {"count_pad", attr_int(n, "count_include_pad", 0) ? "1" : "0"}});
+         {"count_pad", count_pad ? "1" : "0"}});
     return;
   }
   if (op == "GlobalAveragePool") {
@@ -313,6 +321,7 @@ void Importer::map_conv(const onnx::NodeProto& n) {
   if (pads.size() != 4) unsupported(n, "pads of " + std::to_string(pads.size()) + " values");
   for (int64_t p : pads)
     if (p < 0) unsupported(n, "negative pads");
+  add_folded_pads(n, pads);
   // conv2d (every fast path) where it takes the shape: odd square kernel, stride 1, no dilation,
   // one group, pads 0 or k / 2 on every side; else the general conv layer.
   const int64_t k = kh;
@@ -406,83 +415,6 @@ void Importer::map_conv_transpose(const onnx::NodeProto& n) {
   const std::vector<float> bias = conv_bias(n, out);
   attrs.push_back({"bias", bias.empty() ? "0" : "1"});
   add_weights(n, add(n.output(0), "conv_transpose", {data(n, 0)}, attrs), w, bias);
-}
-
-bool Importer::shape_of(const std::string& v, std::vector<SymDim>& out) const {
-  auto it = shapes.find(v);
-  if (it != shapes.end()) {
-    out = it->second;
-    return true;
-  }
-  const Const* c = constant(v);
-  if (!c || !c->is_int || c->dims.size() > 1) return false;
-  out.clear();
-  for (int64_t x : c->i) out.push_back(SymDim{x, "", -1});
-  return true;
-}
-
-bool Importer::map_shape_op(const onnx::NodeProto& n) {
-  const std::string& op = n.op_type();
-  std::vector<SymDim> a;
-  if (op == "Shape") {
-    known(n, {});
-    const std::string x = data(n, 0);
-    std::vector<SymDim> d;
-    for (int k = 4 - rank; k < 4; ++k) d.push_back(SymDim{0, x, k});
-    shapes[n.output(0)] = d;
-    return true;
-  }
-  if (op == "Concat") {
-    std::vector<SymDim> all;
-    for (int k = 0; k < n.input_size(); ++k) {
-      std::vector<SymDim> part;
-      if (!shape_of(n.input(k), part)) return false;  // data: the channel concat
-      all.insert(all.end(), part.begin(), part.end());
-    }
-    if (attr_int(n, "axis", 0) != 0) unsupported(n, "a shape concatenated along axis 1");
-    shapes[n.output(0)] = all;
-    return true;
-  }
-  if (n.input_size() == 0 || !shapes.count(n.input(0))) return false;  // the ops below on data: theirs
-  a = shapes.at(n.input(0));
-  if (op == "Unsqueeze" || op == "Squeeze" || op == "Cast" || op == "Identity") {
-    if (op == "Cast" && attr_int(n, "to", onnx::TensorProto::INT64) != onnx::TensorProto::INT64)
-      unsupported(n, "a shape cast to another type than int64");
-    shapes[n.output(0)] = a;  // one element or a vector: the same values
-    return true;
-  }
-  if (op == "Gather") {
-    known(n, {"axis"});
-    if (attr_int(n, "axis", 0) != 0) unsupported(n, "a shape gathered along axis 1");
-    const Const& idx = need_const(n, 1, "indices");
-    if (!idx.is_int || idx.dims.size() > 1) unsupported(n, "indices that are not int64 of rank 0 or 1");
-    std::vector<SymDim> r;
-    for (int64_t i : idx.i) {
-      const int64_t k = i < 0 ? i + int64_t(a.size()) : i;
-      if (k < 0 || k >= int64_t(a.size())) unsupported(n, str_cat("index ", i, " of a shape of ", a.size()));
-      r.push_back(a[size_t(k)]);
-    }
-    shapes[n.output(0)] = r;
-    return true;
-  }
-  if (op == "Slice") {
-    if (opset < 10) unsupported(n, "Slice before opset 10");
-    known(n, {});
-    auto ints = [&](int input, int64_t def) {
-      if (input >= n.input_size() || n.input(input).empty()) return std::vector<int64_t>{def};
-      const Const& c = need_const(n, input, "slice bounds");
-      if (!c.is_int || c.i.size() != 1) unsupported(n, "slice bounds that are not one int64");
-      return c.i;
-    };
-    const int64_t size = int64_t(a.size()), step = ints(4, 1)[0];
-    if (ints(3, 0)[0] != 0) unsupported(n, "a slice along axis 1");
-    if (step != 1) unsupported(n, "a slice with a step");
-    auto clamp = [&](int64_t v) { return std::min(std::max(v < 0 ? v + size : v, int64_t(0)), size); };
-    const int64_t b = clamp(ints(1, 0)[0]), e = clamp(ints(2, size)[0]);
-    shapes[n.output(0)] = std::vector<SymDim>(a.begin() + b, a.begin() + std::max(b, e));
-    return true;
-  }
-  return false;
 }
 
 void Importer::map_maxpool(const onnx::NodeProto& n) {

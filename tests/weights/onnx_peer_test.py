@@ -8,6 +8,8 @@ run by our engine from the .onnx file (tools/scenelab_infer, which reads it thro
 by PyTorch on the same input: scores within 1e-4 relative (max |ours - torch| / max |torch|) and
 the labels (the scores brought onto the input bilinearly, argmax) equal on >= 99.9% of pixels.
 Batch 2, odd sizes (the branching net: multiples of 4), the input size free (dynamic axes).
+Then two published real-time segmentation nets (tools/seg_nets.py: DDRNet-23-slim and BiSeNet V2,
+each with PyTorch's initial weights and random batch statistics), at batch 2 and an odd size.
 
 usage: onnx_peer_test.py BUILD_DIR   (exit 77 = skipped: PyTorch, h5py or ONNX support missing)
 """
@@ -102,6 +104,26 @@ class Sized(nn.Module):
         return F.interpolate(self.head(y), size=x.shape[2:], mode="bilinear", align_corners=False)
 
 
+class Padded(nn.Module):
+    """Explicit zero padding before a convolution (uneven sides), average pools counting their
+    padding (torch.onnx writes these as Pad, then the pool) and not, a padded 3x3 max pool at
+    stride 2, and a batch normalisation between a ReLU and a convolution (not foldable)."""
+
+    def __init__(self, classes=5):
+        super().__init__()
+        self.pad = nn.ZeroPad2d((1, 2, 0, 1))
+        self.conv = nn.Conv2d(3, 6, 3)
+        self.bn = nn.BatchNorm2d(6)
+        self.head = nn.Conv2d(18, classes, 1)
+
+    def forward(self, x):
+        y = self.bn(F.relu(self.conv(self.pad(x))))
+        a = F.avg_pool2d(y, 3, 2, 1, count_include_pad=True)
+        b = F.avg_pool2d(y, 3, 2, 1, count_include_pad=False)
+        m = F.max_pool2d(y, 3, 2, 1)
+        return self.head(torch.cat([a, b, m], 1))
+
+
 class ToInput(Plain):
     """Plain's scores brought to the input's size in the net (exported at a fixed size: the sizes
     are constants, the input's)."""
@@ -122,6 +144,28 @@ def randomise(net, seed):
     return net.eval()
 
 
+def randomise_bn(net, seed):
+    """PyTorch's initial weights (the deep nets' activations stay in range) with random batch
+    normalisation statistics and affine parameters (each folded or mapped by the importer)."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for m in net.modules():
+            if isinstance(m, nn.BatchNorm2d):
+                c = m.num_features
+                m.running_mean.copy_((torch.rand(c, generator=g) - 0.5) * 0.2)
+                m.running_var.copy_(torch.rand(c, generator=g) + 0.5)
+                m.weight.copy_(torch.rand(c, generator=g) + 0.5)
+                m.bias.copy_((torch.rand(c, generator=g) - 0.5) * 0.2)
+    return net.eval()
+
+
+def published():
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+    import seg_nets
+    return [(f"published: {name}", lambda cls=cls, k=k: randomise_bn(cls(), 30 + k), True, (131, 173))
+            for k, (name, cls) in enumerate(seg_nets.NETS.items())]
+
+
 def main():
     build = sys.argv[1]
     infer = os.path.join(build, "tools", "scenelab_infer")
@@ -132,9 +176,12 @@ def main():
                  ("branches", Branches, True, (44, 52)),  # branches: sides of whole x4 (its two x2 paths meet)
                  ("modern: strided, depthwise, dilated, SE gate, residual", Modern, True, (38, 50)),
                  ("resized to other maps' sizes (shape arithmetic)", Sized, True, (36, 44)),
-                 ("scores to the input's size, exported at a fixed size", ToInput, "static", (37, 45))]
-        for k, (tag, cls, fold, (h, w)) in enumerate(cases):
-            net = randomise(cls(), 10 + k)
+                 ("scores to the input's size, exported at a fixed size", ToInput, "static", (37, 45)),
+                 ("padded: Pad before conv and pool, pools counting pads or not, max pool", Padded, True, (33, 47))]
+        cases = [(t, lambda cls=cls, k=k: randomise(cls(), 10 + k), f, hw) for k, (t, cls, f, hw) in enumerate(cases)]
+        for k, (tag, make, fold, (h, w)) in enumerate(cases + published()):
+            torch.manual_seed(k)
+            net = make()
             path = os.path.join(tmp, f"net{k}.onnx")
             x = torch.rand(2, 3, h, w, generator=torch.Generator().manual_seed(k))
             torch.onnx.export(net, x, path, opset_version=13, input_names=["image"], output_names=["scores"],
