@@ -298,11 +298,16 @@ class Conv2d : public Layer {
   // Winograd on the CPU: where asked and the kernel allows, or under auto where the layer has the
   // input channels to keep its 64 GEMMs (tiles x cin x cout) efficient. Measured (multiscale
   // 480x360, 2 threads, AVX-512): 3 -> 16 channels 4.19 ms by Winograd against 3.12 by im2col,
-  // 16 -> 64 7.10 against 9.97, 64 -> 256 20.6 against 38.9.
+  // 16 -> 64 7.10 against 9.97, 64 -> 256 20.6 against 38.9. A 3x3 kernel gains less from its
+  // tiles, and on small maps lost to im2col (DDRNet-23-slim and BiSeNet V2 at 480x360, 2 threads,
+  // 2026-12-07: 128 -> 128 on 30x23 111 GOp/s against 189, 256 -> 256 on 15x12 77 against 172; from
+  // 60x45 on, level or better, 64 -> 64 on 240x180 357 against 160): there, below 2048 pixels, im2col.
   static constexpr int kWinogradMinCin = 16;
+  static constexpr int kWinograd3x3MinPixels = 2048;
   bool winograd_for(const Shape& in, CpuConv how) const {
     if (!WinogradConv::supported(k_) || how == CpuConv::Gemm) return false;
-    return how == CpuConv::Winograd || in.c >= kWinogradMinCin;
+    if (how == CpuConv::Winograd) return true;
+    return in.c >= kWinogradMinCin && (k_ != 3 || int64_t(in.h) * in.w >= kWinograd3x3MinPixels);
   }
   // The weights transformed once (the first forward pass; guarded: plans on several threads may
   // share this layer).

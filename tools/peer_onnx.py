@@ -11,7 +11,7 @@ every graph optimisation); ours is tools/bench_gops on the model file (median ms
 bench_gops times the whole graph to the label map, a little more than the scores ORT returns).
 Before timing, both score one random image: the table reports the largest relative error of
 ORT's scores against ours (scenelab_infer), which must stay under 1e-4. ONNX Runtime comes from
-PyPI (onnxruntime==1.20.1 into .venv: tools/setup_debian.sh); PyTorch and h5py from Debian.
+PyPI (the version tools/setup_debian.sh pins, into .venv); PyTorch and h5py from Debian.
 Our engine does not read these .onnx files yet (their contrast normalisation is exported as
 element-wise arithmetic the importer does not map): it runs the model file the export came from.
 """

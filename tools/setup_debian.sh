@@ -28,8 +28,12 @@ if ! "$venv/bin/python3" -c "import nanobind, scikit_build_core" >/dev/null 2>&1
   /usr/bin/python3 -m venv --system-site-packages "$venv"
   "$venv/bin/pip" install -q --disable-pip-version-check nanobind==2.9.2 scikit-build-core==0.11.6
 fi
-# ONNX Runtime, the CPU peer of tools/peer_onnx.py (not needed to build or test).
-if ! "$venv/bin/python3" -c "import onnxruntime" >/dev/null 2>&1; then
-  "$venv/bin/pip" install -q --disable-pip-version-check onnxruntime==1.20.1 ||
+# ONNX Runtime, the CPU peer of tools/peer_onnx.py and tools/peer_seg_nets.py (not needed to
+# build or test). 1.21 or later: 1.20's graph optimiser fused a Pad into the AveragePool after it
+# without counting the padding (onnxruntime PR #23190), which is how torch.onnx writes
+# AvgPool2d(count_include_pad=True): DDRNet's and BiSeNet V2's scores were off by 1-7%.
+ort_version=1.32.0
+if ! "$venv/bin/python3" -c "import onnxruntime, sys; sys.exit(onnxruntime.__version__ != '$ort_version')" >/dev/null 2>&1; then
+  "$venv/bin/pip" install -q --disable-pip-version-check onnxruntime==$ort_version ||
     echo "setup_debian: onnxruntime not installed (only tools/peer_onnx.py needs it)"
 fi
