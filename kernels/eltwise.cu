@@ -29,12 +29,13 @@ __global__ void channel_op_kernel(const T* x, T* y, size_t n, bool nhwc, int c, 
 // b: a's shape, or n x c x 1 x 1 (spread: index n * c + channel).
 template <typename T>
 __global__ void binary_kernel(const T* a, const T* b, T* y, size_t n, bool spread, bool nhwc, int c, size_t plane,
-                              BinaryOp op) {
+                              BinaryOp op, bool relu) {
   const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
   size_t j = i;
   if (spread) j = i / (plane * size_t(c)) * size_t(c) + size_t(channel_of(i, nhwc, c, plane));
-  st(y, i, binary_apply(op, ld(a, i), ld(b, j)));
+  const float v = binary_apply(op, ld(a, i), ld(b, j));
+  st(y, i, relu ? fmaxf(v, 0.f) : v);
 }
 
 }  // namespace
@@ -63,7 +64,7 @@ void channel_op(const TensorView& x, const TensorView& y, int op, const float* v
   SL_LAUNCH_CHECK("channel_op kernel");
 }
 
-void binary(const TensorView& a, const TensorView& b, const TensorView& y, int op, cudaStream_t s) {
+void binary(const TensorView& a, const TensorView& b, const TensorView& y, int op, bool relu, cudaStream_t s) {
   require_same_format(a, y, "binary");
   require_same_format(b, y, "binary");
   const size_t n = y.shape.numel();
@@ -72,7 +73,7 @@ void binary(const TensorView& a, const TensorView& b, const TensorView& y, int o
   with_type(y, [&](auto* t) {
     using T = std::remove_pointer_t<decltype(t)>;
     binary_kernel<<<blocks_for(n), kThreads, 0, s>>>(a.as<const T>(), b.as<const T>(), y.as<T>(), n, spread, nhwc,
-                                                     y.shape.c, y.shape.plane(), BinaryOp(op));
+                                                     y.shape.c, y.shape.plane(), BinaryOp(op), relu);
   });
   SL_LAUNCH_CHECK("binary kernel");
 }

@@ -1,7 +1,7 @@
 // Two maps combined element by element: y = a + b, a - b or a * b (op=add|sub|mul); b has a's
 // shape, or one value a channel (n x c x 1 x 1, e.g. a squeeze-and-excitation's weights), spread
 // over the plane. The ONNX importer's Add, Sub and Mul of two computed values
-// (layers/eltwise_math.h).
+// (layers/eltwise_math.h). A following ReLU is fused (a residual block's sum and its ReLU).
 #include <algorithm>
 
 #include "core/error.h"
@@ -35,20 +35,27 @@ class Binary : public Layer {
                " as input 0, or ", Shape(a.n, a.c, 1, 1).str());
     return a;
   }
+  bool can_fuse(const std::vector<Epilogue>& chain, const std::vector<Shape>&, const std::vector<Format>&,
+                const Backend&) const override {
+    return chain.size() == 1 && chain[0].kind == Epilogue::Kind::Relu;
+  }
   void forward_cpu(const ForwardArgs& a) const override {
     const TensorView &x = a.in[0], &z = a.in[1], &y = a.out;
     const size_t plane = x.shape.plane();
-    const bool spread = z.shape.plane() == 1 && plane != 1;
+    const bool spread = z.shape.plane() == 1 && plane != 1, relu = a.fused_relu;
     parallel_for(int64_t(x.shape.n) * x.shape.c, a.threads, [&](int64_t p) {
       const float* s = x.f32() + size_t(p) * plane;
       const float* t = z.f32() + (spread ? size_t(p) : size_t(p) * plane);
       float* d = y.f32() + size_t(p) * plane;
-      for (size_t i = 0; i < plane; ++i) d[i] = binary_apply(op_, s[i], spread ? t[0] : t[i]);
+      for (size_t i = 0; i < plane; ++i) {
+        const float v = binary_apply(op_, s[i], spread ? t[0] : t[i]);
+        d[i] = relu ? std::max(v, 0.f) : v;
+      }
     });
   }
 #ifdef SCENELAB_WITH_CUDA
   void forward_cuda(const ForwardArgs& a, const CudaContext& ctx) const override {
-    cuda::binary(a.in[0], a.in[1], a.out, int(op_), ctx.stream);
+    cuda::binary(a.in[0], a.in[1], a.out, int(op_), a.fused_relu, ctx.stream);
   }
 #endif
 
