@@ -124,10 +124,18 @@ class Conv : public Layer {
                 std::fill(r, r + y.shape.w, 0.f);
                 continue;
               }
-              for (int ox = 0; ox < y.shape.w; ++ox) {
-                const int ix = ox * sw_ - pl_ + j * dw_;
-                r[ox] = ix >= 0 && ix < x.shape.w ? src[size_t(iy) * x.shape.w + ix] : 0.f;
+              // ix = ox sw - pl + j dw inside [0, w) for ox in [lo, hi); zeros outside
+              const int off = j * dw_ - pl_, W = y.shape.w;
+              const int lo = std::min(W, off >= 0 ? 0 : (-off + sw_ - 1) / sw_);
+              const int hi = std::max(lo, std::min(W, x.shape.w - off <= 0 ? 0 : (x.shape.w - off - 1) / sw_ + 1));
+              const float* s_row = src + size_t(iy) * x.shape.w;  // read at ox sw + off >= 0 only
+              std::fill(r, r + lo, 0.f);
+              if (sw_ == 1) {
+                if (hi > lo) std::memcpy(r + lo, s_row + (lo + off), size_t(hi - lo) * sizeof(float));
+              } else {
+                for (int ox = lo; ox < hi; ++ox) r[ox] = s_row[ox * sw_ + off];
               }
+              std::fill(r + hi, r + W, 0.f);
             }
           }
       }

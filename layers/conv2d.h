@@ -301,13 +301,16 @@ class Conv2d : public Layer {
   // 16 -> 64 7.10 against 9.97, 64 -> 256 20.6 against 38.9. A 3x3 kernel gains less from its
   // tiles, and on small maps lost to im2col (DDRNet-23-slim and BiSeNet V2 at 480x360, 2 threads,
   // 2026-12-07: 128 -> 128 on 30x23 111 GOp/s against 189, 256 -> 256 on 15x12 77 against 172; from
-  // 60x45 on, level or better, 64 -> 64 on 240x180 357 against 160): there, below 2048 pixels, im2col.
+  // 60x45 on, level or better with 64 channels or more, 64 -> 64 on 240x180 357 against 160; 32 -> 32
+  // on 120x90 137 against 179): there, below 64 channels or 2048 pixels, im2col.
   static constexpr int kWinogradMinCin = 16;
+  static constexpr int kWinograd3x3MinCin = 64;
   static constexpr int kWinograd3x3MinPixels = 2048;
   bool winograd_for(const Shape& in, CpuConv how) const {
     if (!WinogradConv::supported(k_) || how == CpuConv::Gemm) return false;
     if (how == CpuConv::Winograd) return true;
-    return in.c >= kWinogradMinCin && (k_ != 3 || int64_t(in.h) * in.w >= kWinograd3x3MinPixels);
+    if (k_ == 3) return in.c >= kWinograd3x3MinCin && int64_t(in.h) * in.w >= kWinograd3x3MinPixels;
+    return in.c >= kWinogradMinCin;
   }
   // The weights transformed once (the first forward pass; guarded: plans on several threads may
   // share this layer).
