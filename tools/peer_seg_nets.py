@@ -13,7 +13,9 @@ batch-normalisation statistics (tests/weights/onnx_peer_test.py's), exported her
 sizes free). Ours: tools/bench_gops on the .onnx file (median ms after warm-up, the whole graph
 to the label map; fp32 on the CPU, fp16 on the GPU). CPU: ONNX Runtime's CPU provider, --threads
 intra-op threads, one inter-op, every graph optimisation, median of --runs; before timing both
-score one image and ORT's scores must be within 1e-4 (relative to the largest) of ours. GPU:
+score one image and ORT's scores must be within 1e-4 (relative to the largest) of ours; ORT's
+model has an ArgMax over the classes added as a second output, so that both compute the label
+map (bench_gops times ours to it). GPU:
 PyTorch fp16 channels-last, eager as one CUDA graph, and torch.compile (--compile mode; compile
 time not timed), CUDA-event medians; label agreement of our fp16 labels with PyTorch's fp32 on
 the first --images JPEGs (or one random image), which must be >= 99.9%.
@@ -73,6 +75,20 @@ def infer(build, model, x, tmp, device="cpu", precision="fp32", threads=2):
         return np.asarray(f["scores"]), np.asarray(f["labels_full"])
 
 
+def with_labels(path, tmp):
+    """The model with an ArgMax over the classes as a second output: ORT computes the label map
+    too, as bench_gops's timing of ours does."""
+    import onnx
+    from onnx import helper
+    m = onnx.load(path)
+    out = m.graph.output[0].name
+    m.graph.node.append(helper.make_node("ArgMax", [out], ["labels"], axis=1, keepdims=1))
+    m.graph.output.append(helper.make_tensor_value_info("labels", onnx.TensorProto.INT64, None))
+    dst = os.path.join(tmp, "with_labels.onnx")
+    onnx.save(m, dst)
+    return dst
+
+
 def cpu_rows(a, nets, tmp):
     import onnxruntime as ort
     print(f"# peer_seg_nets, CPU: onnxruntime {ort.__version__}, {a.threads} threads each, median of {a.runs} "
@@ -88,7 +104,7 @@ def cpu_rows(a, nets, tmp):
             so.add_session_config_entry("session.intra_op.allow_spinning", "0")
             so.intra_op_num_threads, so.inter_op_num_threads = a.threads, 1
             so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-            sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+            sess = ort.InferenceSession(with_labels(path, tmp), so, providers=["CPUExecutionProvider"])
             x = np.random.RandomState(w + h).rand(1, 3, h, w).astype(np.float32)
             theirs = sess.run(None, {"image": x})[0]
             ours, _ = infer(a.build, path, x, tmp, threads=a.threads)
