@@ -1,5 +1,8 @@
 // Index of the largest channel at each pixel (as float); ties go to the lowest index and NaN
 // scores never win (all-NaN gives 0).
+#include <algorithm>
+#include <cstring>
+
 #include "engine/layer.h"
 #include "core/parallel.h"
 #include "layers/formats.h"
@@ -27,17 +30,25 @@ class Argmax : public Layer {
     for (int n = 0; n < x.shape.n; ++n) {
       float* out = a.out.channel(n, 0);
       parallel_for(int64_t(x.shape.h), a.threads, [&](int64_t row) {
-        for (size_t i = size_t(row) * x.shape.w; i < size_t(row + 1) * x.shape.w; ++i) {
-          int best = 0;
-          float bv = x.channel(n, 0)[i];
+        // spans of a row, the channels outer: each pass runs over contiguous pixels (vectorised)
+        constexpr size_t kSpan = 256;
+        const size_t end = size_t(row + 1) * x.shape.w;
+        for (size_t i0 = size_t(row) * x.shape.w; i0 < end; i0 += kSpan) {
+          const size_t count = std::min(kSpan, end - i0);
+          float bv[kSpan], best[kSpan];
+          const float* p0 = x.channel(n, 0) + i0;
+          for (size_t j = 0; j < count; ++j) bv[j] = p0[j], best[j] = 0.f;
           for (int c = 1; c < x.shape.c; ++c) {
-            float v = x.channel(n, c)[i];
-            if (v > bv || (bv != bv && v == v)) {
-              bv = v;
-              best = c;
+            const float* p = x.channel(n, c) + i0;
+            const float fc = float(c);
+            for (size_t j = 0; j < count; ++j) {
+              const float v = p[j];
+              const bool take = v > bv[j] || (bv[j] != bv[j] && v == v);  // a NaN loses to any number
+              bv[j] = take ? v : bv[j];
+              best[j] = take ? fc : best[j];
             }
           }
-          out[i] = float(best);
+          std::memcpy(out + i0, best, count * sizeof(float));
         }
       });
     }
