@@ -8,7 +8,8 @@ run by our engine from the .onnx file (tools/scenelab_infer, which reads it thro
 by PyTorch on the same input: scores within 1e-4 relative (max |ours - torch| / max |torch|) and
 the labels (the scores brought onto the input bilinearly, argmax) equal on >= 99.9% of pixels.
 Batch 2, odd sizes (the branching net: multiples of 4), the input size free (dynamic axes).
-Then two published real-time segmentation nets (tools/seg_nets.py: DDRNet-23-slim and BiSeNet V2,
+A hand-written graph checks the folding of constant arithmetic (pads computed through Transpose,
+Flatten, Squeeze, Gather, Unsqueeze, Cast). Then two published real-time segmentation nets (tools/seg_nets.py: DDRNet-23-slim and BiSeNet V2,
 each with PyTorch's initial weights and random batch statistics), at batch 2 and an odd size.
 
 usage: onnx_peer_test.py BUILD_DIR   (exit 77 = skipped: PyTorch, h5py or ONNX support missing)
@@ -166,6 +167,39 @@ def published():
             for k, (name, cls) in enumerate(seg_nets.NETS.items())]
 
 
+def folded_constants(tmp):
+    """A hand-written graph whose Pad takes pads computed from constants through Transpose,
+    Flatten, Squeeze, Gather, Unsqueeze and Cast (folded when the file loads), then a Conv; the
+    reference is PyTorch's F.pad and conv2d with those pads. (net, path, input)"""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    g = torch.Generator().manual_seed(99)
+    w = torch.rand(4, 3, 3, 3, generator=g) - 0.5
+    const = lambda name, a: helper.make_node("Constant", [], [name], value=numpy_helper.from_array(a, name))
+    # A transposed is [[ends], [begins]]; the gather swaps the halves: [0, 0, 1, 2, 0, 0, 3, 1]
+    nodes = [const("A", np.array([[0, 0], [0, 0], [3, 1], [1, 2]], np.int64)),
+             const("perm_idx", np.array([4, 5, 6, 7, 0, 1, 2, 3], np.int64)), const("ax0", np.array([0], np.int64)),
+             helper.make_node("Transpose", ["A"], ["t2"], perm=[1, 0]),
+             helper.make_node("Flatten", ["t2"], ["f"], axis=0),
+             helper.make_node("Squeeze", ["f", "ax0"], ["sq"]),
+             helper.make_node("Gather", ["sq", "perm_idx"], ["ga"], axis=0),
+             helper.make_node("Unsqueeze", ["ga", "ax0"], ["un"]),
+             helper.make_node("Squeeze", ["un", "ax0"], ["sq2"]),
+             helper.make_node("Cast", ["sq2"], ["pads"], to=TensorProto.INT64),
+             helper.make_node("Pad", ["image", "pads"], ["padded"], mode="constant"),
+             helper.make_node("Conv", ["padded", "W"], ["scores"], kernel_shape=[3, 3])]
+    graph = helper.make_graph(nodes, "folded", [helper.make_tensor_value_info("image", TensorProto.FLOAT,
+                                                                               ["n", 3, "h", "w"])],
+                              [helper.make_tensor_value_info("scores", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(w.numpy(), "W")])
+    path = os.path.join(tmp, "folded.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+
+    def net(x):  # ONNX pads [1, 2] begin, [3, 1] end on (H, W): F.pad's (left, right, top, bottom)
+        return F.conv2d(F.pad(x, (2, 1, 1, 3)), w)
+    return net, path, torch.rand(2, 3, 31, 41, generator=g)
+
+
 def main():
     build = sys.argv[1]
     infer = os.path.join(build, "tools", "scenelab_infer")
@@ -179,14 +213,18 @@ def main():
                  ("scores to the input's size, exported at a fixed size", ToInput, "static", (37, 45)),
                  ("padded: Pad before conv and pool, pools counting pads or not, max pool", Padded, True, (33, 47))]
         cases = [(t, lambda cls=cls, k=k: randomise(cls(), 10 + k), f, hw) for k, (t, cls, f, hw) in enumerate(cases)]
+        cases.append(("pads computed from constants (folded at load)", None, "written", (0, 0)))
         for k, (tag, make, fold, (h, w)) in enumerate(cases + published()):
             torch.manual_seed(k)
-            net = make()
-            path = os.path.join(tmp, f"net{k}.onnx")
-            x = torch.rand(2, 3, h, w, generator=torch.Generator().manual_seed(k))
-            torch.onnx.export(net, x, path, opset_version=13, input_names=["image"], output_names=["scores"],
-                              dynamic_axes=None if fold == "static" else {"image": {0: "n", 2: "h", 3: "w"}},
-                              do_constant_folding=bool(fold), training=torch.onnx.TrainingMode.EVAL)
+            if fold == "written":
+                net, path, x = folded_constants(tmp)
+            else:
+                net = make()
+                path = os.path.join(tmp, f"net{k}.onnx")
+                x = torch.rand(2, 3, h, w, generator=torch.Generator().manual_seed(k))
+                torch.onnx.export(net, x, path, opset_version=13, input_names=["image"], output_names=["scores"],
+                                  dynamic_axes=None if fold == "static" else {"image": {0: "n", 2: "h", 3: "w"}},
+                                  do_constant_folding=bool(fold), training=torch.onnx.TrainingMode.EVAL)
             inp, out = os.path.join(tmp, "in.h5"), os.path.join(tmp, "out.h5")
             with h5py.File(inp, "w") as f:
                 f.create_dataset("input", data=x.numpy())
