@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
 ../shared/gpu/stage.sh >/dev/null
-(cd .gpu/debs && for p in libdeflate0 libdeflate-dev nlohmann-json3-dev libonnx1 libonnx-dev libprotobuf32 \
+(cd .gpu/debs && for p in libdeflate0 libdeflate-dev nlohmann-json3-dev libonnx1 libonnx-dev libonnxifi libprotobuf32 \
                            libprotobuf-dev libonnx-testdata; do
    ls ${p}_*.deb >/dev/null 2>&1 || apt-get download -q "$p" >/dev/null; done)
 # Dask for gpu_check.sh's cluster benchmark (the GPU machine's Python 3.12 lacks it): wheels of
