@@ -39,6 +39,15 @@ REL_BOUND = 1e-4
 LABEL_AGREEMENT = 0.999
 
 
+def onnx_export(*args, **kw):
+    """torch.onnx.export by TorchScript (PyTorch 2.9+ defaults to its dynamo exporter, which writes
+    large weights to an external file and opset 18)."""
+    try:
+        return torch.onnx.export(*args, dynamo=False, **kw)
+    except TypeError:  # before the dynamo argument
+        return torch.onnx.export(*args, **kw)
+
+
 def load_net(name, weights, tmp):
     """(module in eval mode, path of its .onnx file)."""
     net = seg_nets.NETS[name]()
@@ -58,7 +67,7 @@ def load_net(name, weights, tmp):
                 m.running_var.copy_(torch.rand(c, generator=g) + 0.5)
     path = os.path.join(tmp, name + ".onnx")
     with torch.no_grad():
-        torch.onnx.export(net.eval(), torch.rand(1, 3, 360, 480), path, opset_version=17, input_names=["image"],
+        onnx_export(net.eval(), torch.rand(1, 3, 360, 480), path, opset_version=17, input_names=["image"],
                           output_names=["scores"], dynamic_axes={"image": {0: "n", 2: "h", 3: "w"}})
     return net.eval(), path
 

@@ -31,12 +31,21 @@ from train_data import (CLASSES, DEFAULT_EXPOSURE, DEFAULT_SCALE, DEFAULT_SHADIN
                         VOID, load_split)
 
 
+def onnx_export(*args, **kw):
+    """torch.onnx.export by TorchScript (PyTorch 2.9+ defaults to its dynamo exporter, which writes
+    large weights to an external file and opset 18)."""
+    try:
+        return torch.onnx.export(*args, dynamo=False, **kw)
+    except TypeError:  # before the dynamo argument
+        return torch.onnx.export(*args, **kw)
+
+
 def export(net, path, seed, epochs):
     import onnx
     net = net.float().eval().to("cpu", memory_format=torch.contiguous_format)
     x = torch.rand(1, 3, 360, 480)
     with torch.no_grad():
-        torch.onnx.export(net, x, path, opset_version=17, input_names=["image"], output_names=["scores"],
+        onnx_export(net, x, path, opset_version=17, input_names=["image"], output_names=["scores"],
                           dynamic_axes={"image": {0: "n", 2: "h", 3: "w"}, "scores": {0: "n", 2: "h", 3: "w"}})
     m = onnx.load(path)
     for k, v in {"class_names": ",".join(CLASSES), "palette": ";".join(",".join(map(str, c)) for c in PALETTE),

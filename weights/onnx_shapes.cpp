@@ -259,11 +259,13 @@ bool Importer::map_shape_op(const onnx::NodeProto& n) {
   const std::string& op = n.op_type();
   std::vector<SymDim> a;
   if (op == "Shape") {
-    known(n, {});
+    known(n, {"start", "end"});  // opset 15: the dimensions [start, end) alone
     const std::string x = data(n, 0);
     std::vector<SymDim> d;
     for (int k = 4 - rank; k < 4; ++k) d.push_back(SymDim{0, x, k});
-    shapes[n.output(0)] = d;
+    auto clamp = [&](int64_t v) { return std::min<int64_t>(std::max<int64_t>(v < 0 ? v + rank : v, 0), rank); };
+    const int64_t b = clamp(attr_int(n, "start", 0)), e = clamp(attr_int(n, "end", rank));
+    shapes[n.output(0)] = std::vector<SymDim>(d.begin() + b, d.begin() + std::max(b, e));
     return true;
   }
   if (op == "Concat") {

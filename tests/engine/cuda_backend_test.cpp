@@ -191,7 +191,9 @@ TEST(CudaBackend, ElementWiseLayers) {
   Model m = random_model_from_text(text + "output sg th lr cl hs hw mu ad pr sum dif gate se seh gs dw gr ap ap0 mx ct\n", 8);
   compare(m, Shape(2, 3, 37, 53), opts("gemm"), 1e-4, "element-wise fp32");
   compare(m, Shape(2, 3, 37, 53), opts("auto", "fp16"), 2e-2, "element-wise fp16 NHWC");
-  compare(m, Shape(2, 3, 37, 53), opts("auto", "bf16"), 3e-2, "element-wise bf16 NHWC");
+  // bf16's 8-bit significand: the clip to [-0.3, 0.4] of values a few units large keeps their
+  // error (about 1% of that scale), 3.9% of its narrow range on the H100 (2026-12-07)
+  compare(m, Shape(2, 3, 37, 53), opts("auto", "bf16"), 5e-2, "element-wise bf16 NHWC");
 }
 
 // Half precision with cuDNN runs NHWC from the preprocessing's last step to the labels with no
