@@ -33,19 +33,11 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import seg_nets  # noqa: E402
+from seg_nets import onnx_export  # noqa: E402
 from peer_torch import median_event_ms, ours_ms  # noqa: E402
 
 REL_BOUND = 1e-4
 LABEL_AGREEMENT = 0.999
-
-
-def onnx_export(*args, **kw):
-    """torch.onnx.export by TorchScript (PyTorch 2.9+ defaults to its dynamo exporter, which writes
-    large weights to an external file and opset 18)."""
-    try:
-        return torch.onnx.export(*args, dynamo=False, **kw)
-    except TypeError:  # before the dynamo argument
-        return torch.onnx.export(*args, **kw)
 
 
 def load_net(name, weights, tmp):

@@ -21,6 +21,15 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 
+def onnx_export(*args, **kw):
+    """torch.onnx.export by TorchScript, as the importer needs it (PyTorch 2.9+ defaults to its dynamo exporter, which writes
+    large weights to an external file, and computes each resize's size by arithmetic on the input's size)."""
+    try:
+        return torch.onnx.export(*args, dynamo=False, **kw)
+    except TypeError:  # before the dynamo argument
+        return torch.onnx.export(*args, **kw)
+
+
 def conv_bn(cin, cout, k=3, stride=1, groups=1, relu=True):
     layers = [nn.Conv2d(cin, cout, k, stride, k // 2, groups=groups, bias=False), nn.BatchNorm2d(cout)]
     if relu:

@@ -26,18 +26,10 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import seg_nets  # noqa: E402
+from seg_nets import onnx_export  # noqa: E402
 from train_augment import BatchMaker, Batches, median_frequency_weights  # noqa: E402
 from train_data import (CLASSES, DEFAULT_EXPOSURE, DEFAULT_SCALE, DEFAULT_SHADING, PALETTE,  # noqa: E402
                         VOID, load_split)
-
-
-def onnx_export(*args, **kw):
-    """torch.onnx.export by TorchScript (PyTorch 2.9+ defaults to its dynamo exporter, which writes
-    large weights to an external file and opset 18)."""
-    try:
-        return torch.onnx.export(*args, dynamo=False, **kw)
-    except TypeError:  # before the dynamo argument
-        return torch.onnx.export(*args, **kw)
 
 
 def export(net, path, seed, epochs):
