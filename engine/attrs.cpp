@@ -56,6 +56,23 @@ std::vector<float> Attrs::get_floats(const std::string& key) const {
   return out;
 }
 
+std::vector<int> Attrs::get_ints(const std::string& key) const {
+  const std::string s = get_str(key);
+  std::vector<int> out;
+  size_t pos = 0;
+  while (pos <= s.size()) {
+    size_t comma = s.find(',', pos);
+    if (comma == std::string::npos) comma = s.size();
+    const std::string item = s.substr(pos, comma - pos);
+    const auto v = parse_long(item, -(1L << 30), 1L << 30);
+    SL_REQUIRE(v, "node '", owner_, "': attribute ", key, "='", s, "': '", item,
+               "' is not an integer within +-2^30");
+    out.push_back(int(*v));
+    pos = comma + 1;
+  }
+  return out;
+}
+
 void Attrs::check_known(const std::vector<std::string>& known) const {
   for (const auto& kv : kv_) {
     bool ok = false;

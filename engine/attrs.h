@@ -21,6 +21,8 @@ class Attrs {
   double get_float(const std::string& key) const;
   double get_float(const std::string& key, double def) const;
   std::vector<float> get_floats(const std::string& key) const;  // comma separated
+  // Comma-separated integers, each within +-2^30 (a larger one is an error naming the attribute).
+  std::vector<int> get_ints(const std::string& key) const;
   // Throws if a key is present that is not in `known` (catches typos in model files).
   void check_known(const std::vector<std::string>& known) const;
 
