@@ -4,6 +4,7 @@
 // shapes of F.interpolate(size=y.shape[2:]) (Shape, Gather, Slice, Concat, Unsqueeze, Cast), and
 // Pad, folded into the padding of the Conv or AveragePool that reads it.
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "weights/onnx_import.h"
@@ -14,9 +15,14 @@ namespace {
 
 constexpr size_t kMaxFolded = size_t(1) << 20;  // elements a folded constant may have
 
+// The element count, saturated past kMaxFolded (dimensions from a file may multiply past 2^64).
 size_t numel(const std::vector<int64_t>& dims) {
   size_t n = 1;
-  for (int64_t d : dims) n *= size_t(d);
+  for (int64_t d : dims) {
+    if (d <= 0) return 0;
+    if (size_t(d) > kMaxFolded || n * size_t(d) > kMaxFolded) return kMaxFolded + 1;
+    n *= size_t(d);
+  }
   return n;
 }
 
@@ -69,6 +75,12 @@ bool Importer::fold_constant(const onnx::NodeProto& n) {
   for (const auto& in : n.input())
     if (!in.empty() && !constant(in)) return false;
   const Const& x = *constant(n.input(0));
+  for (const auto& in : n.input()) {  // every dimension within 2^20: no sum or product below overflows
+    if (in.empty()) continue;
+    for (int64_t d : constant(in)->dims)
+      if (d > int64_t(kMaxFolded)) unsupported(n, "folding a constant with a dimension beyond 2^20");
+  }
+  if (numel(x.dims) > kMaxFolded) unsupported(n, "folding a constant of more than 2^20 elements");
   const int64_t rank_x = int64_t(x.dims.size());
   auto axis_of = [&](int64_t a, int64_t r) {
     if (a < -r || a >= r) unsupported(n, str_cat("axis ", a, " of rank ", r));
@@ -97,6 +109,8 @@ bool Importer::fold_constant(const onnx::NodeProto& n) {
     for (const auto& in : n.input()) {
       const Const& c = *constant(in);
       if (c.is_int != x.is_int || c.dims.size() != x.dims.size()) unsupported(n, "inputs of other types or ranks");
+      for (size_t k = 0; k < c.dims.size(); ++k)
+        if (int64_t(k) != axis && c.dims[k] != x.dims[k]) unsupported(n, "inputs whose other dimensions differ");
       r.dims[size_t(axis)] += c.dims[size_t(axis)];
     }
     if (numel(r.dims) > kMaxFolded) unsupported(n, "a constant of more than 2^20 elements");
@@ -113,7 +127,7 @@ bool Importer::fold_constant(const onnx::NodeProto& n) {
     std::vector<int64_t> shape;
     if (op == "Flatten") {
       const int64_t axis = axis_of(attr_int(n, "axis", 1), rank_x + 1);
-      shape = {int64_t(std::accumulate(x.dims.begin(), x.dims.begin() + axis, size_t(1), std::multiplies<>())), -1};
+      shape = {int64_t(numel(std::vector<int64_t>(x.dims.begin(), x.dims.begin() + axis))), -1};
     } else {
       known(n, {"allowzero"});
       shape = const_ints(n, 1, "shape");
@@ -128,7 +142,7 @@ bool Importer::fold_constant(const onnx::NodeProto& n) {
     for (size_t k = 0; k < shape.size(); ++k) {
       if (shape[k] == -1 && free < 0) free = int(k);
       else if (shape[k] < 0) unsupported(n, "a shape with a negative size");
-      else known_part *= size_t(shape[k]);
+      else known_part = numel({int64_t(known_part), shape[k]});
     }
     if (free >= 0 && known_part) shape[size_t(free)] = int64_t(numel(x.dims) / known_part);
     if (numel(shape) != numel(x.dims)) unsupported(n, "a shape of another element count");
@@ -162,8 +176,8 @@ bool Importer::fold_constant(const onnx::NodeProto& n) {
     std::vector<int64_t> begin(x.dims.size(), 0), step(x.dims.size(), 1), out = x.dims;
     for (size_t k = 0; k < starts.size(); ++k) {
       const size_t a = size_t(axis_of(axes[k], rank_x));
-      const int64_t d = x.dims[a], s = steps[k];
-      if (s == 0) unsupported(n, "a step of 0");
+      const int64_t d = x.dims[a], s = std::max<int64_t>(-d - 1, std::min<int64_t>(d + 1, steps[k]));
+      if (s == 0) unsupported(n, "a step of 0");  // (a step past the axis's length takes one element, as that)
       auto clamp = [&](int64_t v, int64_t lo, int64_t hi) { return std::min(std::max(v < 0 ? v + d : v, lo), hi); };
       const int64_t b = s > 0 ? clamp(starts[k], 0, d) : clamp(starts[k], 0, d - 1);
       const int64_t e = s > 0 ? clamp(ends[k], 0, d) : clamp(ends[k], -1, d - 1);
@@ -183,7 +197,10 @@ bool Importer::fold_constant(const onnx::NodeProto& n) {
     if (to == onnx::TensorProto::INT64 || to == onnx::TensorProto::INT32) {
       if (!x.is_int) {
         r.i.clear();
-        for (float v : x.f) r.i.push_back(int64_t(v));
+        for (float v : x.f) {
+          if (!(std::abs(v) < 9.2e18f)) unsupported(n, str_cat("casting ", v, " to an integer"));
+          r.i.push_back(int64_t(v));
+        }
         r.f.clear(), r.is_int = true;
       }
     } else if (to == onnx::TensorProto::FLOAT) {
@@ -238,6 +255,8 @@ bool Importer::fold_constant(const onnx::NodeProto& n) {
                return i;
              }), out);
   }
+  for (int64_t d : r.dims)
+    if (d > int64_t(kMaxFolded)) unsupported(n, "a folded constant with a dimension beyond 2^20");
   consts[n.output(0)] = std::move(r);
   return true;
 }
@@ -341,8 +360,10 @@ void Importer::map_pad(const onnx::NodeProto& n) {
   }
   if (rank != 4 || p.size() != 8) unsupported(n, str_cat(p.size(), " pads for rank ", rank));
   if (p[0] || p[1] || p[4] || p[5]) unsupported(n, "padding the batch or the channels");
-  for (int64_t v : p)
+  for (int64_t v : p) {
     if (v < 0) unsupported(n, "negative pads (cropping)");
+    if (v > (1 << 16)) unsupported(n, str_cat("pads of ", v, " (at most 65536)"));
+  }
   if (value != 0.f) unsupported(n, "a value other than 0");
   // Zeros around the map are what the one reader's own padding adds: a Conv's, or an
   // AveragePool's counted in the mean (how torch.onnx writes AvgPool2d(count_include_pad=True)).
@@ -359,7 +380,10 @@ void Importer::map_pad(const onnx::NodeProto& n) {
 void Importer::add_folded_pads(const onnx::NodeProto& n, std::vector<int64_t>& pads) const {
   auto it = folded_pads.find(n.input(0));
   if (it == folded_pads.end()) return;
-  for (size_t k = 0; k < 4; ++k) pads[k] += it->second[k];
+  for (size_t k = 0; k < 4; ++k) {
+    if (pads[k] > (1 << 16)) unsupported(n, str_cat("pads of ", pads[k], " after a Pad (at most 65536)"));
+    pads[k] += it->second[k];
+  }
 }
 
 }  // namespace scenelab::onnx_import
