@@ -161,7 +161,7 @@ TEST(CudaBackend, EveryOtherLayer) {
 
 // The element-wise layers (the ONNX importer's activations and arithmetic): f32 NCHW, and f16 /
 // bf16 NHWC after a convolution (the per-channel index and the n x c x 1 x 1 spread in both
-// layouts), global average pooling, and the general conv, conv_transpose and pool layers (strided, grouped,
+// layouts; a sum with its ReLU fused), global average pooling, and the general conv, conv_transpose and pool layers (strided, grouped,
 // dilated, uneven pads, a fused ReLU; f32 NCHW, converted to and from under fp16), against the CPU.
 TEST(CudaBackend, ElementWiseLayers) {
   SCENELAB_REQUIRE_GPU();
@@ -179,6 +179,7 @@ TEST(CudaBackend, ElementWiseLayers) {
       "se = global_avgpool(sg)\n"
       "seh = global_avgpool(hw)\n"
       "sum = binary(lr, hw) op=add\n"
+      "sumr = relu(sum)\n"
       "dif = binary(th, cl) op=sub\n"
       "gate = binary(c, se) op=mul\n"
       "gs = conv(c) out=8 kernel=3,3 stride=2,2 pads=1,1,1,1 groups=2\n"
@@ -188,7 +189,7 @@ TEST(CudaBackend, ElementWiseLayers) {
       "ap0 = pool(c) kernel=3 stride=2 pads=1,1,1,1\n"
       "mx = pool(c) mode=max kernel=3 stride=2 pads=1,1,1,1\n"
       "ct = conv_transpose(gs) out=4 kernel=3 stride=2 pads=1,1,1,1 output_pad=1 groups=2\n";
-  Model m = random_model_from_text(text + "output sg th lr cl hs hw mu ad pr sum dif gate se seh gs dw gr ap ap0 mx ct\n", 8);
+  Model m = random_model_from_text(text + "output sg th lr cl hs hw mu ad pr sum dif gate se seh gs dw gr ap ap0 mx ct sumr\n", 8);
   compare(m, Shape(2, 3, 37, 53), opts("gemm"), 1e-4, "element-wise fp32");
   compare(m, Shape(2, 3, 37, 53), opts("auto", "fp16"), 2e-2, "element-wise fp16 NHWC");
   // bf16's 8-bit significand: the clip to [-0.3, 0.4] of values a few units large keeps their
