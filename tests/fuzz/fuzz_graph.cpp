@@ -18,6 +18,7 @@
 #include "core/error.h"
 #include "engine/graph.h"
 #include "engine/graph_desc.h"
+#include "capped_cpu.h"
 
 namespace {
 
@@ -46,19 +47,8 @@ std::vector<scenelab::Tensor> run_and_fetch(scenelab::Graph& g, const scenelab::
   return out;
 }
 
-// The CPU backend with its headroom capped at 1 GiB: a plan past it fails by name (as past the
-// host's own headroom), where a single larger allocation would trip libFuzzer's malloc limit.
-class CappedCpu : public scenelab::CpuBackend {
- public:
-  CappedCpu() : CpuBackend(1) {}
-  size_t free_bytes() const override {
-    const size_t host = CpuBackend::free_bytes(), cap = size_t(1) << 30;
-    return host == 0 ? cap : std::min(host, cap);
-  }
-};
-
 void plan_and_run(scenelab::Graph& g, int n, int h, int w) {
-  const CappedCpu cpu;
+  const scenelab::fuzz::CappedCpu cpu;
   g.plan(n, h, w, cpu);
   if (g.total_ops() > kMaxOps || g.planned_bytes() > kMaxPlannedBytes) {
     if (verbose) std::fprintf(stderr, "fuzz_graph: %dx%d (batch %d) planned, too large to run\n", w, h, n);
