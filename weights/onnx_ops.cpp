@@ -89,6 +89,7 @@ void Importer::map_node(const onnx::NodeProto& n) {
     if (ap != "NOTSET" && ap != "VALID") unsupported(n, "auto_pad " + ap);
     if (ap == "VALID") pads.assign(4, 0);
     if (attr_int(n, "ceil_mode", 0) != 0) unsupported(n, "ceil_mode 1");
+    const std::string x = data(n, 0);  // (refused by name where the node has no input)
     int64_t count_pad = attr_int(n, "count_include_pad", 0);
     if (folded_pads.count(n.input(0))) {  // zeros padded before: counted, as this pool's own cannot be
       if (!count_pad && std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p != 0; }))
@@ -100,10 +101,10 @@ void Importer::map_node(const onnx::NodeProto& n) {
       if (pads[size_t(k)] < 0 || pads[size_t(k)] >= ks[size_t(k % 2)]) unsupported(n, "pads of a window or more");
     const bool none = std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; });
     if (none && ks[0] == ks[1] && st == ks) {
-      add(n.output(0), "downscale", {data(n, 0)}, {{"factor", std::to_string(ks[0])}});
+      add(n.output(0), "downscale", {x}, {{"factor", std::to_string(ks[0])}});
       return;
     }
-    add(n.output(0), "pool", {data(n, 0)},
+    add(n.output(0), "pool", {x},
         {{"mode", "avg"},
          {"kernel", str_cat(ks[0], ",", ks[1])},
          {"stride", str_cat(st[0], ",", st[1])},

@@ -71,7 +71,7 @@ bool Importer::fold_constant(const onnx::NodeProto& n) {
   static const std::set<std::string> ops = {"ConstantOfShape", "Concat", "Reshape", "Slice", "Transpose",
                                             "Cast", "Unsqueeze", "Squeeze", "Gather", "Flatten"};
   const std::string& op = n.op_type();
-  if (!ops.count(op) || n.input_size() == 0) return false;
+  if (!ops.count(op) || n.input_size() == 0 || n.input(0).empty()) return false;
   for (const auto& in : n.input())
     if (!in.empty() && !constant(in)) return false;
   const Const& x = *constant(n.input(0));
@@ -107,6 +107,7 @@ bool Importer::fold_constant(const onnx::NodeProto& n) {
     size_t outer = 1;
     for (int64_t k = 0; k < axis; ++k) outer *= size_t(x.dims[size_t(k)]);
     for (const auto& in : n.input()) {
+      if (in.empty()) unsupported(n, "an empty input name");
       const Const& c = *constant(in);
       if (c.is_int != x.is_int || c.dims.size() != x.dims.size()) unsupported(n, "inputs of other types or ranks");
       for (size_t k = 0; k < c.dims.size(); ++k)
@@ -378,6 +379,7 @@ void Importer::map_pad(const onnx::NodeProto& n) {
 }
 
 void Importer::add_folded_pads(const onnx::NodeProto& n, std::vector<int64_t>& pads) const {
+  if (n.input_size() == 0) return;
   auto it = folded_pads.find(n.input(0));
   if (it == folded_pads.end()) return;
   for (size_t k = 0; k < 4; ++k) {
