@@ -89,6 +89,7 @@ bool Importer::fold_constant(const onnx::NodeProto& n) {
   Const r;
   if (op == "ConstantOfShape") {
     known(n, {"value"});
+    if (!x.is_int || x.dims.size() != 1) unsupported(n, "a shape that is not a 1-D int64 constant");
     r.dims = x.i;
     for (int64_t d : r.dims)
       if (d < 0) unsupported(n, "a negative dimension");
@@ -257,7 +258,7 @@ bool Importer::fold_constant(const onnx::NodeProto& n) {
              }), out);
   }
   for (int64_t d : r.dims)
-    if (d > int64_t(kMaxFolded)) unsupported(n, "a folded constant with a dimension beyond 2^20");
+    if (d < 0 || d > int64_t(kMaxFolded)) unsupported(n, str_cat("a folded constant with a dimension of ", d));
   consts[n.output(0)] = std::move(r);
   return true;
 }
