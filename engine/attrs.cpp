@@ -56,7 +56,7 @@ std::vector<float> Attrs::get_floats(const std::string& key) const {
   return out;
 }
 
-std::vector<int> Attrs::get_ints(const std::string& key) const {
+std::vector<int> Attrs::get_ints(const std::string& key, int limit) const {
   const std::string s = get_str(key);
   std::vector<int> out;
   size_t pos = 0;
@@ -64,9 +64,9 @@ std::vector<int> Attrs::get_ints(const std::string& key) const {
     size_t comma = s.find(',', pos);
     if (comma == std::string::npos) comma = s.size();
     const std::string item = s.substr(pos, comma - pos);
-    const auto v = parse_long(item, -(1L << 30), 1L << 30);
-    SL_REQUIRE(v, "node '", owner_, "': attribute ", key, "='", s, "': '", item,
-               "' is not an integer within +-2^30");
+    const auto v = parse_long(item, -long(limit), long(limit));
+    SL_REQUIRE(v, "node '", owner_, "': attribute ", key, "='", s, "': '", item, "' is not an integer within +-",
+               limit);
     out.push_back(int(*v));
     pos = comma + 1;
   }

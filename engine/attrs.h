@@ -7,6 +7,10 @@
 
 namespace scenelab {
 
+// The largest kernel, stride, dilation or padding a windowed layer takes (conv, conv_transpose,
+// pool): their sums and products stay far inside int.
+constexpr int kMaxWindowAttr = 1 << 16;
+
 class Attrs {
  public:
   Attrs() = default;
@@ -21,8 +25,8 @@ class Attrs {
   double get_float(const std::string& key) const;
   double get_float(const std::string& key, double def) const;
   std::vector<float> get_floats(const std::string& key) const;  // comma separated
-  // Comma-separated integers, each within +-2^30 (a larger one is an error naming the attribute).
-  std::vector<int> get_ints(const std::string& key) const;
+  // Comma-separated integers, each within +-limit (a larger one is an error naming the attribute).
+  std::vector<int> get_ints(const std::string& key, int limit = 1 << 30) const;
   // Throws if a key is present that is not in `known` (catches typos in model files).
   void check_known(const std::vector<std::string>& known) const;
 

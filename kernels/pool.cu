@@ -22,7 +22,7 @@ void pool(const TensorView& x, const TensorView& y, const PoolWindow& p, cudaStr
   const size_t n = y.shape.numel();
   if (!n) return;
   pool_kernel<<<blocks_for(n), kThreads, 0, s>>>(x.f32(), y.f32(), x.shape.n * x.shape.c, x.shape.h, x.shape.w,
-                                                     y.shape.h, y.shape.w, p);
+                                                 y.shape.h, y.shape.w, p);
   SL_LAUNCH_CHECK("pool kernel");
 }
 

@@ -21,7 +21,6 @@ namespace scenelab {
 namespace {
 
 constexpr size_t kBandPixels = 4096;  // output pixels a thread's im2col holds (at least a row)
-constexpr int kMaxWindow = 1 << 16;  // kernel, stride, dilation, pads: each at most this
 constexpr int kMinBands = 8;          // bands an image is cut into at least, where it has the rows
 
 // Output rows a band holds: at most kBandPixels, and few enough that an image has kMinBands bands
@@ -33,11 +32,9 @@ int band_rows(int out_h, int out_w) {
 
 int parse_pair(const Attrs& a, const std::string& key, int def, int index) {
   if (!a.has(key)) return def;
-  const std::vector<int> v = a.get_ints(key);
+  const std::vector<int> v = a.get_ints(key, kMaxWindowAttr);
   SL_REQUIRE(v.size() == 1 || v.size() == 2, "attribute ", key, ": one or two values");
-  const int x = v[v.size() == 1 ? 0 : size_t(index)];
-  SL_REQUIRE(x >= -kMaxWindow && x <= kMaxWindow, "attribute ", key, ": ", x, " is beyond +-", kMaxWindow);
-  return x;
+  return v[v.size() == 1 ? 0 : size_t(index)];
 }
 
 class Conv : public Layer {
@@ -49,10 +46,9 @@ class Conv : public Layer {
     sh_ = parse_pair(d.attrs, "stride", 1, 0), sw_ = parse_pair(d.attrs, "stride", 1, 1);
     dh_ = parse_pair(d.attrs, "dilation", 1, 0), dw_ = parse_pair(d.attrs, "dilation", 1, 1);
     if (d.attrs.has("pads")) {
-      const std::vector<int> p = d.attrs.get_ints("pads");
+      const std::vector<int> p = d.attrs.get_ints("pads", kMaxWindowAttr);
       SL_REQUIRE(p.size() == 4, "conv '", name_, "': pads=top,left,bottom,right (4 values)");
       pt_ = p[0], pl_ = p[1], pb_ = p[2], pr_ = p[3];
-      for (int v : p) SL_REQUIRE(v <= kMaxWindow, "conv '", name_, "': pads beyond ", kMaxWindow);
     }
     groups_ = d.attrs.get_int("groups", 1);
     bias_ = d.attrs.get_int("bias", 1) != 0;

@@ -19,15 +19,11 @@
 namespace scenelab {
 namespace {
 
-constexpr int kMaxWindow = 1 << 16;  // kernel, stride, dilation, pads: each at most this
-
 int attr_at(const Attrs& a, const std::string& key, int def, size_t index, size_t count) {
   if (!a.has(key)) return def;
-  const std::vector<int> v = a.get_ints(key);
+  const std::vector<int> v = a.get_ints(key, kMaxWindowAttr);
   SL_REQUIRE(v.size() == 1 || v.size() == count, "attribute ", key, ": 1 or ", count, " values");
-  const int x = v[v.size() == 1 ? 0 : index];
-  SL_REQUIRE(x >= -kMaxWindow && x <= kMaxWindow, "attribute ", key, ": ", x, " is beyond +-", kMaxWindow);
-  return x;
+  return v[v.size() == 1 ? 0 : index];
 }
 
 class ConvTranspose : public Layer {

@@ -25,14 +25,15 @@ class Pool : public Layer {
     const std::string mode = d.attrs.get_str("mode", "avg");
     SL_REQUIRE(mode == "avg" || mode == "max", "pool '", name_, "': mode=", mode, " (avg or max)");
     w_.max = mode == "max";
-    const std::vector<int> k = d.attrs.get_ints("kernel");
+    const std::vector<int> k = d.attrs.get_ints("kernel", kMaxWindowAttr);
     SL_REQUIRE(k.size() == 1 || k.size() == 2, "pool '", name_, "': kernel=KH[,KW]");
     w_.kh = k[0], w_.kw = k.back();
-    const std::vector<int> s = d.attrs.has("stride") ? d.attrs.get_ints("stride") : std::vector<int>{1};
+    const std::vector<int> s =
+        d.attrs.has("stride") ? d.attrs.get_ints("stride", kMaxWindowAttr) : std::vector<int>{1};
     SL_REQUIRE(s.size() == 1 || s.size() == 2, "pool '", name_, "': stride=SH[,SW]");
     w_.sh = s[0], w_.sw = s.back();
     if (d.attrs.has("pads")) {
-      const std::vector<int> p = d.attrs.get_ints("pads");
+      const std::vector<int> p = d.attrs.get_ints("pads", kMaxWindowAttr);
       SL_REQUIRE(p.size() == 4, "pool '", name_, "': pads=top,left,bottom,right");
       w_.pt = p[0], w_.pl = p[1], w_.pb = p[2], w_.pr = p[3];
     }
@@ -41,8 +42,6 @@ class Pool : public Layer {
     SL_REQUIRE(w_.kh > 0 && w_.kw > 0 && w_.sh > 0 && w_.sw > 0 && w_.pt >= 0 && w_.pl >= 0 && w_.pb >= 0 &&
                    w_.pr >= 0 && w_.pt < w_.kh && w_.pb < w_.kh && w_.pl < w_.kw && w_.pr < w_.kw,
                "pool '", name_, "': kernel and stride positive, pads from 0 to below the kernel");
-    SL_REQUIRE(w_.kh <= 1 << 16 && w_.kw <= 1 << 16 && w_.sh <= 1 << 16 && w_.sw <= 1 << 16, "pool '", name_,
-               "': kernel and stride at most 65536");
   }
   const char* type() const override { return "pool"; }
   Shape infer_shape(const std::vector<Shape>& in) const override {
