@@ -158,9 +158,10 @@ const void* HalfWeights::get(const float* w, const ConvShape& c, WeightLayout la
         conv_mma_weights(w, c, t, buf_.get(), s);
         break;
       default:  // OIHW float -> the same, or KRSC
-        buf_.resize(size_t(c.cout) * c.cin * c.k * c.k * dtype_bytes(t), "conv2d half weights");
+        // [cout][cin / groups][kh * kw] -> the same or [cout][kh * kw][cin / groups]
+        buf_.resize(size_t(c.cout) * (c.cin / c.groups) * c.k * c.kernel_w() * dtype_bytes(t), "conv half weights");
         convert(w, Format{}, buf_.get(), Format{t, layout == WeightLayout::KRSC ? Layout::NHWC : Layout::NCHW},
-                c.cout, c.cin, size_t(c.k) * c.k, s);
+                c.cout, c.cin / c.groups, size_t(c.k) * c.kernel_w(), s);
     }
     of_ = w;
     type_ = t;

@@ -18,6 +18,7 @@
 
 #include <cstddef>
 
+#include "core/host_device.h"
 #include "core/tensor.h"
 #include "core/cuda_check.h"
 
@@ -25,6 +26,17 @@ namespace scenelab::cuda {
 
 struct ConvShape {
   int n, cin, h, w, cout, k, pad, ho, wo;
+  // The general convolution's further geometry (layers/conv.cpp, on cuDNN only): a kh x kw kernel
+  // (kh = k), padding pad rows and pad_w columns on each side, strides, dilations, groups. The
+  // defaults are conv2d's: k x k, stride 1, no dilation, one group.
+  int kw = 0;      // 0: k
+  int pad_w = -1;  // -1: pad
+  int sh = 1, sw = 1, dh = 1, dw = 1, groups = 1;
+  SL_HD int kernel_w() const { return kw > 0 ? kw : k; }
+  SL_HD int padding_w() const { return pad_w >= 0 ? pad_w : pad; }
+  SL_HD bool general() const {
+    return kernel_w() != k || padding_w() != pad || sh != 1 || sw != 1 || dh != 1 || dw != 1 || groups != 1;
+  }
 };
 
 // The workspace of a convolution layer, in floats: the bands of gemm / gemm2s (im2col and the

@@ -26,10 +26,15 @@ CudnnConv::CudnnConv(cudnnHandle_t h, const ConvShape& c, Precision p) : h_(h), 
   SL_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(conv_.out()), what);
   SL_CUDNN_CHECK(cudnnSetTensor4dDescriptor(x_.get(), f, t, c.n, c.cin, c.h, c.w), what);
   SL_CUDNN_CHECK(cudnnSetTensor4dDescriptor(y_.get(), f, t, c.n, c.cout, c.ho, c.wo), what);
-  SL_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w_.get(), t, f, c.cout, c.cin, c.k, c.k), what);
-  SL_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv_.get(), c.pad, c.pad, 1, 1, 1, 1,
+  SL_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w_.get(), t, f, c.cout, c.cin / c.groups, c.k, c.kernel_w()), what);
+  SL_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv_.get(), c.pad, c.padding_w(), c.sh, c.sw, c.dh, c.dw,
                                                  CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
                  what);
+  SL_CUDNN_CHECK(cudnnSetConvolutionGroupCount(conv_.get(), c.groups), what);
+  int dims[4] = {};  // cuDNN's output size must be the layer's
+  SL_CUDNN_CHECK(cudnnGetConvolutionNdForwardOutputDim(conv_.get(), x_.get(), w_.get(), 4, dims), what);
+  SL_REQUIRE(dims[0] == c.n && dims[1] == c.cout && dims[2] == c.ho && dims[3] == c.wo, "conv cudnn: output ",
+             dims[2], "x", dims[3], ", the layer's ", c.ho, "x", c.wo);
   SL_CUDNN_CHECK(cudnnSetConvolutionMathType(
                      conv_.get(), p == Precision::FP32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH),
                  what);
@@ -41,6 +46,8 @@ const void* CudnnConv::weights(const float* w, cudaStream_t s) const {
 }
 
 size_t CudnnConv::scratch_bytes(size_t bound_floats) const {
+  // conv2d's workspace is sized for its GEMM algorithms too; the general conv's is the bound.
+  if (c_.general()) return bound_floats * sizeof(float);
   return conv_workspace(c_, bound_floats, nhwc()).scratch * sizeof(float);
 }
 
@@ -108,14 +115,14 @@ void CudnnConv::choose(const void* x, const float* w, void* y, float* ws, size_t
     }
   }
   if (trace)
-    std::fprintf(stderr, "  cudnn %dx%d %d->%d on %dx%d: %d candidates, picked %s (%.3f ms); %.1f ms\n",
-                 c_.k, c_.k, c_.cin, c_.cout, c_.w, c_.h, returned, algo_name().c_str(), best,
+    std::fprintf(stderr, "  cudnn %dx%d/%d %d->%d on %dx%d: %d candidates, picked %s (%.3f ms); %.1f ms\n",
+                 c_.k, c_.kernel_w(), c_.sh, c_.cin, c_.cout, c_.w, c_.h, returned, algo_name().c_str(), best,
                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_start).count());
   if (chosen_) {
     SL_CUDNN_CHECK(cudnnSetConvolutionMathType(conv_.get(), math_), "conv2d cudnn");
     return;
   }
-  throw_error("conv2d cudnn: no cuDNN algorithm runs this ", c_.k, "x", c_.k, " convolution ",
+  throw_error("conv2d cudnn: no cuDNN algorithm runs this ", c_.k, "x", c_.kernel_w(), " convolution ",
               c_.cin, "->", c_.cout, " on ", c_.w, "x", c_.h, " within the ", scratch >> 20,
               " MiB workspace (raise --conv-workspace)");
 }

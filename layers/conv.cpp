@@ -2,9 +2,11 @@
 // each side (top, left, bottom, right), groups (depthwise included), bias. conv2d (the paper's
 // odd square kernels, stride 1: every fast path) stays the layer for what it takes; the ONNX
 // importer maps the rest here. CPU: per image, group and band of output rows, the band's im2col
-// (a thread's workspace) times the group's weights (sgemm_colmajor). GPU: a direct kernel on f32
-// NCHW (kernels/conv_general.cu), correct first; cuDNN's general convolution is the next step.
-// A following ReLU is fused (applied on the way out).
+// (a thread's workspace) times the group's weights (sgemm_colmajor). GPU: cuDNN's convolution in
+// the network's activation format (f16/bf16 NHWC under fp16/bf16, f32 NCHW otherwise), its
+// algorithm timed on the first run and kept in plan caches; where cuDNN cannot run it (padding
+// that differs between the two sides, no cuDNN, the engine's own kernels forced) a direct kernel
+// on f32 NCHW (kernels/conv_general.cu). A following ReLU is fused (applied on the way out).
 #include <algorithm>
 #include <cstring>
 
@@ -12,9 +14,18 @@
 #include "core/parallel.h"
 #include "engine/layer.h"
 #include "layers/cpu_gemm.h"
+#include "layers/formats.h"
 #ifdef SCENELAB_WITH_CUDA
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <tuple>
+
 #include "engine/cuda_backend.h"
 #include "kernels/layers_cuda.h"
+#ifdef SCENELAB_WITH_CUDNN
+#include "kernels/conv_cudnn.h"
+#endif
 #endif
 
 namespace scenelab {
@@ -22,6 +33,7 @@ namespace {
 
 constexpr size_t kBandPixels = 4096;  // output pixels a thread's im2col holds (at least a row)
 constexpr int kMinBands = 8;          // bands an image is cut into at least, where it has the rows
+constexpr size_t kCudnnWorkspaceFloats = size_t(16) << 20;  // 64 MiB: cuDNN's algorithms for these shapes
 
 // Output rows a band holds: at most kBandPixels, and few enough that an image has kMinBands bands
 // for the threads to share (a 60 x 45 map in one band kept one of two threads busy: 70 GOp/s).
@@ -90,8 +102,11 @@ class Conv : public Layer {
                 const Backend&) const override {
     return chain.size() == 1 && chain[0].kind == Epilogue::Kind::Relu;
   }
+  Format format(const std::vector<Format>&, const Backend& b) const override {
+    return on_cudnn(b) ? activation_format_of(b) : Format{};
+  }
   size_t workspace_floats(const std::vector<Shape>& in, const Shape& out, const Backend& b) const override {
-    if (b.kind() != DeviceKind::CPU) return 0;
+    if (b.kind() != DeviceKind::CPU) return on_cudnn(b) ? cudnn_workspace_floats(b) : 0;
     const size_t k = size_t(in[0].c / groups_) * kh_ * kw_;
     return k * size_t(band_rows(out.h, out.w)) * size_t(out.w) * size_t(std::max(1, b.threads()));
   }
@@ -156,12 +171,97 @@ class Conv : public Layer {
   }
 #ifdef SCENELAB_WITH_CUDA
   void forward_cuda(const ForwardArgs& a, const CudaContext& ctx) const override {
-    cuda::conv_general(a.in[0], a.out, a.params->data("weight"), bias_ ? a.params->data("bias") : nullptr,
-                       cuda::ConvGeneral{kh_, kw_, sh_, sw_, dh_, dw_, pt_, pl_, groups_}, a.fused_relu, ctx.stream);
+    const float* w = a.params->data("weight");
+    const float* b = bias_ ? a.params->data("bias") : nullptr;
+#ifdef SCENELAB_WITH_CUDNN
+    if (cudnn_usable(ctx)) {
+      SL_REQUIRE(a.in[0].format == a.out.format, "conv '", name_, "': input ", a.in[0].format.str(), ", output ",
+                 a.out.format.str());
+      const size_t bound = cudnn_workspace_floats(ctx);
+      auto& conv = cudnn_for(a.in[0].shape, ctx);
+      if (!conv.chosen()) conv.choose(a.in[0].data, w, a.out.data, a.workspace, bound, ctx.stream);
+      conv.forward(a.in[0].data, w, b, a.out.data, a.fused_relu, a.workspace, bound, ctx.stream);
+      last_ = "cudnn " + conv.algo_name();
+      return;
+    }
+#endif
+    cuda::conv_general(a.in[0], a.out, w, b, cuda::ConvGeneral{kh_, kw_, sh_, sw_, dh_, dw_, pt_, pl_, groups_},
+                       a.fused_relu, ctx.stream);
+    last_ = "direct";
   }
+  // "cudnn ALGO MATH": cuDNN's algorithm, timed on the first run.
+  std::string tuning(const std::vector<Shape>& in, const Backend& backend) const override {
+#ifdef SCENELAB_WITH_CUDNN
+    const CudaContext* ctx = backend.cuda();
+    if (!ctx || !cudnn_usable(*ctx)) return {};
+    auto it = cudnn_.find(key_of(in[0], *ctx));
+    if (it != cudnn_.end() && it->second->chosen())
+      return str_cat("cudnn ", it->second->algo_id(), " ", it->second->math_id());
+#else
+    (void)in, (void)backend;
+#endif
+    return {};
+  }
+  bool restore_tuning(const std::vector<Shape>& in, const Backend& backend, const std::string& text) const override {
+#ifdef SCENELAB_WITH_CUDNN
+    const CudaContext* ctx = backend.cuda();
+    int id = -1, math = -1;
+    char tail = 0;
+    if (!ctx || !cudnn_usable(*ctx) || std::sscanf(text.c_str(), "cudnn %d %d%c", &id, &math, &tail) != 2)
+      return false;
+    return cudnn_for(in[0], *ctx).preset(id, math, cudnn_workspace_floats(*ctx));
+#else
+    (void)in, (void)backend, (void)text;
+    return false;
+#endif
+  }
+  std::string detail() const override { return last_; }
 #endif
 
  private:
+  // cuDNN runs this convolution on this backend: pads equal on both sides (cuDNN's only padding).
+  bool on_cudnn(const Backend& b) const {
+#ifdef SCENELAB_WITH_CUDA
+    const CudaContext* ctx = b.cuda();
+    return ctx && cudnn_usable(*ctx);
+#else
+    (void)b;
+    return false;
+#endif
+  }
+#ifdef SCENELAB_WITH_CUDA
+  bool cudnn_usable(const CudaContext& ctx) const {
+#ifdef SCENELAB_WITH_CUDNN
+    return ctx.cudnn && !ctx.own_kernels && (ctx.conv == ConvAlgo::Auto || ctx.conv == ConvAlgo::Cudnn) &&
+           pt_ == pb_ && pl_ == pr_;
+#else
+    (void)ctx;
+    return false;
+#endif
+  }
+  static size_t cudnn_workspace_floats(const CudaContext& ctx) {
+    return std::min(kCudnnWorkspaceFloats, ctx.conv_workspace_bytes / sizeof(float));
+  }
+  static size_t cudnn_workspace_floats(const Backend& b) { return cudnn_workspace_floats(*b.cuda()); }
+#ifdef SCENELAB_WITH_CUDNN
+  using Key = std::tuple<int, int, int, int, int, uintptr_t>;
+  Key key_of(const Shape& x, const CudaContext& ctx) const {
+    return Key{x.n, x.c, x.h, x.w, int(ctx.precision), reinterpret_cast<uintptr_t>(ctx.cudnn)};
+  }
+  cuda::CudnnConv& cudnn_for(const Shape& x, const CudaContext& ctx) const {
+    auto& conv = cudnn_[key_of(x, ctx)];
+    if (!conv) {
+      const Shape y = infer_shape({x});
+      cuda::ConvShape c{x.n, x.c, x.h, x.w, out_, kh_, pt_, y.h, y.w};
+      c.kw = kw_, c.pad_w = pl_, c.sh = sh_, c.sw = sw_, c.dh = dh_, c.dw = dw_, c.groups = groups_;
+      conv = std::make_unique<cuda::CudnnConv>(ctx.cudnn, c, ctx.precision);
+    }
+    return *conv;
+  }
+  mutable std::map<Key, std::unique_ptr<cuda::CudnnConv>> cudnn_;
+#endif
+  mutable std::string last_;
+#endif
   int out_ = 0, kh_ = 1, kw_ = 1, sh_ = 1, sw_ = 1, dh_ = 1, dw_ = 1, pt_ = 0, pl_ = 0, pb_ = 0, pr_ = 0, groups_ = 1;
   bool bias_ = true;
   std::string group_;

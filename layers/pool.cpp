@@ -3,12 +3,14 @@
 // pixels inside the map, or over the whole window with the padding counted as zeros
 // (count_pad=1); mode=max: the largest of the pixels inside (NaN wins). Windows that tile the map
 // are downscale's and unpadded square max windows maxpool2d's (both with NHWC half-precision
-// kernels); the ONNX importer maps the rest here. GPU: a direct kernel on f32 NCHW (kernels/pool.cu).
+// kernels); the ONNX importer maps the rest here. GPU: a direct kernel in its input's format, f32 NCHW
+// or NHWC of any type (kernels/pool.cu).
 #include <algorithm>
 
 #include "core/error.h"
 #include "core/parallel.h"
 #include "engine/layer.h"
+#include "layers/formats.h"
 #include "layers/pool_window.h"
 #ifdef SCENELAB_WITH_CUDA
 #include "engine/cuda_backend.h"
@@ -44,6 +46,7 @@ class Pool : public Layer {
                "pool '", name_, "': kernel and stride positive, pads from 0 to below the kernel");
   }
   const char* type() const override { return "pool"; }
+  Format format(const std::vector<Format>& in, const Backend& b) const override { return follow_on_gpu(in[0], b); }
   Shape infer_shape(const std::vector<Shape>& in) const override {
     const Shape& x = in[0];
     SL_REQUIRE(x.h + w_.pt + w_.pb >= w_.kh && x.w + w_.pl + w_.pr >= w_.kw, "pool '", name_, "': input ",

@@ -14,14 +14,15 @@ struct PoolWindow {
 };
 
 // The mean (or, with max, the largest value) of output pixel (oy, ox)'s window over a plane of
-// h x w floats; the sum in float, in row order.
-SL_HD inline float pool_value(const float* s, int h, int w, int oy, int ox, const PoolWindow& p) {
+// h x w values, at(i, j) the one at row i, column j as a float; the sum in float, in row order.
+template <typename At>
+SL_HD inline float pool_value_at(const At& at, int h, int w, int oy, int ox, const PoolWindow& p) {
   const int y0 = oy * p.sh - p.pt, x0 = ox * p.sw - p.pl;
   if (p.max) {  // pads below the window: at least one pixel is inside
     float m = -3.402823466e38f;
     for (int i = y0 < 0 ? 0 : y0; i < y0 + p.kh && i < h; ++i)
       for (int j = x0 < 0 ? 0 : x0; j < x0 + p.kw && j < w; ++j) {
-        const float v = s[size_t(i) * w + j];
+        const float v = at(i, j);
         m = v > m || v != v ? v : m;  // NaN wins, as in max pooling everywhere
       }
     return m;
@@ -32,7 +33,7 @@ SL_HD inline float pool_value(const float* s, int h, int w, int oy, int ox, cons
     if (i < 0 || i >= h) continue;
     for (int j = x0; j < x0 + p.kw; ++j) {
       if (j < 0 || j >= w) continue;
-      sum += s[size_t(i) * w + j];
+      sum += at(i, j);
       ++inside;
     }
   }
@@ -43,6 +44,17 @@ SL_HD inline float pool_value(const float* s, int h, int w, int oy, int ox, cons
     count = (yhi - ylo) * (xhi - xlo);
   }
   return count > 0 ? sum / float(count) : 0.f;
+}
+
+// A plane of h x w floats, row after row (f32 NCHW).
+struct PlaneAt {
+  const float* s;
+  int w;
+  SL_HD float operator()(int i, int j) const { return s[size_t(i) * w + j]; }
+};
+
+SL_HD inline float pool_value(const float* s, int h, int w, int oy, int ox, const PoolWindow& p) {
+  return pool_value_at(PlaneAt{s, w}, h, w, oy, ox, p);
 }
 
 }  // namespace scenelab

@@ -186,16 +186,62 @@ TEST(CudaBackend, ElementWiseLayers) {
       "gs = conv(c) out=8 kernel=3,3 stride=2,2 pads=1,1,1,1 groups=2\n"
       "dw = conv(c) out=6 kernel=3,5 dilation=2,1 pads=2,2,1,3 groups=6 bias=0\n"
       "gr = relu(gs)\n"
+      "dws = conv(c) out=6 kernel=3,3 stride=2,2 pads=1,1,1,1 groups=6\n"
+      "p1 = conv(c) out=8 kernel=1 stride=2 bias=0\n"
+      "dl = conv(c) out=4 kernel=3,1 dilation=2,1 pads=2,0,2,0\n"
       "ap = pool(c) kernel=3,2 stride=2,1 pads=1,0,1,1 count_pad=1\n"
       "ap0 = pool(c) kernel=3 stride=2 pads=1,1,1,1\n"
       "mx = pool(c) mode=max kernel=3 stride=2 pads=1,1,1,1\n"
       "ct = conv_transpose(gs) out=4 kernel=3 stride=2 pads=1,1,1,1 output_pad=1 groups=2\n";
-  Model m = random_model_from_text(text + "output sg th lr cl hs hw mu ad pr sum dif gate se seh gs dw gr ap ap0 mx ct sumr\n", 8);
+  Model m = random_model_from_text(
+      text + "output sg th lr cl hs hw mu ad pr sum dif gate se seh gs dw gr ap ap0 mx ct sumr dws p1 dl\n", 8);
   compare(m, Shape(2, 3, 37, 53), opts("gemm"), 1e-4, "element-wise fp32");
+  compare(m, Shape(2, 3, 37, 53), opts("auto"), 1e-4, "element-wise fp32, general conv on cuDNN");
   compare(m, Shape(2, 3, 37, 53), opts("auto", "fp16"), 2e-2, "element-wise fp16 NHWC");
   // bf16's 8-bit significand: the clip to [-0.3, 0.4] of values a few units large keeps their
   // error (about 1% of that scale), 3.9% of its narrow range on the H100 (2026-12-07)
   compare(m, Shape(2, 3, 37, 53), opts("auto", "bf16"), 5e-2, "element-wise bf16 NHWC");
+}
+
+// The general conv and the pool layer run in the network's activation format on cuDNN (under
+// fp16: f16 NHWC, no conversion around them; the conv on cuDNN), and on the direct f32 NCHW
+// kernel where its pads differ between the two sides (conversions placed around it).
+TEST(CudaBackend, GeneralConvRunsInActivationFormat) {
+  SCENELAB_REQUIRE_GPU();
+  const std::string text = std::string(kPreprocessText) +
+      "c = conv2d(pre) out=8 k=3 pad=same\n"
+      "s2 = conv(c) out=8 kernel=3 stride=2 pads=1,1,1,1\n"
+      "r = relu(s2)\n"
+      "dw = conv(r) out=8 kernel=3 pads=1,1,1,1 groups=8\n"
+      "ap = pool(dw) kernel=3 stride=2 pads=1,1,1,1 count_pad=1\n"
+      "mx = pool(ap) mode=max kernel=3 stride=1 pads=1,1,1,1\n"
+      "p1 = conv(mx) out=8 kernel=1\n"
+      "output p1\n";
+  const Model m = random_model_from_text(text, 5);
+  auto gpu = make_backend("cuda", 0, opts("auto", "fp16"));
+  Graph g(m);
+  g.plan(2, 41, 59, *gpu);
+  EXPECT_EQ(g.conversions(), 0u);
+  for (const char* node : {"s2", "dw", "ap", "mx", "p1"})
+    EXPECT_EQ(g.format_of(node), (Format{DType::F16, Layout::NHWC})) << node << " is " << g.format_of(node).str();
+  g.set_profiling(true);
+  Tensor x(Shape(2, 3, 41, 59));
+  for (size_t i = 0; i < x.numel(); ++i) x.data()[i] = float(i % 251) / 251.f;
+  g.run(x.view());
+  for (const auto& st : g.stats()) {
+    if (st.type != std::string("conv")) continue;
+    EXPECT_EQ(st.detail.rfind("cudnn ", 0), 0u) << st.name << ": " << st.detail;
+  }
+  // uneven pads: the direct kernel on f32 NCHW, converted to and from
+  const Model u = random_model_from_text(std::string(kPreprocessText) +
+                                             "c = conv2d(pre) out=8 k=3 pad=same\n"
+                                             "s2 = conv(c) out=8 kernel=3 stride=2 pads=0,0,1,1\n"
+                                             "output s2\n",
+                                         5);
+  Graph gu(u);
+  gu.plan(2, 41, 59, *gpu);
+  EXPECT_EQ(gu.format_of("s2"), Format{});
+  EXPECT_GT(gu.conversions(), 0u);
 }
 
 // Half precision with cuDNN runs NHWC from the preprocessing's last step to the labels with no
