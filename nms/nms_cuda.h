@@ -53,11 +53,12 @@ class GpuNms {
            cudaStream_t stream);
   int cluster(const DeviceBoxes& in, const Options& o, int* keep_out, int* count_out,
               cudaStream_t stream);
+  // greedy()'s first two stages: filters and sorts on the device (idx_sorted_, sorted_boxes_,
+  // num_valid_) and builds the bitmask matrix; returns in.n. Public for benchmarks (the scan's
+  // share of greedy()).
+  int rank(const DeviceBoxes& in, const Options& o, cudaStream_t stream);
 
  private:
-  // Filters and sorts on the device (idx_sorted_, sorted_boxes_, num_valid_) and builds the
-  // bitmask matrix; returns in.n.
-  int rank(const DeviceBoxes& in, const Options& o, cudaStream_t stream);
 
   int capacity_ = 0, oro_capacity_ = 0;
   DeviceBuffer idx_in_, keys_in_, idx_sorted_, keys_sorted_, num_valid_;
