@@ -19,6 +19,7 @@ struct Graph::Node {
   Format format;            // what it writes
   double ops = 0;
   int alias_of = -2;        // >= 0: this node was fused into that one, whose memory holds its output
+  bool identity = false;    // its output is its input's memory (Layer::is_identity): alias_of is that
   bool fused_relu = false;  // this node applies a following ReLU
   std::vector<Epilogue> epilogue;  // the followers fused into this node, in order
   Shape written;            // what its memory holds: its shape, or its last fused follower's

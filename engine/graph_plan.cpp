@@ -21,7 +21,8 @@ void Graph::try_fuse(size_t i, const std::vector<int>& readers, const Backend& b
   Epilogue e = n.layer->as_epilogue();
   if (e.kind == Epilogue::Kind::None || n.inputs.size() != 1 || n.inputs[0] < 0) return;
   const size_t src = size_t(n.inputs[0]);
-  if (readers[src] != 1 || kept_[src]) return;
+  // an identity's memory is its input's, which other nodes may read: nothing is fused into it
+  if (readers[src] != 1 || kept_[src] || nodes_[src]->identity) return;
   e.params = &n.params;
   const size_t root = nodes_[src]->alias_of >= 0 ? size_t(nodes_[src]->alias_of) : src;
   Node& r = *nodes_[root];
@@ -94,6 +95,7 @@ void Graph::infer_nodes(const Backend& backend) {
   std::vector<int> readers(N, 0);
   for (auto& node : nodes_) {
     node->alias_of = -2;
+    node->identity = false;
     node->fused_relu = false;
     node->epilogue.clear();
     for (int k : node->inputs)
@@ -123,6 +125,14 @@ void Graph::infer_nodes(const Backend& backend) {
     node->in_format = node->layer->format(formats, backend);
     node->format = node->layer->output_format(formats, backend);
     node->written = node->shape;
+    const int src = node->inputs.empty() ? -1 : node->inputs[0];
+    if (src >= 0 && node->layer->is_identity(shapes, geos, node->shape)) {  // input 0's memory, nothing run
+      const Node& s = *nodes_[size_t(src)];
+      node->identity = true;
+      node->alias_of = s.alias_of >= 0 ? s.alias_of : src;
+      node->in_format = node->format = s.format;
+      continue;
+    }
     try_fuse(i, readers, backend);
   }
 }

@@ -135,6 +135,12 @@ class Layer {
   }
   // False for an input whose values are not read (only its size: upsample's reference).
   virtual bool reads_values(int /*input*/) const { return true; }
+  // True where the output is input 0 itself at these shapes and geometries (an upsample onto its
+  // own grid): the planner gives the node input 0's memory and runs nothing for it.
+  virtual bool is_identity(const std::vector<Shape>& /*in*/, const std::vector<Geometry>& /*in_geometry*/,
+                           const Shape& /*out*/) const {
+    return false;
+  }
   // What this layer is as an epilogue of another (Kind::None: it cannot be one). A layer saying
   // so has one input and computes exactly that.
   virtual Epilogue as_epilogue() const { return {}; }

@@ -50,6 +50,20 @@ class Upsample : public Layer {
   }
   int num_inputs() const override { return scale_ > 0 ? 1 : 2; }
   bool reads_values(int input) const override { return input == 0; }  // input 1: its size only
+  // Onto its own grid (a net's scores already at the input's size): every tap is the pixel itself.
+  bool is_identity(const std::vector<Shape>& in, const std::vector<Geometry>& g, const Shape& out) const override {
+    if (!(in[0] == out)) return false;
+    auto same = [&](int size, double in_off, double in_stride, double out_off, double out_stride) {
+      for (int i = 0; i < size; ++i) {
+        const UpsampleTap t = upsample_tap(i, size, size, geometry_, bilinear_, in_off, in_stride, out_off, out_stride);
+        if (t.i0 != i || t.w1 != 0.f) return false;
+      }
+      return true;
+    };
+    const Geometry &gi = g[0], &go = g.back();
+    return same(out.h, gi.offset_y, gi.stride_y, go.offset_y, go.stride_y) &&
+           same(out.w, gi.offset_x, gi.stride_x, go.offset_x, go.stride_x);
+  }
   Shape infer_shape(const std::vector<Shape>& in) const override {
     if (scale_ > 0) return Shape(in[0].n, in[0].c, scaled(in[0].h), scaled(in[0].w));
     SL_REQUIRE(in[0].n == in[1].n, "upsample '", name_, "': batch sizes differ");

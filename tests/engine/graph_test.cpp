@@ -221,6 +221,47 @@ TEST(Graph, FusesWhatTheProducerCanAndOnlyWhereNothingElseReadsIt) {
   }
 }
 
+// An upsample onto its own grid (a net's scores already at the input's size, brought "back" onto
+// it) is its input's memory: it does not run (profiled time 0), its value is its input's bit for
+// bit, its readers (an argmax, a ReLU) read that memory, and nothing is fused into the producer
+// another layer also reads; one onto another grid runs. Equal to the interpreter either way.
+TEST(Graph, AnUpsampleOntoItsOwnGridIsItsInput) {
+  Model m = random_model_from_text(
+      "input x channels=3\n"
+      "c = conv2d(x) out=4 k=3 pad=same\n"
+      "full = upsample(c, x) mode=bilinear align=geometry\n"
+      "labels = argmax(full)\n"
+      "r = relu(full)\n"
+      "h = downscale(c) factor=2\n"
+      "back = upsample(h, x) mode=bilinear align=geometry\n"
+      "output c full labels r back\n", 14);
+  Tensor x = random_tensor(Shape(2, 3, 11, 13), 9, 0.f, 1.f);
+  const auto want = interpret(m, x);
+  CpuBackend cpu(2);
+  Graph g(m);
+  g.plan(2, 11, 13, cpu);
+  g.set_profiling(true);
+  g.run(x.view());
+  std::map<std::string, double> t;
+  for (const auto& s : g.stats()) t[s.name] = s.time_ms;
+  EXPECT_EQ(t["full"], 0.0) << "an identity runs nothing";
+  EXPECT_GT(t["r"], 0.0) << "nothing is fused into c, which three layers read";
+  EXPECT_GT(t["back"], 0.0);
+  const Tensor c = g.fetch("c"), full = g.fetch("full");
+  ASSERT_EQ(c.shape(), full.shape());
+  for (size_t i = 0; i < c.numel(); ++i) ASSERT_EQ(c[i], full[i]) << i;
+  for (const char* o : {"c", "full", "r", "back"}) EXPECT_LT(rel_error(g.fetch(o).view(), want.at(o)), 1e-5) << o;
+  const Tensor labels = g.fetch("labels");  // the first largest of c's channels, per pixel
+  const size_t plane = size_t(11) * 13;
+  for (size_t i = 0; i < labels.numel(); ++i) {
+    const size_t n = i / plane, p = i % plane;
+    int best = 0;
+    for (int k = 1; k < 4; ++k)
+      if (c[(n * 4 + size_t(k)) * plane + p] > c[(n * 4 + size_t(best)) * plane + p]) best = k;
+    ASSERT_EQ(int(labels[i]), best) << i;
+  }
+}
+
 class WholeNet : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(WholeNet, MatchesFloat64InterpreterAndIsRepeatable) {
