@@ -2,7 +2,8 @@
 // each side (top, left, bottom, right), groups (depthwise included), bias. conv2d (the paper's
 // odd square kernels, stride 1: every fast path) stays the layer for what it takes; the ONNX
 // importer maps the rest here. CPU: per image, group and band of output rows, the band's im2col
-// (a thread's workspace) times the group's weights (sgemm_colmajor). GPU: cuDNN's convolution in
+// (a thread's workspace) times the group's weights (sgemm_colmajor); depthwise at stride 1 directly
+// on a zero-padded copy of the channel. GPU: cuDNN's convolution in
 // the network's activation format (f16/bf16 NHWC under fp16/bf16, f32 NCHW otherwise), its
 // algorithm timed on the first run and kept in plan caches; where cuDNN cannot run it (padding
 // that differs between the two sides, no cuDNN, the engine's own kernels forced) a direct kernel
@@ -107,8 +108,13 @@ class Conv : public Layer {
   }
   size_t workspace_floats(const std::vector<Shape>& in, const Shape& out, const Backend& b) const override {
     if (b.kind() != DeviceKind::CPU) return on_cudnn(b) ? cudnn_workspace_floats(b) : 0;
+    const size_t threads = size_t(std::max(1, b.threads()));
+    if (depthwise(in[0])) {
+      const Padded pd = padded(in[0], out);
+      return (pd.plane + pd.run) * threads;
+    }
     const size_t k = size_t(in[0].c / groups_) * kh_ * kw_;
-    return k * size_t(band_rows(out.h, out.w)) * size_t(out.w) * size_t(std::max(1, b.threads()));
+    return k * size_t(band_rows(out.h, out.w)) * size_t(out.w) * threads;
   }
 
   void forward_cpu(const ForwardArgs& a) const override {
@@ -120,6 +126,7 @@ class Conv : public Layer {
     const float* w = a.params->data("weight");
     const float* bias = bias_ ? a.params->data("bias") : nullptr;
     const bool relu = a.fused_relu;
+    if (depthwise(x.shape)) return forward_depthwise(x, y, w, bias, relu, a.workspace, a.threads);
     const size_t per_thread = k * size_t(rows) * y.shape.w;
     parallel_for(int64_t(y.shape.n) * groups_ * bands, a.threads, [&](int64_t t) {
       const int band = int(t % bands), g = int((t / bands) % groups_), n = int(t / bands / groups_);
@@ -169,6 +176,52 @@ class Conv : public Layer {
       }
     });
   }
+  // One input channel a group (depthwise, or a multiplier of it) at stride 1: an im2col would be
+  // a 1-row GEMM a channel (11-28 GOp/s). Instead the channel is copied into a zero-padded plane
+  // (a thread's workspace) and each tap adds its weighted plane, shifted, over the whole output
+  // as one flat run of padded-width rows (vectorised; the columns past the output's are dropped
+  // on the way out); the sum in (kernel row, column) order.
+  bool depthwise(const Shape& x) const { return x.c == groups_ && sh_ == 1 && sw_ == 1; }
+  struct Padded {
+    size_t wp, plane, run;  // padded row width, padded plane (with the last taps' overrun), output run
+  };
+  Padded padded(const Shape& x, const Shape& y) const {
+    const size_t wp = size_t(x.w) + pl_ + pr_, hp = size_t(x.h) + pt_ + pb_;
+    return {wp, hp * wp + size_t(kw_ - 1) * dw_ + 1, size_t(y.h) * wp};
+  }
+  void forward_depthwise(const TensorView& x, const TensorView& y, const float* w, const float* bias, bool relu,
+                         float* workspace, int threads) const {
+    const int cout_g = out_ / groups_;
+    const Padded pd = padded(x.shape, y.shape);
+    parallel_for(int64_t(y.shape.n) * out_, threads, [&](int64_t t) {
+      const int o = int(t % out_), n = int(t / out_);
+      float* pad = workspace + size_t(parallel_thread_index()) * (pd.plane + pd.run);
+      float* acc = pad + pd.plane;
+      const float* src = x.channel(n, o / cout_g);
+      std::fill(pad, pad + pd.plane, 0.f);
+      for (int iy = 0; iy < x.shape.h; ++iy)
+        std::memcpy(pad + (size_t(iy) + pt_) * pd.wp + pl_, src + size_t(iy) * x.shape.w, size_t(x.shape.w) * sizeof(float));
+      std::fill(acc, acc + pd.run, 0.f);
+      const float* wk = w + size_t(o) * kh_ * kw_;
+      for (int i = 0; i < kh_; ++i)
+        for (int j = 0; j < kw_; ++j) {
+          const float wv = wk[i * kw_ + j];
+          const float* s = pad + size_t(i) * dh_ * pd.wp + size_t(j) * dw_;
+          for (size_t q = 0; q < pd.run; ++q) acc[q] += wv * s[q];
+        }
+      float* dst = y.f32() + (size_t(n) * out_ + size_t(o)) * y.shape.plane();
+      const float b = bias ? bias[o] : 0.f;
+      for (int oy = 0; oy < y.shape.h; ++oy) {
+        const float* a = acc + size_t(oy) * pd.wp;
+        float* r = dst + size_t(oy) * y.shape.w;
+        for (int ox = 0; ox < y.shape.w; ++ox) {
+          const float v = a[ox] + b;
+          r[ox] = relu ? std::max(v, 0.f) : v;
+        }
+      }
+    });
+  }
+
 #ifdef SCENELAB_WITH_CUDA
   void forward_cuda(const ForwardArgs& a, const CudaContext& ctx) const override {
     const float* w = a.params->data("weight");

@@ -53,6 +53,8 @@ TEST(Conv, EveryShapeOnnxDescribes) {
       {5, 7, 1, 3, 1, 2, 1, 1, 0, 1, 0, 1, 1, true, false},   // 1x3, stride 1x2
       {3, 4, 4, 4, 2, 2, 1, 1, 0, 0, 1, 1, 1, true, true},    // even kernel, padding at the end only
       {3, 5, 7, 5, 3, 2, 1, 2, 3, 0, 2, 4, 1, true, false},   // everything uneven
+      {8, 8, 5, 3, 1, 1, 2, 1, 4, 0, 3, 2, 8, true, true},    // depthwise, dilated, uneven pads, ReLU
+      {4, 8, 3, 4, 2, 3, 1, 2, 0, 5, 1, 0, 4, false, false},  // depthwise x2, strides 2x3, pads beyond the kernel
   };
   int seed = 40;
   for (const Cfg& c : cases) {
