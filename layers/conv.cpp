@@ -16,6 +16,7 @@
 #include "engine/layer.h"
 #include "layers/cpu_gemm.h"
 #include "layers/formats.h"
+#include "layers/window_columns.h"
 #ifdef SCENELAB_WITH_CUDA
 #include <cstdio>
 #include <map>
@@ -148,8 +149,8 @@ class Conv : public Layer {
               }
               // ix = ox sw - pl + j dw inside [0, w) for ox in [lo, hi); zeros outside
               const int off = j * dw_ - pl_, W = y.shape.w;
-              const int lo = std::min(W, off >= 0 ? 0 : (-off + sw_ - 1) / sw_);
-              const int hi = std::max(lo, std::min(W, x.shape.w - off <= 0 ? 0 : (x.shape.w - off - 1) / sw_ + 1));
+              int lo = 0, hi = 0;
+              inside_columns(off, sw_, x.shape.w, W, lo, hi);
               const float* s_row = src + size_t(iy) * x.shape.w;  // read at ox sw + off >= 0 only
               std::fill(r, r + lo, 0.f);
               if (sw_ == 1) {

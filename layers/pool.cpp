@@ -12,6 +12,7 @@
 #include "engine/layer.h"
 #include "layers/formats.h"
 #include "layers/pool_window.h"
+#include "layers/window_columns.h"
 #ifdef SCENELAB_WITH_CUDA
 #include "engine/cuda_backend.h"
 #include "kernels/layers_cuda.h"
@@ -61,13 +62,48 @@ class Pool : public Layer {
     g.stride_x *= w_.sw;
     return g;
   }
+  // CPU: an output row at a time, each window pixel (kernel row, then column) merged into the
+  // whole row at once, so every output pixel sees its window's pixels in pool_value's order (the
+  // same sum, the same largest value) with the bounds found once a kernel column.
   void forward_cpu(const ForwardArgs& a) const override {
     const TensorView &x = a.in[0], &y = a.out;
+    const int W = y.shape.w, H = y.shape.h;
+    constexpr int kKnown = 16;  // kernel columns whose bounds are kept (wider windows: found per row)
+    int lo_of[kKnown], hi_of[kKnown];
+    for (int j = 0; j < std::min(w_.kw, kKnown); ++j)
+      inside_columns(j - w_.pl, w_.sw, x.shape.w, W, lo_of[j], hi_of[j]);
     parallel_for(int64_t(y.shape.n) * y.shape.c, a.threads, [&](int64_t p) {
       const float* s = x.f32() + size_t(p) * x.shape.plane();
       float* d = y.f32() + size_t(p) * y.shape.plane();
-      for (int oy = 0; oy < y.shape.h; ++oy)
-        for (int ox = 0; ox < y.shape.w; ++ox) d[size_t(oy) * y.shape.w + ox] = pool_value(s, x.shape.h, x.shape.w, oy, ox, w_);
+      for (int oy = 0; oy < H; ++oy) {
+        float* r = d + size_t(oy) * W;
+        std::fill(r, r + W, w_.max ? -3.402823466e38f : 0.f);
+        const int y0 = oy * w_.sh - w_.pt;
+        for (int i = std::max(0, y0); i < std::min(x.shape.h, y0 + w_.kh); ++i) {
+          const float* row = s + size_t(i) * x.shape.w;
+          for (int j = 0; j < w_.kw; ++j) {
+            int lo = 0, hi = 0;
+            if (j < kKnown)
+              lo = lo_of[j], hi = hi_of[j];
+            else
+              inside_columns(j - w_.pl, w_.sw, x.shape.w, W, lo, hi);
+            const int off = j - w_.pl;
+            if (w_.max) {
+              for (int ox = lo; ox < hi; ++ox) {
+                const float v = row[ox * w_.sw + off];
+                r[ox] = v > r[ox] || v != v ? v : r[ox];  // NaN wins (pool_value)
+              }
+            } else {
+              for (int ox = lo; ox < hi; ++ox) r[ox] += row[ox * w_.sw + off];
+            }
+          }
+        }
+        if (!w_.max)
+          for (int ox = 0; ox < W; ++ox) {
+            const int count = pool_count(x.shape.h, x.shape.w, oy, ox, w_);
+            r[ox] = count > 0 ? r[ox] / float(count) : 0.f;
+          }
+      }
     });
   }
 #ifdef SCENELAB_WITH_CUDA
