@@ -21,9 +21,12 @@ __device__ __forceinline__ int channel_of(size_t i, bool nhwc, int c, size_t pla
 
 template <typename T>
 __global__ void channel_op_kernel(const T* x, T* y, size_t n, bool nhwc, int c, size_t plane, ChannelOp op,
-                                  const float* v) {
+                                  const float* v, const float* u, bool relu) {
   const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < n) st(y, i, channel_apply(op, ld(x, i), v[channel_of(i, nhwc, c, plane)]));
+  if (i >= n) return;
+  const int ch = channel_of(i, nhwc, c, plane);
+  const float r = channel_apply(op, ld(x, i), v[ch], u ? u[ch] : 0.f);
+  st(y, i, relu ? fmaxf(r, 0.f) : r);
 }
 
 // b: a's shape, or n x c x 1 x 1 (spread: index n * c + channel).
@@ -51,7 +54,8 @@ void activation(const TensorView& x, const TensorView& y, int fn, float a, float
   SL_LAUNCH_CHECK("activation kernel");
 }
 
-void channel_op(const TensorView& x, const TensorView& y, int op, const float* v, cudaStream_t s) {
+void channel_op(const TensorView& x, const TensorView& y, int op, const float* v, const float* u, bool relu,
+                cudaStream_t s) {
   require_same_format(x, y, "channel_op");
   const size_t n = y.shape.numel();
   if (!n) return;
@@ -59,7 +63,7 @@ void channel_op(const TensorView& x, const TensorView& y, int op, const float* v
   with_type(y, [&](auto* t) {
     using T = std::remove_pointer_t<decltype(t)>;
     channel_op_kernel<<<blocks_for(n), kThreads, 0, s>>>(x.as<const T>(), y.as<T>(), n, nhwc, y.shape.c,
-                                                         y.shape.plane(), ChannelOp(op), v);
+                                                         y.shape.plane(), ChannelOp(op), v, u, relu);
   });
   SL_LAUNCH_CHECK("channel_op kernel");
 }

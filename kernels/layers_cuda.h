@@ -24,7 +24,9 @@ void relu(const TensorView& x, const TensorView& y, cudaStream_t s);
 // The element-wise layers (kernels/eltwise.cu; layers/eltwise_math.h): fn an ActFn, op a
 // ChannelOp (v: c floats on the device) or a BinaryOp (b: y's shape, or n x c x 1 x 1).
 void activation(const TensorView& x, const TensorView& y, int fn, float a, float b, cudaStream_t s);
-void channel_op(const TensorView& x, const TensorView& y, int op, const float* v, cudaStream_t s);
+// u: the shift of op=affine (else null); relu: a fused ReLU.
+void channel_op(const TensorView& x, const TensorView& y, int op, const float* v, const float* u, bool relu,
+                cudaStream_t s);
 void binary(const TensorView& a, const TensorView& b, const TensorView& y, int op, bool relu, cudaStream_t s);
 void global_avgpool(const TensorView& x, const TensorView& y, cudaStream_t s);
 // The conv layer's direct convolution (kernels/conv_general.cu), f32 NCHW; w: [cout, cin / groups,

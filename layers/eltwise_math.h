@@ -21,13 +21,14 @@ SL_HD inline float activate(ActFn f, float x, float a, float b) {
   return x;
 }
 
-// channel_op op=...: y = x (op) v[c]
-enum class ChannelOp : int { Mul, Add, Prelu };
-SL_HD inline float channel_apply(ChannelOp op, float x, float v) {
+// channel_op op=...: y = x (op) v[c]; affine: x v[c] + u[c] (a batch normalisation's scale and shift)
+enum class ChannelOp : int { Mul, Add, Prelu, Affine };
+SL_HD inline float channel_apply(ChannelOp op, float x, float v, float u = 0.f) {
   switch (op) {
     case ChannelOp::Mul: return x * v;
     case ChannelOp::Add: return x + v;
     case ChannelOp::Prelu: return x >= 0.f ? x : v * x;
+    case ChannelOp::Affine: return x * v + u;
   }
   return x;
 }

@@ -151,8 +151,9 @@ struct Importer {
   // the data's rank); nullopt-like empty where it is not.
   std::vector<float> per_channel(const Const& c, int channels) const;
 
+  // A channel_op node (its parameters GROUP/value and, for op=affine, GROUP/shift); its name.
   std::string add_channel_op(const std::string& value, const std::string& in, const std::string& op,
-                             std::vector<float> v);
+                             std::vector<float> v, std::vector<float> shift = {});
 
   void map_arithmetic(const onnx::NodeProto& n);
 

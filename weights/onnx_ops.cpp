@@ -285,8 +285,7 @@ void Importer::map_batchnorm(const onnx::NodeProto& n) {
   if (rank != 4) unsupported(n, str_cat("input of rank ", rank));
   const std::string in = data(n, 0);
   const auto [scale, shift] = bn_affine(n, channels_of(in));
-  const std::string mid = add_channel_op(n.output(0) + "_scaled", in, "mul", {scale.begin(), scale.end()});
-  add_channel_op(n.output(0), mid, "add", {shift.begin(), shift.end()});
+  add_channel_op(n.output(0), in, "affine", {scale.begin(), scale.end()}, {shift.begin(), shift.end()});
 }
 
 void Importer::map_conv(const onnx::NodeProto& n) {
@@ -515,13 +514,18 @@ void Importer::map_resize(const onnx::NodeProto& n) {
       {{"mode", mode == "linear" ? "bilinear" : "nearest"}, {"align", "size"}, {"scale", ss.str()}});
 }
 
-std::string Importer::add_channel_op(const std::string& value, const std::string& in, const std::string& op, std::vector<float> v) {
+std::string Importer::add_channel_op(const std::string& value, const std::string& in, const std::string& op,
+                                     std::vector<float> v, std::vector<float> shift) {
   const std::string name = add(value, "channel_op", {in}, {{"op", op}});
   g.nodes.back().attrs.set("params", name);
-  Const c;
-  c.dims = {int64_t(v.size())};
-  c.f = std::move(v);
-  add_param(name + "/value", to_tensor(c, path));
+  auto param = [&](const char* key, std::vector<float> f) {
+    Const c;
+    c.dims = {int64_t(f.size())};
+    c.f = std::move(f);
+    add_param(name + "/" + key, to_tensor(c, path));
+  };
+  param("value", std::move(v));
+  if (op == "affine") param("shift", std::move(shift));
   return name;
 }
 

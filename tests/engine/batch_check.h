@@ -51,6 +51,7 @@ inline std::vector<BatchCase> batch_cases() {
       one("conv_transpose", "y = conv_transpose(x) out=4 kernel=3 stride=2 pads=1,1,1,1 output_pad=1\noutput y\n", 23,
           17),
       one("channel_op", "y = channel_op(x) op=prelu\noutput y\n", 23, 17),
+      one("channel_op", "y = channel_op(x) op=affine\nr = relu(y)\noutput r\n", 23, 17),
       one("global_avgpool", "g = global_avgpool(x)\ny = binary(x, g) op=mul\noutput y\n", 23, 17),
       one("binary", "a = activation(x) fn=sigmoid\ny = binary(x, a) op=sub\noutput y\n", 23, 17),
   };

@@ -176,6 +176,8 @@ TEST(CudaBackend, ElementWiseLayers) {
       "mu = channel_op(c) op=mul\n"
       "ad = channel_op(c) op=add\n"
       "pr = channel_op(c) op=prelu\n"
+      "af = channel_op(c) op=affine\n"
+      "afr = relu(af)\n"
       "se = global_avgpool(sg)\n"
       "seh = global_avgpool(hw)\n"
       "sum = binary(lr, hw) op=add\n"
@@ -194,7 +196,7 @@ TEST(CudaBackend, ElementWiseLayers) {
       "mx = pool(c) mode=max kernel=3 stride=2 pads=1,1,1,1\n"
       "ct = conv_transpose(gs) out=4 kernel=3 stride=2 pads=1,1,1,1 output_pad=1 groups=2\n";
   Model m = random_model_from_text(
-      text + "output sg th lr cl hs hw mu ad pr sum dif gate se seh gs dw gr ap ap0 mx ct sumr dws p1 dl\n", 8);
+      text + "output sg th lr cl hs hw mu ad pr sum dif gate se seh gs dw gr ap ap0 mx ct sumr dws p1 dl afr\n", 8);
   compare(m, Shape(2, 3, 37, 53), opts("gemm"), 1e-4, "element-wise fp32");
   compare(m, Shape(2, 3, 37, 53), opts("auto"), 1e-4, "element-wise fp32, general conv on cuDNN");
   compare(m, Shape(2, 3, 37, 53), opts("auto", "fp16"), 2e-2, "element-wise fp16 NHWC");

@@ -59,6 +59,16 @@ TEST(ChannelOp, MulAddPreluMatchReference) {
     EXPECT_LT(rel_error(r.out.view(), map_ref(x, [&](double a, int c) { return f(a, v[size_t(c)]); })), 1e-6) << op;
   }
   EXPECT_THROW(run_layer("y = channel_op(x0) op=div", {&x}, {{"value", v}}), Error);
+  // affine: x v[c] + u[c], with and without a fused ReLU
+  const Tensor u = random_tensor(Shape(5, 1, 1, 1), 24, -1.f, 1.f);
+  for (bool relu : {false, true}) {
+    LayerRun r = run_layer("y = channel_op(x0) op=affine", {&x}, {{"value", v}, {"shift", u}}, 2, relu);
+    const Ref want = map_ref(x, [&](double a, int c) {
+      const double y = a * v[size_t(c)] + u[size_t(c)];
+      return relu ? std::max(y, 0.0) : y;
+    });
+    EXPECT_LT(rel_error(r.out.view(), want), 1e-6) << "affine, relu " << relu;
+  }
 }
 
 TEST(Binary, SameShapeAndPerChannelMatchReference) {
