@@ -34,7 +34,7 @@ namespace scenelab {
 namespace {
 
 constexpr size_t kBandPixels = 4096;  // output pixels a thread's im2col holds (at least a row)
-constexpr int kMinBands = 8;          // bands an image is cut into at least, where it has the rows
+constexpr int kMinBands = 16;         // bands an image is cut into at least, where it has the rows (as conv2d)
 constexpr size_t kCudnnWorkspaceFloats = size_t(16) << 20;  // 64 MiB: cuDNN's algorithms for these shapes
 
 // Output rows a band holds: at most kBandPixels, and few enough that an image has kMinBands bands
