@@ -216,6 +216,10 @@ std::vector<Detection> group_rectangles(const std::vector<Detection>& d, int min
 int nms_on_device(const float*, const float*, const int64_t*, int, const Options&, Method, int64_t*, void*) {
   throw std::runtime_error("nms_on_device: this build of scenelab has no CUDA");
 }
+std::vector<int> batched_nms_on_device(const float*, const float*, const int64_t*, const int64_t*, int, int,
+                                       const Options&, int64_t*, void*) {
+  throw std::runtime_error("batched_nms_on_device: this build of scenelab has no CUDA");
+}
 #endif
 
 }  // namespace scenelab::nms

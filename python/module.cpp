@@ -300,14 +300,13 @@ Array<int64_t> nms(const nb::ndarray<const float, nb::c_contig, nb::device::cpu>
   return out;
 }
 
-// Greedy NMS of each image of a batch: boxes (B, N, 4), scores (B, N), classes (B, N) and valid
-// (B,) optional; per image its kept indices, in rank order.
-std::vector<Array<int64_t>> nms_batched(const nb::ndarray<const float, nb::c_contig, nb::device::cpu>& boxes,
-                                        const nb::ndarray<const float, nb::c_contig, nb::device::cpu>& scores,
-                                        float threshold, const std::string& criterion,
-                                        const std::optional<nb::ndarray<const int64_t, nb::c_contig, nb::device::cpu>>& classes,
-                                        const std::optional<nb::ndarray<const int64_t, nb::c_contig, nb::device::cpu>>& valid,
-                                        float score_threshold, int max_outputs, bool pixel_inclusive) {
+// A batched call's shapes checked (boxes (B, N, 4), scores (B, N), classes (B, N), valid (B,)
+// with values in 0..N) and its options.
+template <typename Boxes, typename Scores, typename Classes>
+scenelab::nms::Options batched_options(const Boxes& boxes, const Scores& scores, const std::optional<Classes>& classes,
+                                       const std::optional<nb::ndarray<const int64_t, nb::c_contig, nb::device::cpu>>& valid,
+                                       float threshold, const std::string& criterion, float score_threshold,
+                                       int max_outputs, bool pixel_inclusive) {
   if (boxes.ndim() != 3 || boxes.shape(2) != 4)
     throw nb::value_error(("nms: batched boxes must have shape (B, N, 4), got " + shape_text(nb::ndarray<>(boxes))).c_str());
   const size_t b = boxes.shape(0), n = boxes.shape(1);
@@ -333,6 +332,20 @@ std::vector<Array<int64_t>> nms_batched(const nb::ndarray<const float, nb::c_con
     if (valid->data()[i] < 0 || size_t(valid->data()[i]) > n)
       throw nb::value_error(("nms: valid[" + std::to_string(i) + "] is " + std::to_string(valid->data()[i]) +
                              ", expected 0.." + std::to_string(n)).c_str());
+  return o;
+}
+
+// Greedy NMS of each image of a batch: boxes (B, N, 4), scores (B, N), classes (B, N) and valid
+// (B,) optional; per image its kept indices, in rank order.
+std::vector<Array<int64_t>> nms_batched(const nb::ndarray<const float, nb::c_contig, nb::device::cpu>& boxes,
+                                        const nb::ndarray<const float, nb::c_contig, nb::device::cpu>& scores,
+                                        float threshold, const std::string& criterion,
+                                        const std::optional<nb::ndarray<const int64_t, nb::c_contig, nb::device::cpu>>& classes,
+                                        const std::optional<nb::ndarray<const int64_t, nb::c_contig, nb::device::cpu>>& valid,
+                                        float score_threshold, int max_outputs, bool pixel_inclusive) {
+  const scenelab::nms::Options o = batched_options(boxes, scores, classes, valid, threshold, criterion, score_threshold,
+                                                   max_outputs, pixel_inclusive);
+  const size_t b = boxes.shape(0), n = boxes.shape(1);
   std::vector<std::vector<int>> keep;
   {
     nb::gil_scoped_release release;
@@ -347,6 +360,27 @@ std::vector<Array<int64_t>> nms_batched(const nb::ndarray<const float, nb::c_con
     out.push_back(std::move(a));
   }
   return out;
+}
+
+// The batched greedy on CUDA memory in one call (batched_nms_on_device): image b's kept indices
+// into keep[b] ((B, N) int64 on the boxes' GPU), the counts returned; ordered after `stream`.
+std::vector<int> nms_cuda_batched(const nb::ndarray<const float, nb::c_contig, nb::device::cuda>& boxes,
+                                  const nb::ndarray<const float, nb::c_contig, nb::device::cuda>& scores,
+                                  float threshold, const std::string& criterion,
+                                  const std::optional<nb::ndarray<const int64_t, nb::c_contig, nb::device::cuda>>& classes,
+                                  const std::optional<nb::ndarray<const int64_t, nb::c_contig, nb::device::cpu>>& valid,
+                                  float score_threshold, int max_outputs, bool pixel_inclusive,
+                                  const nb::ndarray<int64_t, nb::c_contig, nb::device::cuda>& keep, uintptr_t stream) {
+  const scenelab::nms::Options o = batched_options(boxes, scores, classes, valid, threshold, criterion, score_threshold,
+                                                   max_outputs, pixel_inclusive);
+  const size_t b = boxes.shape(0), n = boxes.shape(1);
+  if (keep.ndim() != 2 || keep.shape(0) != b || keep.shape(1) != n)
+    throw nb::value_error(("nms: keep must have shape (" + std::to_string(b) + ", " + std::to_string(n) + "), got " +
+                           shape_text(nb::ndarray<>(keep))).c_str());
+  nb::gil_scoped_release release;
+  return scenelab::nms::batched_nms_on_device(boxes.data(), scores.data(), classes ? classes->data() : nullptr,
+                                              valid ? valid->data() : nullptr, int(b), int(n), o, keep.data(),
+                                              reinterpret_cast<void*>(stream));
 }
 
 // The same on CUDA memory: the kept indices into `keep` (N int64 slots on the boxes' GPU), their
@@ -433,6 +467,9 @@ NB_MODULE(_scenelab, m) {
   m.def("nms_cuda", &nms_cuda, "boxes"_a, "scores"_a, "threshold"_a, "method"_a, "criterion"_a,
         "classes"_a.none(), "score_threshold"_a, "max_outputs"_a, "pixel_inclusive"_a, "keep"_a, "stream"_a,
         "Indices kept, in rank order, into keep (CUDA memory); returns their count.");
+  m.def("nms_cuda_batched", &nms_cuda_batched, "boxes"_a, "scores"_a, "threshold"_a, "criterion"_a,
+        "classes"_a.none(), "valid"_a.none(), "score_threshold"_a, "max_outputs"_a, "pixel_inclusive"_a, "keep"_a,
+        "stream"_a, "Greedy NMS of each image of a batch in one call; image b's kept indices into keep[b], the counts returned.");
   m.def("load_image", &load_image, "path"_a, "An image file as (H, W, 3) uint8 RGB.");
   m.def("save_png", &save_png, "path"_a, "pixels"_a, "Writes (H, W) or (H, W, 3) uint8 pixels as a PNG.");
 }

@@ -91,6 +91,19 @@ enum class Method { Greedy, Oro, Cluster };
 int nms_on_device(const float* boxes, const float* scores, const int64_t* classes, int n, const Options& o,
                   Method method, int64_t* keep, void* stream = nullptr);
 
+// Greedy NMS of each image of a batch on the GPU, in one call: boxes [batch][n][4], scores
+// [batch][n], classes [batch][n] (nullptr: one class; they count with o.per_class, and must lie in
+// [0, 2^31 / batch)) in device memory; valid [batch] in host memory (nullptr: all n; else image
+// b's first valid[b] boxes count). One greedy NMS over the whole batch, each image (and class) a
+// group no other suppresses: the bitmask kernel up to 30,000 boxes in all, the sparse exact
+// greedy above. Image b's kept indices (within the image), in rank order, go into keep[b * n ...]
+// (batch x n int64 slots in device memory), o.max_outputs the cap of each image; returns the
+// count kept of each image (so it waits for the GPU). Per image, what nms_on_device gives for
+// that image alone. No cap on the boxes in or kept.
+std::vector<int> batched_nms_on_device(const float* boxes, const float* scores, const int64_t* classes,
+                                       const int64_t* valid, int batch, int n, const Options& o, int64_t* keep,
+                                       void* stream = nullptr);
+
 // Soft-NMS (Bodla et al. 2017): instead of removing, decays overlapping scores: linear
 // s *= (1 - overlap) when overlap > threshold; gaussian s *= exp(-overlap^2 / sigma). Returns the
 // detections with decayed scores, in selection order, dropping those below score_threshold.

@@ -275,7 +275,8 @@ def nms(boxes, scores, iou: float = 0.5, method: str = "greedy", *, classes=None
 
     Batched, per image: boxes (B, N, 4), scores (B, N), classes (B, N) and valid (B,) (image b's
     first valid[b] boxes count; default all N) give a list of B index arrays, each what the call
-    on that image alone gives (greedy on the host: the images side by side)."""
+    on that image alone gives (greedy on the host: the images side by side; greedy on torch CUDA
+    tensors: one call on their GPU, the images as groups of one NMS, each result a tensor there)."""
     if getattr(boxes, "ndim", None) == 3 or (not _is_torch(boxes) and np.ndim(boxes) == 3):
         return _nms_batched(boxes, scores, iou, method, classes, criterion, score_threshold, max_outputs,
                             pixel_inclusive, valid)
@@ -308,6 +309,9 @@ def _host_array(x, dtype, what):
 def _nms_batched(boxes, scores, iou, method, classes, criterion, score_threshold, max_outputs, pixel_inclusive,
                  valid):
     torch_in = _is_torch(boxes)
+    if torch_in and boxes.device.type == "cuda" and method == "greedy" and iou >= 0:
+        return _nms_cuda_batched(boxes, scores, iou, classes, criterion, score_threshold, max_outputs,
+                                 pixel_inclusive, valid)
     if (torch_in and boxes.device.type == "cuda") or method != "greedy":
         # each image by the single-image call (its device, its method)
         n = boxes.shape[1]
@@ -330,6 +334,25 @@ def _nms_batched(boxes, scores, iou, method, classes, criterion, score_threshold
         import torch
         return [torch.from_numpy(k) for k in keep]
     return keep
+
+
+def _nms_cuda_batched(boxes, scores, iou, classes, criterion, score_threshold, max_outputs, pixel_inclusive, valid):
+    """Greedy NMS of each image of a (B, N, 4) CUDA batch in one call; a list of B index tensors there."""
+    import torch
+    dev = boxes.device
+    def on(x, dtype, what):
+        if not _is_torch(x) or x.device != dev:
+            raise ValueError(f"nms: {what} must be a torch tensor on {dev}, like the boxes")
+        return x.detach().to(dtype).contiguous()
+    b, s = on(boxes, torch.float32, "boxes"), on(scores, torch.float32, "scores")
+    c = None if classes is None else on(classes, torch.int64, "classes")
+    v = None if valid is None else _host_array(valid.cpu() if _is_torch(valid) else valid, np.int64, "valid")
+    keep = torch.empty(tuple(b.shape[:2]), dtype=torch.int64, device=dev)
+    counts = _scenelab.nms_cuda_batched(b, s, float(iou), criterion, c, v,
+                                        float("-inf") if score_threshold is None else float(score_threshold),
+                                        int(max_outputs), bool(pixel_inclusive), keep,
+                                        torch.cuda.current_stream(dev).cuda_stream)
+    return [keep[i, :k] for i, k in enumerate(counts)]
 
 
 def _nms_cuda(boxes, scores, iou, method, classes, criterion, score_threshold, max_outputs, pixel_inclusive):

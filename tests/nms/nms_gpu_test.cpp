@@ -176,6 +176,62 @@ TEST(NmsGpuSparse, BatchedEqualsEachImageAlone) {
     }
 }
 
+// batched_nms_on_device (the public call on device memory, (B, N, 4) boxes): one call, each image
+// what the CPU's batched greedy gives for it, with valid counts (0, some, all), NaN scores,
+// classes and per-image caps; the dense path (few boxes in all) and the sparse one (more than
+// 30,000), the indices in device memory, the counts returned. A class out of range is refused.
+TEST(NmsGpu, BatchedOnDeviceEqualsEachImage) {
+  SCENELAB_REQUIRE_GPU();
+  for (const auto& [batch, n] : {std::pair<int, int>{5, 997}, std::pair<int, int>{4, 9001}}) {
+    std::vector<float> boxes, scores;
+    std::vector<int64_t> classes;
+    for (int b = 0; b < batch; ++b)
+      for (const auto& x : test::make_box_set(n, 300u + uint32_t(b), b % 2 == 0, 3)) {
+        boxes.insert(boxes.end(), {x.box.x1, x.box.y1, x.box.x2, x.box.y2});
+        scores.push_back(x.score);
+        classes.push_back(x.cls);
+      }
+    scores[7] = std::numeric_limits<float>::quiet_NaN();
+    const std::vector<int64_t> valid = {n, 0, n / 3, n - 1, n}, valid_b(valid.begin(), valid.begin() + batch);
+    DeviceBuffer db(boxes.size() * sizeof(float)), ds(scores.size() * sizeof(float)),
+        dc(classes.size() * sizeof(int64_t)), dk(scores.size() * sizeof(int64_t));
+    SL_CUDA_CHECK(cudaMemcpy(db.get(), boxes.data(), boxes.size() * sizeof(float), cudaMemcpyHostToDevice), "up");
+    SL_CUDA_CHECK(cudaMemcpy(ds.get(), scores.data(), scores.size() * sizeof(float), cudaMemcpyHostToDevice), "up");
+    SL_CUDA_CHECK(cudaMemcpy(dc.get(), classes.data(), classes.size() * sizeof(int64_t), cudaMemcpyHostToDevice), "up");
+    for (bool per_class : {false, true})
+      for (int cap : {-1, 20}) {
+        SCOPED_TRACE(std::to_string(batch) + " x " + std::to_string(n) + (per_class ? ", per class" : "") +
+                     ", cap " + std::to_string(cap));
+        Options o;
+        o.per_class = per_class;
+        o.max_outputs = cap;
+        const auto want = batched_greedy_nms(boxes.data(), scores.data(), per_class ? classes.data() : nullptr,
+                                             valid_b.data(), batch, n, o);
+        SL_CUDA_CHECK(cudaMemset(dk.get(), 0xff, scores.size() * sizeof(int64_t)), "poison");
+        const std::vector<int> counts =
+            batched_nms_on_device(db.get<float>(), ds.get<float>(), per_class ? dc.get<int64_t>() : nullptr,
+                                  valid_b.data(), batch, n, o, dk.get<int64_t>());
+        std::vector<int64_t> got(scores.size());
+        SL_CUDA_CHECK(cudaMemcpy(got.data(), dk.get(), got.size() * sizeof(int64_t), cudaMemcpyDeviceToHost), "down");
+        ASSERT_EQ(counts.size(), size_t(batch));
+        for (int b = 0; b < batch; ++b) {
+          ASSERT_EQ(counts[size_t(b)], int(want[size_t(b)].size())) << "image " << b;
+          for (int k = 0; k < counts[size_t(b)]; ++k)
+            ASSERT_EQ(got[size_t(b) * n + size_t(k)], want[size_t(b)][size_t(k)]) << "image " << b << " kept " << k;
+        }
+      }
+    std::vector<int64_t> out_of_range = classes;
+    out_of_range[3] = -1;
+    SL_CUDA_CHECK(cudaMemcpy(dc.get(), out_of_range.data(), classes.size() * sizeof(int64_t), cudaMemcpyHostToDevice),
+                  "up");
+    Options o;
+    o.per_class = true;
+    EXPECT_THROW(batched_nms_on_device(db.get<float>(), ds.get<float>(), dc.get<int64_t>(), nullptr, batch, n, o,
+                                       dk.get<int64_t>()),
+                 Error);
+  }
+}
+
 TEST(NmsGpu, CapacityAndPartitionErrorsAreClear) {
   SCENELAB_REQUIRE_GPU();
   GpuNms nms(10);

@@ -414,6 +414,17 @@ def test_gpu_nms_torch_cuda_equals_cpu(gpu_model):
     got = scenelab.nms(torch.from_numpy(bb).cuda(), torch.from_numpy(ss).cuda(), 0.4, valid=[300, 120])
     want = scenelab.nms(bb, ss, 0.4, valid=np.array([300, 120]))
     assert all(g.is_cuda for g in got) and [g.cpu().tolist() for g in got] == [w.tolist() for w in want]
+    # one call over more boxes than the dense path takes (3 x 12,000: the sparse one), classes and a cap
+    xy = rng.uniform(0, 1500, size=(3, 12000, 2)).astype(np.float32)
+    wh = rng.uniform(5, 90, size=(3, 12000, 2)).astype(np.float32)
+    bb = np.concatenate([xy, xy + wh], axis=2)
+    ss = rng.uniform(0, 1, size=(3, 12000)).astype(np.float32)
+    cc = rng.integers(0, 3, size=(3, 12000))
+    for kw in ({}, {"classes": cc, "max_outputs": 500}):
+        gkw = {k: (torch.from_numpy(v).cuda() if isinstance(v, np.ndarray) else v) for k, v in kw.items()}
+        got = scenelab.nms(torch.from_numpy(bb).cuda(), torch.from_numpy(ss).cuda(), 0.5, valid=[12000, 7000, 0], **gkw)
+        want = scenelab.nms(bb, ss, 0.5, valid=np.array([12000, 7000, 0]), **kw)
+        assert [g.cpu().tolist() for g in got] == [w.tolist() for w in want], kw
 
 
 def test_window_detector_equals_label_image(sample, label_image, tmp_path):
