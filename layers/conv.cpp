@@ -108,7 +108,13 @@ class Conv : public Layer {
     return on_cudnn(b) ? activation_format_of(b) : Format{};
   }
   size_t workspace_floats(const std::vector<Shape>& in, const Shape& out, const Backend& b) const override {
-    if (b.kind() != DeviceKind::CPU) return on_cudnn(b) ? cudnn_workspace_floats(b) : 0;
+    if (b.kind() != DeviceKind::CPU) {
+#ifdef SCENELAB_WITH_CUDA
+      return on_cudnn(b) ? cudnn_workspace_floats(*b.cuda()) : 0;
+#else
+      return 0;
+#endif
+    }
     const size_t threads = size_t(std::max(1, b.threads()));
     if (depthwise(in[0])) {
       const Padded pd = padded(in[0], out);
@@ -296,7 +302,6 @@ class Conv : public Layer {
   static size_t cudnn_workspace_floats(const CudaContext& ctx) {
     return std::min(kCudnnWorkspaceFloats, ctx.conv_workspace_bytes / sizeof(float));
   }
-  static size_t cudnn_workspace_floats(const Backend& b) { return cudnn_workspace_floats(*b.cuda()); }
 #ifdef SCENELAB_WITH_CUDNN
   using Key = std::tuple<int, int, int, int, int, uintptr_t>;
   Key key_of(const Shape& x, const CudaContext& ctx) const {
