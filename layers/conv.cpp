@@ -35,7 +35,9 @@ namespace {
 
 constexpr size_t kBandPixels = 4096;  // output pixels a thread's im2col holds (at least a row)
 constexpr int kMinBands = 16;         // bands an image is cut into at least, where it has the rows (as conv2d)
+#ifdef SCENELAB_WITH_CUDA
 constexpr size_t kCudnnWorkspaceFloats = size_t(16) << 20;  // 64 MiB: cuDNN's algorithms for these shapes
+#endif
 
 // Output rows a band holds: at most kBandPixels, and few enough that an image has kMinBands bands
 // for the threads to share (a 60 x 45 map in one band kept one of two threads busy: 70 GOp/s).
