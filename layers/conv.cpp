@@ -35,15 +35,21 @@ namespace {
 
 constexpr size_t kBandPixels = 4096;  // output pixels a thread's im2col holds (at least a row)
 constexpr int kMinBands = 16;         // bands an image is cut into at least, where it has the rows (as conv2d)
+constexpr size_t kMinBandPixels = 256;  // but no band below this (a GEMM of a few pixels runs at a tenth of its rate)
+constexpr int kMinChunk = 16;           // output channels a task computes at least, where channels are split
 #ifdef SCENELAB_WITH_CUDA
 constexpr size_t kCudnnWorkspaceFloats = size_t(16) << 20;  // 64 MiB: cuDNN's algorithms for these shapes
 #endif
 
 // Output rows a band holds: at most kBandPixels, and few enough that an image has kMinBands bands
-// for the threads to share (a 60 x 45 map in one band kept one of two threads busy: 70 GOp/s).
+// for the threads to share (a 60 x 45 map in one band kept one of two threads busy: 70 GOp/s),
+// but at least kMinBandPixels (DDRNet's 8 x 6 maps in bands of one row: 0.77 ms where ONNX
+// Runtime took 0.34).
 int band_rows(int out_h, int out_w) {
-  const int by_pixels = std::max(1, int(kBandPixels / size_t(std::max(1, out_w))));
-  return std::max(1, std::min(by_pixels, (out_h + kMinBands - 1) / kMinBands));
+  const size_t w = size_t(std::max(1, out_w));
+  const int by_pixels = std::max(1, int(kBandPixels / w));
+  const int least = int((kMinBandPixels + w - 1) / w);
+  return std::max(1, std::min(out_h, std::max(least, std::min(by_pixels, (out_h + kMinBands - 1) / kMinBands))));
 }
 
 int parse_pair(const Attrs& a, const std::string& key, int def, int index) {
@@ -137,8 +143,17 @@ class Conv : public Layer {
     const bool relu = a.fused_relu;
     if (depthwise(x.shape)) return forward_depthwise(x, y, w, bias, relu, a.workspace, a.threads);
     const size_t per_thread = k * size_t(rows) * y.shape.w;
-    parallel_for(int64_t(y.shape.n) * groups_ * bands, a.threads, [&](int64_t t) {
+    // Where the bands are too few for the threads (small maps), each band's output channels are
+    // split into chunks, each chunk a task (its own im2col of the band: small there).
+    const int64_t tasks = int64_t(y.shape.n) * groups_ * bands;
+    const int chunks = int(std::max<int64_t>(
+        1, std::min<int64_t>((2 * int64_t(std::max(1, a.threads)) + tasks - 1) / tasks, cout_g / kMinChunk)));
+    const int chunk = (cout_g + chunks - 1) / chunks;
+    parallel_for(tasks * chunks, a.threads, [&](int64_t task) {
+      const int part = int(task % chunks);
+      const int64_t t = task / chunks;
       const int band = int(t % bands), g = int((t / bands) % groups_), n = int(t / bands / groups_);
+      const int o0 = part * chunk, o1 = std::min(cout_g, o0 + chunk);
       const int y0 = band * rows, y1 = std::min(y.shape.h, y0 + rows);
       const size_t p = size_t(y1 - y0) * y.shape.w;  // the band's output pixels
       float* col = a.workspace + size_t(parallel_thread_index()) * per_thread;  // as conv2d's bands
@@ -173,11 +188,11 @@ class Conv : public Layer {
       // Y (cout_g x p) = W_g (cout_g x k) * col (k x p), as column-major Y^T = col^T W_g^T;
       // the band's rows of each output channel are contiguous in y (stride plane).
       const size_t plane = y.shape.plane();
-      float* out0 = y.f32() + (size_t(n) * out_ + size_t(g) * cout_g) * plane + size_t(y0) * y.shape.w;
-      sgemm_colmajor(p, size_t(cout_g), k, col, p, w + size_t(g) * cout_g * k, k, out0, plane);
-      for (int o = 0; o < cout_g; ++o) {
+      float* out0 = y.f32() + (size_t(n) * out_ + size_t(g) * cout_g + size_t(o0)) * plane + size_t(y0) * y.shape.w;
+      sgemm_colmajor(p, size_t(o1 - o0), k, col, p, w + (size_t(g) * cout_g + size_t(o0)) * k, k, out0, plane);
+      for (int o = 0; o < o1 - o0; ++o) {
         float* r = out0 + size_t(o) * plane;
-        const float b = bias ? bias[g * cout_g + o] : 0.f;
+        const float b = bias ? bias[g * cout_g + o0 + o] : 0.f;
         for (size_t i = 0; i < p; ++i) {
           const float v = r[i] + b;
           r[i] = relu ? std::max(v, 0.f) : v;
