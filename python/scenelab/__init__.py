@@ -336,39 +336,40 @@ def _nms_batched(boxes, scores, iou, method, classes, criterion, score_threshold
     return keep
 
 
-def _nms_cuda_batched(boxes, scores, iou, classes, criterion, score_threshold, max_outputs, pixel_inclusive, valid):
-    """Greedy NMS of each image of a (B, N, 4) CUDA batch in one call; a list of B index tensors there."""
+def _cuda_inputs(boxes, scores, classes):
+    """boxes, scores and classes (or None) as contiguous float32 / int64 tensors on the boxes' GPU."""
     import torch
     dev = boxes.device
+
     def on(x, dtype, what):
         if not _is_torch(x) or x.device != dev:
             raise ValueError(f"nms: {what} must be a torch tensor on {dev}, like the boxes")
         return x.detach().to(dtype).contiguous()
-    b, s = on(boxes, torch.float32, "boxes"), on(scores, torch.float32, "scores")
-    c = None if classes is None else on(classes, torch.int64, "classes")
+    return (on(boxes, torch.float32, "boxes"), on(scores, torch.float32, "scores"),
+            None if classes is None else on(classes, torch.int64, "classes"))
+
+
+def _nms_cuda_batched(boxes, scores, iou, classes, criterion, score_threshold, max_outputs, pixel_inclusive, valid):
+    """Greedy NMS of each image of a (B, N, 4) CUDA batch in one call; a list of B index tensors there."""
+    import torch
+    b, s, c = _cuda_inputs(boxes, scores, classes)
     v = None if valid is None else _host_array(valid.cpu() if _is_torch(valid) else valid, np.int64, "valid")
-    keep = torch.empty(tuple(b.shape[:2]), dtype=torch.int64, device=dev)
+    keep = torch.empty(tuple(b.shape[:2]), dtype=torch.int64, device=b.device)
     counts = _scenelab.nms_cuda_batched(b, s, float(iou), criterion, c, v,
                                         float("-inf") if score_threshold is None else float(score_threshold),
                                         int(max_outputs), bool(pixel_inclusive), keep,
-                                        torch.cuda.current_stream(dev).cuda_stream)
+                                        torch.cuda.current_stream(b.device).cuda_stream)
     return [keep[i, :k] for i, k in enumerate(counts)]
 
 
 def _nms_cuda(boxes, scores, iou, method, classes, criterion, score_threshold, max_outputs, pixel_inclusive):
     import torch
-    dev = boxes.device
-    def on(x, dtype, what):
-        if not _is_torch(x) or x.device != dev:
-            raise ValueError(f"nms: {what} must be a torch tensor on {dev}, like the boxes")
-        return x.detach().to(dtype).contiguous()
-    b, s = on(boxes, torch.float32, "boxes"), on(scores, torch.float32, "scores")
-    c = None if classes is None else on(classes, torch.int64, "classes")
-    keep = torch.empty(b.shape[0] if b.ndim == 2 else 0, dtype=torch.int64, device=dev)
+    b, s, c = _cuda_inputs(boxes, scores, classes)
+    keep = torch.empty(b.shape[0] if b.ndim == 2 else 0, dtype=torch.int64, device=b.device)
     count = _scenelab.nms_cuda(b, s, float(iou), method, criterion, c,
                                float("-inf") if score_threshold is None else float(score_threshold),
                                int(max_outputs), bool(pixel_inclusive), keep,
-                               torch.cuda.current_stream(dev).cuda_stream)
+                               torch.cuda.current_stream(b.device).cuda_stream)
     return keep[:count]
 
 
