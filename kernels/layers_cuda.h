@@ -36,11 +36,6 @@ struct ConvGeneral {
 };
 void conv_general(const TensorView& x, const TensorView& y, const float* w, const float* b, const ConvGeneral& c,
                   bool relu, cudaStream_t s);
-// A depthwise convolution (one input channel a group; y's channels a multiple of x's) on NHWC
-// tensors of any type (kernels/conv_general.cu): one thread an output element, the sum in float;
-// w: the float weights [cout, 1, kh, kw].
-void conv_depthwise_nhwc(const TensorView& x, const TensorView& y, const float* w, const float* b,
-                         const ConvGeneral& c, bool relu, cudaStream_t s);
 // The pool layer (kernels/pool.cu): f32 NCHW, or NHWC (f32, f16, bf16).
 void pool(const TensorView& x, const TensorView& y, const PoolWindow& p, cudaStream_t s);
 // The conv_transpose layer (kernels/conv_transpose.cu), f32 NCHW; w: [cin, cout / groups, kh, kw].

@@ -254,12 +254,6 @@ class Conv : public Layer {
     if (cudnn_usable(ctx)) {
       SL_REQUIRE(a.in[0].format == a.out.format, "conv '", name_, "': input ", a.in[0].format.str(), ", output ",
                  a.out.format.str());
-      if (a.in[0].format.layout == Layout::NHWC && a.in[0].shape.c == groups_) {  // depthwise: our kernel
-        cuda::conv_depthwise_nhwc(a.in[0], a.out, w, b, cuda::ConvGeneral{kh_, kw_, sh_, sw_, dh_, dw_, pt_, pl_, groups_},
-                                  a.fused_relu, ctx.stream);
-        last_ = "depthwise nhwc";
-        return;
-      }
       const size_t bound = cudnn_workspace_floats(ctx);
       auto& conv = cudnn_for(a.in[0].shape, ctx);
       if (!conv.chosen()) conv.choose(a.in[0].data, w, a.out.data, a.workspace, bound, ctx.stream);

@@ -206,8 +206,7 @@ TEST(CudaBackend, ElementWiseLayers) {
 }
 
 // The general conv and the pool layer run in the network's activation format on cuDNN (under
-// fp16: f16 NHWC, no conversion around them; the conv on cuDNN, a depthwise one on our NHWC
-// kernel), and on the direct f32 NCHW
+// fp16: f16 NHWC, no conversion around them; the conv on cuDNN), and on the direct f32 NCHW
 // kernel where its pads differ between the two sides (conversions placed around it).
 TEST(CudaBackend, GeneralConvRunsInActivationFormat) {
   SCENELAB_REQUIRE_GPU();
@@ -233,10 +232,7 @@ TEST(CudaBackend, GeneralConvRunsInActivationFormat) {
   g.run(x.view());
   for (const auto& st : g.stats()) {
     if (st.type != std::string("conv")) continue;
-    if (st.name == "dw")  // depthwise on NHWC: our kernel
-      EXPECT_EQ(st.detail, "depthwise nhwc");
-    else
-      EXPECT_EQ(st.detail.rfind("cudnn ", 0), 0u) << st.name << ": " << st.detail;
+    EXPECT_EQ(st.detail.rfind("cudnn ", 0), 0u) << st.name << ": " << st.detail;
   }
   // uneven pads: the direct kernel on f32 NCHW, converted to and from
   const Model u = random_model_from_text(std::string(kPreprocessText) +
