@@ -258,13 +258,15 @@ class Conv : public Layer {
       auto& conv = cudnn_for(a.in[0].shape, ctx);
       if (!conv.chosen()) conv.choose(a.in[0].data, w, a.out.data, a.workspace, bound, ctx.stream);
       conv.forward(a.in[0].data, w, b, a.out.data, a.fused_relu, a.workspace, bound, ctx.stream);
-      last_ = "cudnn " + conv.algo_name();
+      ran_ = &conv;
       return;
     }
 #endif
     cuda::conv_general(a.in[0], a.out, w, b, cuda::ConvGeneral{kh_, kw_, sh_, sw_, dh_, dw_, pt_, pl_, groups_},
                        a.fused_relu, ctx.stream);
-    last_ = "direct";
+#ifdef SCENELAB_WITH_CUDNN
+    ran_ = nullptr;
+#endif
   }
   // "cudnn ALGO MATH": cuDNN's algorithm, timed on the first run.
   std::string tuning(const std::vector<Shape>& in, const Backend& backend) const override {
@@ -292,7 +294,13 @@ class Conv : public Layer {
     return false;
 #endif
   }
-  std::string detail() const override { return last_; }
+  // What the last GPU pass ran (named here, not on each run: no string is built on the hot path).
+  std::string detail() const override {
+#ifdef SCENELAB_WITH_CUDNN
+    if (ran_) return "cudnn " + ran_->algo_name();
+#endif
+    return "direct";
+  }
 #endif
 
  private:
@@ -335,8 +343,8 @@ class Conv : public Layer {
     return *conv;
   }
   mutable std::map<Key, std::unique_ptr<cuda::CudnnConv>> cudnn_;
+  mutable const cuda::CudnnConv* ran_ = nullptr;  // what the last GPU pass ran; null: the direct kernel
 #endif
-  mutable std::string last_;
 #endif
   int out_ = 0, kh_ = 1, kw_ = 1, sh_ = 1, sw_ = 1, dh_ = 1, dw_ = 1, pt_ = 0, pl_ = 0, pb_ = 0, pr_ = 0, groups_ = 1;
   bool bias_ = true;

@@ -94,20 +94,32 @@ class DeviceScope {
   int old_ = 0;
 };
 
+// The one GPU that the boxes, scores, classes (if any) and the kept indices are all on.
+int common_device(const float* boxes, const float* scores, const int64_t* classes, const int64_t* keep,
+                  const char* who) {
+  SL_REQUIRE(boxes && scores && keep, who, ": null boxes, scores or keep");
+  const int device = device_of(boxes, "boxes");
+  SL_REQUIRE(device_of(scores, "scores") == device && device_of(keep, "kept indices") == device &&
+                 (!classes || device_of(classes, "classes") == device),
+             who, ": the boxes, scores, classes and indices must be on one GPU");
+  return device;
+}
+
+// The calling thread's workspace on `device` (current), shared by the single and the batched call.
+Scratch& scratch_on(int device) {
+  thread_local std::map<int, Scratch> per_device;
+  return per_device[device];
+}
+
 }  // namespace
 
 int nms_on_device(const float* boxes, const float* scores, const int64_t* classes, int n, const Options& o,
                   Method method, int64_t* keep, void* stream) {
   SL_REQUIRE(n >= 0, "nms_on_device: ", n, " boxes");
   if (n == 0) return 0;
-  SL_REQUIRE(boxes && scores && keep, "nms_on_device: null boxes, scores or keep");
-  const int device = device_of(boxes, "boxes");
-  SL_REQUIRE(device_of(scores, "scores") == device && device_of(keep, "kept indices") == device &&
-                 (!classes || device_of(classes, "classes") == device),
-             "nms_on_device: the boxes, scores, classes and indices must be on one GPU");
+  const int device = common_device(boxes, scores, classes, keep, "nms_on_device");
   DeviceScope scope(device);
-  thread_local std::map<int, Scratch> per_device;
-  Scratch& w = per_device[device];
+  Scratch& w = scratch_on(device);
   const cudaStream_t s = static_cast<cudaStream_t>(stream);
   const int* groups = nullptr;
   if (classes && o.per_class) {
@@ -170,7 +182,6 @@ std::vector<int> batched_nms_on_device(const float* boxes, const float* scores, 
   std::vector<int> counts(static_cast<size_t>(batch), 0);
   const int total = batch * n;
   if (total == 0) return counts;
-  SL_REQUIRE(boxes && scores && keep, "batched_nms_on_device: null boxes, scores or keep");
   SL_REQUIRE(o.threshold >= 0, "batched_nms_on_device: the threshold must be >= 0, got ", o.threshold);
   std::vector<int> valid32(static_cast<size_t>(batch), n);
   for (int b = 0; valid && b < batch; ++b) {
@@ -178,13 +189,9 @@ std::vector<int> batched_nms_on_device(const float* boxes, const float* scores, 
                n);
     valid32[size_t(b)] = int(valid[b]);
   }
-  const int device = device_of(boxes, "boxes");
-  SL_REQUIRE(device_of(scores, "scores") == device && device_of(keep, "kept indices") == device &&
-                 (!classes || device_of(classes, "classes") == device),
-             "batched_nms_on_device: the boxes, scores, classes and indices must be on one GPU");
+  const int device = common_device(boxes, scores, classes, keep, "batched_nms_on_device");
   DeviceScope scope(device);
-  thread_local std::map<int, Scratch> per_device;
-  Scratch& w = per_device[device];
+  Scratch& w = scratch_on(device);
   const cudaStream_t s = static_cast<cudaStream_t>(stream);
   const size_t N = size_t(total);
   w.masked.resize(N * sizeof(float), "batched NMS: scores");

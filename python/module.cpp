@@ -240,6 +240,21 @@ class PyWindowDetector {
   std::unique_ptr<api::WindowDetector> det_;
 };
 
+// The NMS options the Python arguments name (the criterion by its name).
+scenelab::nms::Options rule_options(float threshold, const std::string& criterion, float score_threshold,
+                                    int max_outputs, bool pixel_inclusive, bool per_class) {
+  scenelab::nms::Options o;
+  o.threshold = threshold;
+  if (criterion == "iou") o.criterion = scenelab::nms::Criterion::IoU;
+  else if (criterion == "over_candidate") o.criterion = scenelab::nms::Criterion::OverCandidate;
+  else throw nb::value_error(("nms: criterion must be 'iou' or 'over_candidate', got '" + criterion + "'").c_str());
+  o.score_threshold = score_threshold;
+  o.max_outputs = max_outputs;
+  o.pixel_inclusive = pixel_inclusive;
+  o.per_class = per_class;
+  return o;
+}
+
 // nms' arguments checked (boxes (N, 4), scores and classes (N,)) and its options; the method.
 template <typename Boxes, typename Scores, typename Classes>
 scenelab::nms::Options nms_options(const Boxes& boxes, const Scores& scores, const std::optional<Classes>& classes,
@@ -257,20 +272,11 @@ scenelab::nms::Options nms_options(const Boxes& boxes, const Scores& scores, con
     throw nb::value_error(("nms: classes must have shape (" + std::to_string(n) + ",), got " +
                            shape_text(nb::ndarray<>(*classes)))
                               .c_str());
-  scenelab::nms::Options o;
-  o.threshold = threshold;
-  if (criterion == "iou") o.criterion = scenelab::nms::Criterion::IoU;
-  else if (criterion == "over_candidate") o.criterion = scenelab::nms::Criterion::OverCandidate;
-  else throw nb::value_error(("nms: criterion must be 'iou' or 'over_candidate', got '" + criterion + "'").c_str());
   if (method == "greedy") *m = scenelab::nms::Method::Greedy;
   else if (method == "oro") *m = scenelab::nms::Method::Oro;
   else if (method == "cluster") *m = scenelab::nms::Method::Cluster;
   else throw nb::value_error(("nms: method must be 'greedy', 'oro' or 'cluster', got '" + method + "'").c_str());
-  o.score_threshold = score_threshold;
-  o.max_outputs = max_outputs;
-  o.pixel_inclusive = pixel_inclusive;
-  o.per_class = classes.has_value();
-  return o;
+  return rule_options(threshold, criterion, score_threshold, max_outputs, pixel_inclusive, classes.has_value());
 }
 
 // Indices kept, in rank order (as torchvision.ops.nms).
@@ -319,15 +325,8 @@ scenelab::nms::Options batched_options(const Boxes& boxes, const Scores& scores,
     throw nb::value_error(("nms: valid must have shape (" + std::to_string(b) + ",), got " +
                            shape_text(nb::ndarray<>(*valid))).c_str());
   if (b > size_t(INT32_MAX) || n > size_t(INT32_MAX)) throw nb::value_error("nms: more than 2^31 images or boxes an image");
-  scenelab::nms::Options o;
-  o.threshold = threshold;
-  if (criterion == "iou") o.criterion = scenelab::nms::Criterion::IoU;
-  else if (criterion == "over_candidate") o.criterion = scenelab::nms::Criterion::OverCandidate;
-  else throw nb::value_error(("nms: criterion must be 'iou' or 'over_candidate', got '" + criterion + "'").c_str());
-  o.score_threshold = score_threshold;
-  o.max_outputs = max_outputs;
-  o.pixel_inclusive = pixel_inclusive;
-  o.per_class = classes.has_value();
+  const scenelab::nms::Options o =
+      rule_options(threshold, criterion, score_threshold, max_outputs, pixel_inclusive, classes.has_value());
   for (size_t i = 0; valid && i < b; ++i)
     if (valid->data()[i] < 0 || size_t(valid->data()[i]) > n)
       throw nb::value_error(("nms: valid[" + std::to_string(i) + "] is " + std::to_string(valid->data()[i]) +
