@@ -36,6 +36,10 @@ struct ConvGeneral {
 };
 void conv_general(const TensorView& x, const TensorView& y, const float* w, const float* b, const ConvGeneral& c,
                   bool relu, cudaStream_t s);
+// The depthwise case (groups = input channels, any channel multiplier) on NHWC of any type (x, y
+// alike); weights and bias as above.
+void conv_depthwise_nhwc(const TensorView& x, const TensorView& y, const float* w, const float* b,
+                         const ConvGeneral& c, bool relu, cudaStream_t s);
 // The pool layer (kernels/pool.cu): f32 NCHW, or NHWC (f32, f16, bf16).
 void pool(const TensorView& x, const TensorView& y, const PoolWindow& p, cudaStream_t s);
 // The conv_transpose layer (kernels/conv_transpose.cu), f32 NCHW; w: [cin, cout / groups, kh, kw].

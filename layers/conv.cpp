@@ -5,7 +5,8 @@
 // (a thread's workspace) times the group's weights (sgemm_colmajor); depthwise at stride 1 directly
 // on a zero-padded copy of the channel. GPU: cuDNN's convolution in
 // the network's activation format (f16/bf16 NHWC under fp16/bf16, f32 NCHW otherwise), its
-// algorithm timed on the first run and kept in plan caches; where cuDNN cannot run it (padding
+// algorithm timed on the first run and kept in plan caches, except depthwise ones in NHWC, which
+// run on our kernel (kernels/conv_general.cu) unless cuDNN is asked for by name; where cuDNN cannot run it (padding
 // that differs between the two sides, no cuDNN, the engine's own kernels forced) a direct kernel
 // on f32 NCHW (kernels/conv_general.cu). A following ReLU is fused (applied on the way out).
 #include <algorithm>
@@ -250,6 +251,15 @@ class Conv : public Layer {
   void forward_cuda(const ForwardArgs& a, const CudaContext& ctx) const override {
     const float* w = a.params->data("weight");
     const float* b = bias_ ? a.params->data("bias") : nullptr;
+    const cuda::ConvGeneral geometry{kh_, kw_, sh_, sw_, dh_, dw_, pt_, pl_, groups_};
+    // Depthwise in NHWC: our kernel (cuDNN's implicit GEMM ran BiSeNet V2's at 30-300 GOp/s), unless
+    // cuDNN is asked for by name.
+    if (a.in[0].format.layout == Layout::NHWC && a.in[0].shape.c == groups_ && ctx.conv != ConvAlgo::Cudnn) {
+      cuda::conv_depthwise_nhwc(a.in[0], a.out, w, b, geometry, a.fused_relu, ctx.stream);
+      ran_depthwise_ = true;
+      return;
+    }
+    ran_depthwise_ = false;
 #ifdef SCENELAB_WITH_CUDNN
     if (cudnn_usable(ctx)) {
       SL_REQUIRE(a.in[0].format == a.out.format, "conv '", name_, "': input ", a.in[0].format.str(), ", output ",
@@ -262,8 +272,7 @@ class Conv : public Layer {
       return;
     }
 #endif
-    cuda::conv_general(a.in[0], a.out, w, b, cuda::ConvGeneral{kh_, kw_, sh_, sw_, dh_, dw_, pt_, pl_, groups_},
-                       a.fused_relu, ctx.stream);
+    cuda::conv_general(a.in[0], a.out, w, b, geometry, a.fused_relu, ctx.stream);
 #ifdef SCENELAB_WITH_CUDNN
     ran_ = nullptr;
 #endif
@@ -296,6 +305,7 @@ class Conv : public Layer {
   }
   // What the last GPU pass ran (named here, not on each run: no string is built on the hot path).
   std::string detail() const override {
+    if (ran_depthwise_) return "depthwise nhwc";
 #ifdef SCENELAB_WITH_CUDNN
     if (ran_) return "cudnn " + ran_->algo_name();
 #endif
@@ -345,6 +355,7 @@ class Conv : public Layer {
   mutable std::map<Key, std::unique_ptr<cuda::CudnnConv>> cudnn_;
   mutable const cuda::CudnnConv* ran_ = nullptr;  // what the last GPU pass ran; null: the direct kernel
 #endif
+  mutable bool ran_depthwise_ = false;  // the last GPU pass ran conv_depthwise_nhwc
 #endif
   int out_ = 0, kh_ = 1, kw_ = 1, sh_ = 1, sw_ = 1, dh_ = 1, dw_ = 1, pt_ = 0, pl_ = 0, pb_ = 0, pr_ = 0, groups_ = 1;
   bool bias_ = true;

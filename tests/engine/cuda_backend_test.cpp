@@ -189,6 +189,8 @@ TEST(CudaBackend, ElementWiseLayers) {
       "dw = conv(c) out=6 kernel=3,5 dilation=2,1 pads=2,2,1,3 groups=6 bias=0\n"
       "gr = relu(gs)\n"
       "dws = conv(c) out=6 kernel=3,3 stride=2,2 pads=1,1,1,1 groups=6\n"
+      "dwm = conv(c) out=12 kernel=3,3 dilation=1,2 pads=1,2,1,2 groups=6\n"
+      "dwr = relu(dwm)\n"
       "p1 = conv(c) out=8 kernel=1 stride=2 bias=0\n"
       "dl = conv(c) out=4 kernel=3,1 dilation=2,1 pads=2,0,2,0\n"
       "ap = pool(c) kernel=3,2 stride=2,1 pads=1,0,1,1 count_pad=1\n"
@@ -196,17 +198,19 @@ TEST(CudaBackend, ElementWiseLayers) {
       "mx = pool(c) mode=max kernel=3 stride=2 pads=1,1,1,1\n"
       "ct = conv_transpose(gs) out=4 kernel=3 stride=2 pads=1,1,1,1 output_pad=1 groups=2\n";
   Model m = random_model_from_text(
-      text + "output sg th lr cl hs hw mu ad pr sum dif gate se seh gs dw gr ap ap0 mx ct sumr dws p1 dl afr\n", 8);
+      text + "output sg th lr cl hs hw mu ad pr sum dif gate se seh gs dw gr ap ap0 mx ct sumr dws p1 dl afr dwr\n", 8);
   compare(m, Shape(2, 3, 37, 53), opts("gemm"), 1e-4, "element-wise fp32");
   compare(m, Shape(2, 3, 37, 53), opts("auto"), 1e-4, "element-wise fp32, general conv on cuDNN");
   compare(m, Shape(2, 3, 37, 53), opts("auto", "fp16"), 2e-2, "element-wise fp16 NHWC");
+  compare(m, Shape(2, 3, 37, 53), opts("cudnn", "fp16"), 2e-2, "element-wise fp16 NHWC, depthwise on cuDNN");
   // bf16's 8-bit significand: the clip to [-0.3, 0.4] of values a few units large keeps their
   // error (about 1% of that scale), 3.9% of its narrow range on the H100 (2026-12-07)
   compare(m, Shape(2, 3, 37, 53), opts("auto", "bf16"), 5e-2, "element-wise bf16 NHWC");
 }
 
 // The general conv and the pool layer run in the network's activation format on cuDNN (under
-// fp16: f16 NHWC, no conversion around them; the conv on cuDNN), and on the direct f32 NCHW
+// fp16: f16 NHWC, no conversion around them; the conv on cuDNN, a depthwise one on our NHWC
+// kernel), and on the direct f32 NCHW
 // kernel where its pads differ between the two sides (conversions placed around it).
 TEST(CudaBackend, GeneralConvRunsInActivationFormat) {
   SCENELAB_REQUIRE_GPU();
@@ -232,7 +236,10 @@ TEST(CudaBackend, GeneralConvRunsInActivationFormat) {
   g.run(x.view());
   for (const auto& st : g.stats()) {
     if (st.type != std::string("conv")) continue;
-    EXPECT_EQ(st.detail.rfind("cudnn ", 0), 0u) << st.name << ": " << st.detail;
+    if (st.name == "dw")  // depthwise in NHWC: our kernel
+      EXPECT_EQ(st.detail, "depthwise nhwc");
+    else
+      EXPECT_EQ(st.detail.rfind("cudnn ", 0), 0u) << st.name << ": " << st.detail;
   }
   // uneven pads: the direct kernel on f32 NCHW, converted to and from
   const Model u = random_model_from_text(std::string(kPreprocessText) +
