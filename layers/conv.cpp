@@ -1,8 +1,9 @@
 // A convolution of any shape ONNX's Conv describes: kh x kw kernel, strides, dilations, padding on
 // each side (top, left, bottom, right), groups (depthwise included), bias. conv2d (the paper's
 // odd square kernels, stride 1: every fast path) stays the layer for what it takes; the ONNX
-// importer maps the rest here. CPU: per image, group and band of output rows, the band's im2col
-// (a thread's workspace) times the group's weights (sgemm_colmajor); depthwise at stride 1 directly
+// importer maps the rest here. CPU: per image, group and band of output rows, the group's weights
+// times the band's taps read in place from its padded stride phases (layers/conv_phases.h; an
+// im2col in a thread's workspace where the build lacks AVX-512); depthwise at stride 1 directly
 // on a zero-padded copy of the channel. GPU: cuDNN's convolution in
 // the network's activation format (f16/bf16 NHWC under fp16/bf16, f32 NCHW otherwise), its
 // algorithm timed on the first run and kept in plan caches, except depthwise ones in NHWC, which
@@ -15,6 +16,7 @@
 #include "core/error.h"
 #include "core/parallel.h"
 #include "engine/layer.h"
+#include "layers/conv_phases.h"
 #include "layers/cpu_gemm.h"
 #include "layers/formats.h"
 #include "layers/window_columns.h"
@@ -129,6 +131,10 @@ class Conv : public Layer {
       const Padded pd = padded(in[0], out);
       return (pd.plane + pd.run) * threads;
     }
+    if (PhaseConv::supports(taps(), in[0].c / groups_)) {
+      const PhaseSplit sp = phase_split(out, b.threads());
+      return threads * PhaseConv(taps(), in[0].c / groups_, in[0].h, in[0].w, out.w, sp.rows, sp.chunk).workspace_floats();
+    }
     const size_t k = size_t(in[0].c / groups_) * kh_ * kw_;
     return k * size_t(band_rows(out.h, out.w)) * size_t(out.w) * threads;
   }
@@ -143,6 +149,21 @@ class Conv : public Layer {
     const float* bias = bias_ ? a.params->data("bias") : nullptr;
     const bool relu = a.fused_relu;
     if (depthwise(x.shape)) return forward_depthwise(x, y, w, bias, relu, a.workspace, a.threads);
+    if (PhaseConv::supports(taps(), cin_g)) {  // the GEMM's columns read in place (layers/conv_phases.h)
+      const PhaseSplit sp = phase_split(y.shape, a.threads);
+      const PhaseConv pc(taps(), cin_g, x.shape.h, x.shape.w, y.shape.w, sp.rows, sp.chunk);
+      const size_t per_task = pc.workspace_floats();
+      parallel_for(int64_t(y.shape.n) * groups_ * sp.bands * sp.chunks, a.threads, [&](int64_t t) {
+        const int part = int(t % sp.chunks), band = int(t / sp.chunks % sp.bands);
+        const int g = int(t / sp.chunks / sp.bands % groups_), n = int(t / sp.chunks / sp.bands / groups_);
+        const int y0 = band * sp.rows, y1 = std::min(y.shape.h, y0 + sp.rows);
+        const int o0 = g * cout_g + part * sp.chunk, o1 = std::min((g + 1) * cout_g, o0 + sp.chunk);
+        pc.band(x.channel(n, g * cin_g), x.shape.plane(), y0, y1, w + size_t(o0) * k, o1 - o0,
+                bias ? bias + o0 : nullptr, relu, y.channel(n, o0), y.shape.plane(),
+                a.workspace + size_t(parallel_thread_index()) * per_task);
+      });
+      return;
+    }
     const size_t per_thread = k * size_t(rows) * y.shape.w;
     // Where the bands are too few for the threads (small maps), each band's output channels are
     // split into chunks, each chunk a task (its own im2col of the band: small there).
@@ -207,6 +228,10 @@ class Conv : public Layer {
   // as one flat run of padded-width rows (vectorised; the columns past the output's are dropped
   // on the way out); the sum in (kernel row, column) order.
   bool depthwise(const Shape& x) const { return x.c == groups_ && sh_ == 1 && sw_ == 1; }
+  ConvTaps taps() const { return {kh_, kw_, sh_, sw_, dh_, dw_, pt_, pl_}; }
+  PhaseSplit phase_split(const Shape& y, int threads) const {
+    return PhaseSplit(taps(), y.h, y.w, out_ / groups_, y.n * groups_, threads);
+  }
   struct Padded {
     size_t wp, plane, run;  // padded row width, padded plane (with the last taps' overrun), output run
   };
