@@ -18,22 +18,31 @@ using namespace scenelab;
 
 namespace {
 
+int out_size(int in, int k, int s, int d, int p0, int p1) { return (in + p0 + p1 - d * (k - 1) - 1) / s + 1; }
+
 struct Case {
   ConvTaps t;
   int pb, pr, cin, cout, h, w;
+  int ho() const { return out_size(h, t.kh, t.sh, t.dh, t.pt, pb); }
+  int wo() const { return out_size(w, t.kw, t.sw, t.dw, t.pl, pr); }
+  size_t k() const { return size_t(cin) * t.kh * t.kw; }
 };
 
-int out_size(int in, int k, int s, int d, int p0, int p1) { return (in + p0 + p1 - d * (k - 1) - 1) / s + 1; }
+std::vector<float> uniform(size_t n, std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> v(n);
+  for (float& e : v) e = u(rng);
+  return v;
+}
 
 // Every band of `rows` rows and chunk of `chunk` channels, as the layers call it.
 std::vector<float> run(const Case& c, int rows, int chunk, const std::vector<float>& x, const std::vector<float>& w,
                        const float* bias, bool relu) {
-  const int ho = out_size(c.h, c.t.kh, c.t.sh, c.t.dh, c.t.pt, c.pb);
-  const int wo = out_size(c.w, c.t.kw, c.t.sw, c.t.dw, c.t.pl, c.pr);
+  const int ho = c.ho(), wo = c.wo();
   const PhaseConv pc(c.t, c.cin, c.h, c.w, wo, rows, chunk);
   std::vector<float> ws(pc.workspace_floats(), std::numeric_limits<float>::quiet_NaN());
   std::vector<float> y(size_t(c.cout) * ho * wo, std::numeric_limits<float>::quiet_NaN());
-  const size_t k = size_t(c.cin) * c.t.kh * c.t.kw;
+  const size_t k = c.k();
   for (int y0 = 0; y0 < ho; y0 += rows)
     for (int o0 = 0; o0 < c.cout; o0 += chunk) {
       const int n = std::min(chunk, c.cout - o0);
@@ -58,14 +67,10 @@ const Case kCases[] = {
 TEST(PhaseConv, AgainstFloat64DirectConvolution) {
   if (!has_indirect_gemm()) GTEST_SKIP() << "this build has no AVX-512: the layers use im2col";
   std::mt19937 rng(11);
-  std::uniform_real_distribution<float> u(-1.f, 1.f);
   for (const Case& c : kCases) {
-    const int ho = out_size(c.h, c.t.kh, c.t.sh, c.t.dh, c.t.pt, c.pb);
-    const int wo = out_size(c.w, c.t.kw, c.t.sw, c.t.dw, c.t.pl, c.pr);
-    std::vector<float> x(size_t(c.cin) * c.h * c.w), w(size_t(c.cout) * c.cin * c.t.kh * c.t.kw), b(c.cout);
-    for (float& v : x) v = u(rng);
-    for (float& v : w) v = u(rng);
-    for (float& v : b) v = u(rng);
+    const int ho = c.ho(), wo = c.wo();
+    const std::vector<float> x = uniform(size_t(c.cin) * c.h * c.w, rng), w = uniform(c.cout * c.k(), rng),
+                             b = uniform(size_t(c.cout), rng);
     for (bool relu : {false, true}) {
       const std::vector<float> y = run(c, 3, 5, x, w, b.data(), relu);
       double num = 0, den = 0;
@@ -95,14 +100,10 @@ TEST(PhaseConv, AgainstFloat64DirectConvolution) {
 TEST(PhaseConv, SumsAreIm2colsWhateverTheCut) {
   if (!has_indirect_gemm()) GTEST_SKIP() << "this build has no AVX-512: the layers use im2col";
   std::mt19937 rng(5);
-  std::uniform_real_distribution<float> u(-1.f, 1.f);
   for (const Case& c : kCases) {
-    const int ho = out_size(c.h, c.t.kh, c.t.sh, c.t.dh, c.t.pt, c.pb);
-    const int wo = out_size(c.w, c.t.kw, c.t.sw, c.t.dw, c.t.pl, c.pr);
-    const size_t k = size_t(c.cin) * c.t.kh * c.t.kw, p = size_t(ho) * wo;
-    std::vector<float> x(size_t(c.cin) * c.h * c.w), w(size_t(c.cout) * k);
-    for (float& v : x) v = u(rng);
-    for (float& v : w) v = u(rng);
+    const int ho = c.ho(), wo = c.wo();
+    const size_t k = c.k(), p = size_t(ho) * wo;
+    const std::vector<float> x = uniform(size_t(c.cin) * c.h * c.w, rng), w = uniform(c.cout * k, rng);
     // the im2col matrix (row (c, i, j), column (oy, ox)) and its GEMM, as the layers' fallback
     std::vector<float> col(k * p, 0.f), want(size_t(c.cout) * p);
     for (int ci = 0; ci < c.cin; ++ci)
