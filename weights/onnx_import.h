@@ -18,6 +18,9 @@
 
 namespace scenelab::onnx_import {
 
+// The domain of the paper's preprocessing layers as model-local functions (tools/export_onnx.py).
+constexpr const char* kScenelabDomain = "scenelab";
+
 // A constant's values (float32 or int64 initialisers and Constant nodes).
 struct Const {
   std::vector<int64_t> dims;
@@ -197,6 +200,9 @@ struct Importer {
   void map_maxpool(const onnx::NodeProto& n);
 
   void map_resize(const onnx::NodeProto& n);
+
+  // A call of a model-local function of the domain kScenelabDomain (weights/onnx_functions.cpp).
+  void map_scenelab(const onnx::NodeProto& n);
 
   std::set<const onnx::NodeProto*> folded_;
 };

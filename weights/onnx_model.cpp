@@ -370,7 +370,12 @@ OnnxImport run_import(const std::string& path, const std::vector<Tensor>& given,
     full.name = "full";
     full.type = "upsample";
     full.inputs = {"scores", "image"};
-    full.attrs = Attrs("full", {{"mode", "bilinear"}, {"align", "size"}});
+    // scores_align=geometry (tools/export_onnx.py): resampled by where the scores' pixels lie on the
+    // image, as the paper's HDF5 models do; else onto the image's size (F.interpolate's convention)
+    const std::string align = md.count("scores_align") ? md.at("scores_align") : "size";
+    SL_REQUIRE(align == "size" || align == "geometry", path, ": metadata 'scores_align' is '", align,
+               "' (size or geometry)");
+    full.attrs = Attrs("full", {{"mode", "bilinear"}, {"align", align}});
     labels.name = "labels_full";
     labels.type = "argmax";
     labels.inputs = {"full"};

@@ -17,6 +17,7 @@ void Importer::channel_axis(const onnx::NodeProto& n, int64_t axis) const {
 }
 
 void Importer::map_node(const onnx::NodeProto& n) {
+  if (n.domain() == kScenelabDomain) return map_scenelab(n);
   SL_REQUIRE(n.domain().empty() || n.domain() == "ai.onnx", where(n), ": operator domain '", n.domain(),
              "' is not supported");
   SL_REQUIRE(n.output_size() >= 1, where(n), ": no output");

@@ -222,6 +222,53 @@ TEST(OnnxModel, LabellingModelTakesMetadataAndRunsThroughReadModel) {
   EXPECT_EQ(p.palette.size(), 4u);
 }
 
+// The paper's preprocessing as model-local functions of the domain "scenelab"
+// (tools/export_onnx.py; tests/python/test_onnx_export.py runs the shipped models through them):
+// mapped by name onto the engine's layers with their attributes, or refused by name.
+TEST(OnnxModel, ScenelabFunctionsAreMappedOrRefusedByName) {
+  auto net = [](Builder& b, const std::string& second, int64_t size, bool functions) {
+    b.m.add_opset_import()->set_domain("scenelab");
+    b.node("RgbToYuv", {"input"}, "yuv")->set_domain("scenelab");
+    auto* cn = b.node(second, {"yuv"}, "lcn");
+    cn->set_domain("scenelab");
+    Builder::integer(cn, "size", size);
+    b.output("lcn");
+    if (!functions) return;
+    for (const std::string& f : {std::string("RgbToYuv"), second}) {
+      auto* fp = b.m.add_functions();
+      fp->set_domain("scenelab");
+      fp->set_name(f);
+    }
+  };
+  {
+    Builder b;
+    net(b, "ContrastNorm", 5, true);
+    const Model m = read_model(b.save("scenelab_onnx_functions.onnx"));
+    ASSERT_GE(m.graph.nodes.size(), 2u);  // then the labelling's upsample and argmax
+    EXPECT_EQ(m.graph.nodes[0].type, "rgb_to_yuv");
+    EXPECT_EQ(m.graph.nodes[1].type, "contrast_norm");
+    EXPECT_EQ(m.graph.nodes[1].attrs.get_int("size"), 5);
+  }
+  {
+    Builder b;
+    net(b, "ContrastNorm", 5, false);
+    const std::string e = error_of([&] { read_model(b.save("scenelab_onnx_no_functions.onnx")); });
+    EXPECT_NE(e.find("(RgbToYuv): not supported: no model-local function scenelab.RgbToYuv"), std::string::npos) << e;
+  }
+  {
+    Builder b;
+    net(b, "ContrastNorm", 4, true);
+    const std::string e = error_of([&] { read_model(b.save("scenelab_onnx_even_window.onnx")); });
+    EXPECT_NE(e.find("(ContrastNorm): not supported: size 4 (odd, 1 to 63)"), std::string::npos) << e;
+  }
+  {
+    Builder b;
+    net(b, "Bogus", 5, true);
+    const std::string e = error_of([&] { read_model(b.save("scenelab_onnx_bogus_function.onnx")); });
+    EXPECT_NE(e.find("(Bogus): not supported: function scenelab.Bogus"), std::string::npos) << e;
+  }
+}
+
 TEST(OnnxModel, BadFilesAreRefusedByName) {
   auto conv_net = [](Builder& b) {
     b.init("w", {2, 3, 3, 3});
