@@ -302,14 +302,16 @@ class Conv2d : public Layer {
   // Winograd on the CPU: where asked and the kernel allows, or under auto where the layer has the
   // input channels to keep its 64 GEMMs (tiles x cin x cout) efficient. Measured (multiscale
   // 480x360, 2 threads, AVX-512): 3 -> 16 channels 4.19 ms by Winograd against 3.12 by im2col,
-  // 16 -> 64 7.10 against 9.97, 64 -> 256 20.6 against 38.9. A 3x3 kernel gains less from its
-  // tiles, and on small maps lost to im2col (DDRNet-23-slim and BiSeNet V2 at 480x360, 2 threads,
-  // 2026-12-07: 128 -> 128 on 30x23 111 GOp/s against 189, 256 -> 256 on 15x12 77 against 172; from
-  // 60x45 on, level or better with 64 channels or more, 64 -> 64 on 240x180 357 against 160; 32 -> 32
-  // on 120x90 137 against 179): there, below 64 channels or 2048 pixels, im2col.
+  // 16 -> 64 7.10 against 9.97, 64 -> 256 20.6 against 38.9 (and 20.9 against 40.8 with the
+  // phase GEMM, 2026-12-07). A 3x3 kernel gains less from its tiles: against the phase GEMM
+  // (DDRNet-23-slim and BiSeNet V2 at 480x360, 2 threads, Zen 5, 2026-12-07) it wins only on large
+  // maps (64 -> 64 on 240x180: 5.2-5.6 ms against 7.4) and loses from 120x90 down (64 -> 64 on
+  // 120x90 2.09 against 1.90, on 60x45 0.78-0.86 against 0.55-0.60; 128 -> 1024 on 60x45 19.8-20.1
+  // against 15.6-15.9; 128 -> 128 on 60x45 is level, 1.85-1.91 against 1.94-1.99): there, below 64
+  // channels or 16,384 pixels, the GEMM.
   static constexpr int kWinogradMinCin = 16;
   static constexpr int kWinograd3x3MinCin = 64;
-  static constexpr int kWinograd3x3MinPixels = 2048;
+  static constexpr int kWinograd3x3MinPixels = 16384;
   bool winograd_for(const Shape& in, CpuConv how) const {
     if (!WinogradConv::supported(k_) || how == CpuConv::Gemm) return false;
     if (how == CpuConv::Winograd) return true;
