@@ -14,6 +14,11 @@ namespace scenelab {
 namespace {
 
 #ifdef __AVX512F__
+// Columns of A fetched ahead: where A's columns are far apart (a 1x1 convolution's input
+// planes, one a channel) the hardware prefetchers do not follow them, and the loads wait on
+// memory (BiSeNet V2's 1024 -> 11 classifier at 480x360, 2 threads: 0.82-1.00 ms, 0.57-0.62
+// with 8 ahead; 16 gives the same, the other layers are level).
+constexpr size_t kPrefetch = 8;
 // Where A's column k starts: A + k lda (a matrix), or base + offsets[k] (columns read in place:
 // sgemm_indirect), each then from row `row` on.
 struct StridedColumns {
@@ -45,6 +50,10 @@ void gemm_block(size_t rows, size_t K, const Cols& A, size_t row, const float* B
     for (int v = 0; v < MV; ++v) acc[j][v] = _mm512_setzero_ps();
   for (size_t k = 0; k < K; ++k) {
     const float* a = A(k, row);
+    if (k + kPrefetch < K) {
+      const float* p = A(k + kPrefetch, row);
+      for (int v = 0; v < MV; ++v) _mm_prefetch(reinterpret_cast<const char*>(p + 16 * v), _MM_HINT_T0);
+    }
     __m512 av[MV];
     for (int v = 0; v < MV; ++v) av[v] = _mm512_maskz_loadu_ps(mask[v], a + 16 * v);
 #pragma GCC unroll 8
