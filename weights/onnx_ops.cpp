@@ -17,10 +17,15 @@ void Importer::channel_axis(const onnx::NodeProto& n, int64_t axis) const {
 }
 
 void Importer::map_node(const onnx::NodeProto& n) {
-  if (n.domain() == kScenelabDomain) return map_scenelab(n);
-  SL_REQUIRE(n.domain().empty() || n.domain() == "ai.onnx", where(n), ": operator domain '", n.domain(),
+  const bool ours = n.domain() == kScenelabDomain;
+  SL_REQUIRE(ours || n.domain().empty() || n.domain() == "ai.onnx", where(n), ": operator domain '", n.domain(),
              "' is not supported");
   SL_REQUIRE(n.output_size() >= 1, where(n), ": no output");
+  if (ours) {
+    for (int k = 1; k < n.output_size(); ++k)
+      if (!n.output(k).empty() && uses[n.output(k)]) unsupported(n, "output " + std::to_string(k) + " (only the first)");
+    return map_scenelab(n);
+  }
   const std::string& op = n.op_type();
   if (op == "Constant") return map_constant(n);
   if (fold_constant(n) || map_shape_op(n)) return;

@@ -261,6 +261,13 @@ TEST(OnnxModel, ScenelabFunctionsAreMappedOrRefusedByName) {
     const std::string e = error_of([&] { read_model(b.save("scenelab_onnx_even_window.onnx")); });
     EXPECT_NE(e.find("(ContrastNorm): not supported: size 4 (odd, 1 to 63)"), std::string::npos) << e;
   }
+  {  // a call without an output (found by fuzz_onnx)
+    Builder b;
+    net(b, "ContrastNorm", 5, true);
+    b.g->mutable_node(0)->clear_output();
+    const std::string e = error_of([&] { read_model(b.save("scenelab_onnx_function_no_output.onnx")); });
+    EXPECT_NE(e.find("(RgbToYuv): no output"), std::string::npos) << e;
+  }
   {
     Builder b;
     net(b, "Bogus", 5, true);
