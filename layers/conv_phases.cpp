@@ -1,7 +1,6 @@
 #include "layers/conv_phases.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 
 #include "core/error.h"

@@ -35,7 +35,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import seg_nets  # noqa: E402
 from seg_nets import onnx_export  # noqa: E402
-from peer_torch import median_event_ms, ours_ms  # noqa: E402
+from peer_torch import alternate_cpu, median_event_ms, ours_ms  # noqa: E402
 
 REL_BOUND = 1e-4
 ROUNDS = 5  # CPU: alternating rounds of ours and ONNX Runtime
@@ -114,21 +114,8 @@ def cpu_rows(a, nets, tmp):
             ok &= rel < REL_BOUND
             for _ in range(3):
                 sess.run(None, {"image": x})
-            # ROUNDS rounds, each ours (bench_gops) then ORT, so that the machine's drift (this
-            # 2-core machine's timings move by up to 20% over minutes) falls on both alike; the
-            # medians of the rounds' medians
-            per_round = max(3, a.runs // ROUNDS)
-            our_rounds, their_rounds = [], []
-            for _ in range(ROUNDS):
-                gop, m, _ = ours_ms(a.build, path, size, a.threads, per_round)
-                our_rounds.append(m)
-                ts = []
-                for _ in range(per_round):
-                    t0 = time.perf_counter()
-                    sess.run(None, {"image": x})
-                    ts.append((time.perf_counter() - t0) * 1e3)
-                their_rounds.append(float(np.median(ts)))
-            our, theirs_ms = float(np.median(our_rounds)), float(np.median(their_rounds))
+            gop, our, theirs_ms = alternate_cpu(a.build, path, size, a.threads, a.runs,
+                                                lambda: sess.run(None, {"image": x}), ROUNDS)
             print(f"| {name} | {size} | {gop:.2f} | {our:.2f} | {theirs_ms:.2f} | {theirs_ms / our:.2f}x | {rel:.1e} |",
                   flush=True)
     return ok

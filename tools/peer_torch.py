@@ -47,6 +47,25 @@ def ours_ms(build, model, size, threads, runs, device="cpu", precision="fp32", c
     return float(cells[2]), float(cells[3]), per_watt
 
 
+def alternate_cpu(build, model, size, threads, runs, theirs, rounds=5):
+    """(GOp, our median ms, their median ms) on the CPU in `rounds` alternating rounds, each ours
+    (bench_gops on `model`) then theirs (`theirs()` timed runs // rounds times), so that this
+    2-core machine's drift (up to 20% over minutes) falls on both alike: the medians of the
+    rounds' medians."""
+    per_round = max(3, runs // rounds)
+    our_rounds, their_rounds = [], []
+    for _ in range(rounds):
+        gop, m, _ = ours_ms(build, model, size, threads, per_round)
+        our_rounds.append(m)
+        ts = []
+        for _ in range(per_round):
+            t0 = time.perf_counter()
+            theirs()
+            ts.append((time.perf_counter() - t0) * 1e3)
+        their_rounds.append(float(np.median(ts)))
+    return gop, float(np.median(our_rounds)), float(np.median(their_rounds))
+
+
 class Energy:
     """The board's energy counter through NVML (the driver's libnvidia-ml.so.1, by ctypes), as
     tools/energy_meter.h reads it for bench_gops; None where it cannot be read."""

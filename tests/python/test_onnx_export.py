@@ -2,7 +2,6 @@
 as their HDF5 files, on odd sizes and a batch of 3; ONNX Runtime runs the same file (the
 preprocessing functions' bodies) to the PyTorch oracle's scores within 1e-5 relative; a call of a
 scenelab function the file does not define is refused by name."""
-import os
 import sys
 from pathlib import Path
 

@@ -249,31 +249,24 @@ TEST(OnnxModel, ScenelabFunctionsAreMappedOrRefusedByName) {
     EXPECT_EQ(m.graph.nodes[1].type, "contrast_norm");
     EXPECT_EQ(m.graph.nodes[1].attrs.get_int("size"), 5);
   }
-  {
+  // refused: the error read_model gives for the net (second function, window, functions defined),
+  // with `edit` applied to the model first
+  auto refused = [&](const std::string& second, int64_t size, bool functions,
+                     const std::function<void(Builder&)>& edit = {}) {
     Builder b;
-    net(b, "ContrastNorm", 5, false);
-    const std::string e = error_of([&] { read_model(b.save("scenelab_onnx_no_functions.onnx")); });
-    EXPECT_NE(e.find("(RgbToYuv): not supported: no model-local function scenelab.RgbToYuv"), std::string::npos) << e;
-  }
-  {
-    Builder b;
-    net(b, "ContrastNorm", 4, true);
-    const std::string e = error_of([&] { read_model(b.save("scenelab_onnx_even_window.onnx")); });
-    EXPECT_NE(e.find("(ContrastNorm): not supported: size 4 (odd, 1 to 63)"), std::string::npos) << e;
-  }
-  {  // a call without an output (found by fuzz_onnx)
-    Builder b;
-    net(b, "ContrastNorm", 5, true);
-    b.g->mutable_node(0)->clear_output();
-    const std::string e = error_of([&] { read_model(b.save("scenelab_onnx_function_no_output.onnx")); });
-    EXPECT_NE(e.find("(RgbToYuv): no output"), std::string::npos) << e;
-  }
-  {
-    Builder b;
-    net(b, "Bogus", 5, true);
-    const std::string e = error_of([&] { read_model(b.save("scenelab_onnx_bogus_function.onnx")); });
-    EXPECT_NE(e.find("(Bogus): not supported: function scenelab.Bogus"), std::string::npos) << e;
-  }
+    net(b, second, size, functions);
+    if (edit) edit(b);
+    return error_of([&] { read_model(b.save("scenelab_onnx_functions_refused.onnx")); });
+  };
+  std::string e = refused("ContrastNorm", 5, false);
+  EXPECT_NE(e.find("(RgbToYuv): not supported: no model-local function scenelab.RgbToYuv"), std::string::npos) << e;
+  e = refused("ContrastNorm", 4, true);
+  EXPECT_NE(e.find("(ContrastNorm): not supported: size 4 (odd, 1 to 63)"), std::string::npos) << e;
+  // a call without an output (found by fuzz_onnx)
+  e = refused("ContrastNorm", 5, true, [](Builder& b) { b.g->mutable_node(0)->clear_output(); });
+  EXPECT_NE(e.find("(RgbToYuv): no output"), std::string::npos) << e;
+  e = refused("Bogus", 5, true);
+  EXPECT_NE(e.find("(Bogus): not supported: function scenelab.Bogus"), std::string::npos) << e;
 }
 
 TEST(OnnxModel, BadFilesAreRefusedByName) {
