@@ -131,10 +131,8 @@ class Conv : public Layer {
       const Padded pd = padded(in[0], out);
       return (pd.plane + pd.run) * threads;
     }
-    if (PhaseConv::supports(taps(), in[0].c / groups_)) {
-      const PhaseSplit sp = phase_split(out, b.threads());
-      return threads * PhaseConv(taps(), in[0].c / groups_, in[0].h, in[0].w, out.w, sp.rows, sp.chunk).workspace_floats();
-    }
+    if (PhaseConv::supports(taps(), in[0].c / groups_))
+      return threads * phase_conv(in[0], out, phase_split(out, b.threads())).workspace_floats();
     const size_t k = size_t(in[0].c / groups_) * kh_ * kw_;
     return k * size_t(band_rows(out.h, out.w)) * size_t(out.w) * threads;
   }
@@ -151,17 +149,7 @@ class Conv : public Layer {
     if (depthwise(x.shape)) return forward_depthwise(x, y, w, bias, relu, a.workspace, a.threads);
     if (PhaseConv::supports(taps(), cin_g)) {  // the GEMM's columns read in place (layers/conv_phases.h)
       const PhaseSplit sp = phase_split(y.shape, a.threads);
-      const PhaseConv pc(taps(), cin_g, x.shape.h, x.shape.w, y.shape.w, sp.rows, sp.chunk);
-      const size_t per_task = pc.workspace_floats();
-      parallel_for(int64_t(y.shape.n) * groups_ * sp.bands * sp.chunks, a.threads, [&](int64_t t) {
-        const int part = int(t % sp.chunks), band = int(t / sp.chunks % sp.bands);
-        const int g = int(t / sp.chunks / sp.bands % groups_), n = int(t / sp.chunks / sp.bands / groups_);
-        const int y0 = band * sp.rows, y1 = std::min(y.shape.h, y0 + sp.rows);
-        const int o0 = g * cout_g + part * sp.chunk, o1 = std::min((g + 1) * cout_g, o0 + sp.chunk);
-        pc.band(x.channel(n, g * cin_g), x.shape.plane(), y0, y1, w + size_t(o0) * k, o1 - o0,
-                bias ? bias + o0 : nullptr, relu, y.channel(n, o0), y.shape.plane(),
-                a.workspace + size_t(parallel_thread_index()) * per_task);
-      });
+      phase_forward(phase_conv(x.shape, y.shape, sp), sp, x, y, w, bias, relu, groups_, a.workspace, a.threads);
       return;
     }
     const size_t per_thread = k * size_t(rows) * y.shape.w;
@@ -231,6 +219,9 @@ class Conv : public Layer {
   ConvTaps taps() const { return {kh_, kw_, sh_, sw_, dh_, dw_, pt_, pl_}; }
   PhaseSplit phase_split(const Shape& y, int threads) const {
     return PhaseSplit(taps(), y.h, y.w, out_ / groups_, y.n * groups_, threads);
+  }
+  PhaseConv phase_conv(const Shape& x, const Shape& y, const PhaseSplit& s) const {
+    return PhaseConv(taps(), x.c / groups_, x.h, x.w, y.w, s.rows, s.chunk);
   }
   struct Padded {
     size_t wp, plane, run;  // padded row width, padded plane (with the last taps' overrun), output run

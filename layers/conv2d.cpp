@@ -24,22 +24,14 @@ void Conv2d::forward_cpu(const ForwardArgs& a) const {
       });
     return;
   }
+  if (phases(x.shape)) {  // the GEMM's columns read in place (layers/conv_phases.h)
+    const PhaseSplit sp = phase_split(y.shape, a.threads);
+    phase_forward(phase_conv(x.shape, y.shape, sp), sp, x, y, w, b, a.fused_relu, 1, a.workspace, a.threads);
+    return;
+  }
   const int rows = band_rows(x.shape, y.shape);
   const int bands = (y.shape.h + rows - 1) / rows;
   const size_t plane = y.shape.plane();
-  if (phases(x.shape)) {
-    const PhaseSplit sp(taps(), y.shape.h, y.shape.w, out_, y.shape.n, a.threads);
-    const PhaseConv pc = phase_conv(x.shape, y.shape, sp);
-    const size_t per_thread = pc.workspace_floats();
-    parallel_for(int64_t(y.shape.n) * sp.bands * sp.chunks, a.threads, [&](int64_t t) {
-      const int part = int(t % sp.chunks), band = int(t / sp.chunks % sp.bands), n = int(t / sp.chunks / sp.bands);
-      const int y0 = band * sp.rows, y1 = std::min(y.shape.h, y0 + sp.rows);
-      const int o0 = part * sp.chunk, o1 = std::min(out_, o0 + sp.chunk);
-      pc.band(x.channel(n, 0), x.shape.plane(), y0, y1, w + size_t(o0) * K, o1 - o0, b ? b + o0 : nullptr,
-              a.fused_relu, y.channel(n, o0), plane, a.workspace + size_t(omp_get_thread_num()) * per_thread);
-    });
-    return;
-  }
   for (int n = 0; n < x.shape.n; ++n) {
     parallel_for(bands, a.threads, [&](int64_t band) {
       const int y0 = int(band) * rows, y1 = std::min(y.shape.h, y0 + rows);

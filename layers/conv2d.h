@@ -145,7 +145,7 @@ class Conv2d : public Layer {
              WinogradConv::workspace_floats(WinogradConv::plan(in[0].c, out_, k_, in[0].h, in[0].w, pad_));
     if (phases(in[0]))
       return size_t(threads) *
-             phase_conv(in[0], o, PhaseSplit(taps(), o.h, o.w, out_, o.n, threads)).workspace_floats();
+             phase_conv(in[0], o, phase_split(o, threads)).workspace_floats();
     return size_t(threads) * band_rows(in[0], o) * size_t(o.w) * kdim(in[0]);
   }
 
@@ -352,6 +352,9 @@ class Conv2d : public Layer {
   // input (DDRNet-23-slim's 3x3 layers at 480x360, 2 threads, AMD Zen 5: 0.55 -> 0.45 ms each).
   ConvTaps taps() const { return {k_, k_, 1, 1, 1, 1, pad_, pad_}; }
   bool phases(const Shape& in) const { return k_ > 1 && PhaseConv::supports(taps(), in.c); }
+  PhaseSplit phase_split(const Shape& o, int threads) const {
+    return PhaseSplit(taps(), o.h, o.w, out_, o.n, threads);
+  }
   PhaseConv phase_conv(const Shape& in, const Shape& o, const PhaseSplit& s) const {
     return PhaseConv(taps(), in.c, in.h, in.w, o.w, s.rows, s.chunk);
   }

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/parallel.h"
 #include "layers/cpu_gemm.h"
 #include "layers/window_columns.h"
 
@@ -47,8 +48,7 @@ PhaseConv::PhaseConv(const ConvTaps& t, int cin, int h, int w, int wo, int rows,
   plane_ = size_t(rows + qy_max_) * wq_ + size_t(qx_max_);
   planes_floats_ = round16(size_t(cin) * phases_ * plane_);
   wide_floats_ = round16(size_t(rows) * wq_ * size_t(cout));
-  const size_t k = size_t(cin) * t.kh * t.kw;
-  offsets_floats_ = round16(k);  // uint32 offsets, one a float
+  offsets_floats_ = round16(depth());  // uint32 offsets, one a float
   SL_REQUIRE(planes_floats_ < (size_t(1) << 32), "PhaseConv: the band's planes exceed 2^32 floats");
 }
 
@@ -98,7 +98,7 @@ void PhaseConv::band(const float* x, size_t x_plane, int y0, int y1, const float
         const size_t s = size_t(slot_[ry % t_.sh][rx % t_.sw]);
         *o++ = uint32_t((size_t(c) * phases_ + s) * plane_ + size_t(ry / t_.sh) * wq_ + size_t(rx / t_.sw));
       }
-  const size_t m = size_t(R) * wq_, ld = size_t(rows_) * wq_, k = size_t(cin_) * t_.kh * t_.kw;
+  const size_t m = size_t(R) * wq_, ld = size_t(rows_) * wq_, k = depth();
   sgemm_indirect(m, size_t(cout), k, planes, offsets, w, k, wide, ld);
   // The kept columns, with bias and ReLU.
   for (int oc = 0; oc < cout; ++oc) {
@@ -114,6 +114,20 @@ void PhaseConv::band(const float* x, size_t x_plane, int y0, int y1, const float
         std::memcpy(d, s, size_t(wo_) * sizeof(float));
     }
   }
+}
+
+void phase_forward(const PhaseConv& pc, const PhaseSplit& sp, const TensorView& x, const TensorView& y,
+                   const float* w, const float* bias, bool relu, int groups, float* workspace, int threads) {
+  const int cin_g = x.shape.c / groups, cout_g = y.shape.c / groups;
+  const size_t k = pc.depth(), per_task = pc.workspace_floats();
+  parallel_for(int64_t(y.shape.n) * groups * sp.bands * sp.chunks, threads, [&](int64_t t) {
+    const int part = int(t % sp.chunks), band = int(t / sp.chunks % sp.bands);
+    const int g = int(t / sp.chunks / sp.bands % groups), n = int(t / sp.chunks / sp.bands / groups);
+    const int y0 = band * sp.rows, y1 = std::min(y.shape.h, y0 + sp.rows);
+    const int o0 = g * cout_g + part * sp.chunk, o1 = std::min((g + 1) * cout_g, o0 + sp.chunk);
+    pc.band(x.channel(n, g * cin_g), x.shape.plane(), y0, y1, w + size_t(o0) * k, o1 - o0, bias ? bias + o0 : nullptr,
+            relu, y.channel(n, o0), y.shape.plane(), workspace + size_t(parallel_thread_index()) * per_task);
+  });
 }
 
 }  // namespace scenelab

@@ -11,6 +11,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "engine/layer.h"
+
 namespace scenelab {
 
 struct ConvTaps {
@@ -42,6 +44,8 @@ class PhaseConv {
   static bool supports(const ConvTaps& t, int cin);
   // Columns of the wide grid: wo and the taps' largest whole column step.
   static int wide_columns(const ConvTaps& t, int wo) { return wo + ((t.kw - 1) * t.dw) / t.sw; }
+  // Taps a pixel (cin kh kw): the GEMM's depth, the weights of one output channel.
+  size_t depth() const { return size_t(cin_) * t_.kh * t_.kw; }
   // Floats of one call's workspace (a multiple of 16: per-thread slices stay 64-byte aligned).
   size_t workspace_floats() const { return planes_floats_ + wide_floats_ + offsets_floats_; }
   // Output rows [y0, y1) (y1 - y0 <= rows) of `cout` (<= the planned cout) channels: x the first
@@ -58,5 +62,11 @@ class PhaseConv {
   int slot_[4][4] = {};  // phase (py, px) -> its plane among a channel's (strides up to 4), -1: unused
   size_t plane_ = 0, planes_floats_ = 0, wide_floats_ = 0, offsets_floats_ = 0;
 };
+
+// A whole convolution on f32 NCHW views: every image, group, band and channel chunk of `split` a
+// task on `threads` threads, each with its own pc.workspace_floats() slice of `workspace`. x has
+// groups x (pc's cin) channels, y groups x cout; w the layer's [cout total, cin kh kw] weights.
+void phase_forward(const PhaseConv& pc, const PhaseSplit& split, const TensorView& x, const TensorView& y,
+                   const float* w, const float* bias, bool relu, int groups, float* workspace, int threads);
 
 }  // namespace scenelab

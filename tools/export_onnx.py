@@ -89,11 +89,8 @@ def standardize_function():
 
 def export(model_path, out_path):
     net, names, palette, name = st.load_model(model_path)
-    with __import__("h5py").File(model_path, "r") as f:
-        text = f.attrs["graph"]
-        text = text.decode() if isinstance(text, bytes) else text
-        params = {k: np.asarray(f["params/" + k], np.float32) for k, _ in net.param_items()}
-    inp, channels, nodes, _ = st.parse_graph(text)
+    params = {k: t.detach().numpy() for k, t in net.param_items()}
+    inp, channels, nodes, _ = st.parse_graph(net.text)
     onnx_nodes, inits, functions, done = [], [], {}, False
     chans = {inp: channels}
 

@@ -142,6 +142,8 @@ struct Importer {
   void channel_axis(const onnx::NodeProto& n, int64_t axis) const;
 
   void map_node(const onnx::NodeProto& n);
+  // Refuses a node whose outputs past the first are read (the engine's layers have one).
+  void only_first_output(const onnx::NodeProto& n);
 
   static std::string num(double v);
 

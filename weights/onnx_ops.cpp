@@ -16,14 +16,18 @@ void Importer::channel_axis(const onnx::NodeProto& n, int64_t axis) const {
     unsupported(n, str_cat("axis ", axis, " of rank ", rank, " (only the channels: ", rank - 3, " or -3)"));
 }
 
+void Importer::only_first_output(const onnx::NodeProto& n) {
+  for (int k = 1; k < n.output_size(); ++k)
+    if (!n.output(k).empty() && uses[n.output(k)]) unsupported(n, "output " + std::to_string(k) + " (only the first)");
+}
+
 void Importer::map_node(const onnx::NodeProto& n) {
   const bool ours = n.domain() == kScenelabDomain;
   SL_REQUIRE(ours || n.domain().empty() || n.domain() == "ai.onnx", where(n), ": operator domain '", n.domain(),
              "' is not supported");
   SL_REQUIRE(n.output_size() >= 1, where(n), ": no output");
   if (ours) {
-    for (int k = 1; k < n.output_size(); ++k)
-      if (!n.output(k).empty() && uses[n.output(k)]) unsupported(n, "output " + std::to_string(k) + " (only the first)");
+    only_first_output(n);
     return map_scenelab(n);
   }
   const std::string& op = n.op_type();
@@ -41,8 +45,7 @@ void Importer::map_node(const onnx::NodeProto& n) {
     }
     return alias(n);
   }
-  for (int k = 1; k < n.output_size(); ++k)
-    if (!n.output(k).empty() && uses[n.output(k)]) unsupported(n, "output " + std::to_string(k) + " (only the first)");
+  only_first_output(n);
   if (op == "Conv") return map_conv(n);
   if (op == "Pad") return map_pad(n);
   if (op == "ConvTranspose") return map_conv_transpose(n);
