@@ -85,21 +85,23 @@ std::unique_ptr<CudnnGraphConv::Graph> CudnnGraphConv::build(bool fused) const {
   };
   const cudnnDataType_t dt = cudnn_type(t_), f32 = CUDNN_DATA_FLOAT;
   auto x = tensor(kX, dt, c_.n, c_.cin, c_.h, c_.w, false);
-  auto w = tensor(kW, dt, c_.cout, c_.cin, c_.k, c_.k, false);
+  // KRSC weights of cin / groups channels (cuDNN infers the groups from x's channels and w's).
+  auto w = tensor(kW, dt, c_.cout, c_.cin / c_.groups, c_.k, c_.kernel_w(), false);
   auto y = tensor(kY, y_type_ == DType::F32 ? f32 : dt, c_.n, c_.cout, c_.ho, c_.wo, false);
   const bool add = fused && bias_, act = fused && relu_;
   auto conv_out = add || act ? tensor(kConvOut, f32, c_.n, c_.cout, c_.ho, c_.wo, true) : y;
 
   auto conv = std::make_shared<Desc>(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
-  const int64_t dims = 2, pad[2] = {c_.pad, c_.pad}, one[2] = {1, 1};
+  const int64_t dims = 2, pad[2] = {c_.pad, c_.padding_w()}, stride[2] = {c_.sh, c_.sw},
+                dilation[2] = {c_.dh, c_.dw};
   const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
   conv->set(CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &dims);
   conv->set(CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f32);
   conv->set(CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode);
   conv->set(CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, pad);
   conv->set(CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, pad);
-  conv->set(CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, one);
-  conv->set(CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, one);
+  conv->set(CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, dilation);
+  conv->set(CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, stride);
   conv->finalize("cuDNN graph: the convolution");
 
   std::vector<std::shared_ptr<Desc>> ops;
@@ -325,11 +327,11 @@ void CudnnGraphConv::choose(const void* x, const void* w, const float* b, void* 
   }
   pack_.reset();
   if (trace)
-    std::fprintf(stderr, "  cudnn graph %dx%d %d->%d on %dx%d:%s picked %s; %.1f ms\n", c_.k, c_.k,
-                 c_.cin, c_.cout, c_.w, c_.h, report.c_str(), chosen() ? name().c_str() : "none",
+    std::fprintf(stderr, "  cudnn graph %dx%d/%d %d->%d on %dx%d:%s picked %s; %.1f ms\n", c_.k, c_.kernel_w(),
+                 c_.sh, c_.cin, c_.cout, c_.w, c_.h, report.c_str(), chosen() ? name().c_str() : "none",
                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_start).count());
   if (!plan_)
-    throw_error("cuDNN graph: no engine runs this ", c_.k, "x", c_.k, " convolution ", c_.cin, "->",
+    throw_error("cuDNN graph: no engine runs this ", c_.k, "x", c_.kernel_w(), " stride ", c_.sh, " convolution ", c_.cin, "->",
                 c_.cout, " on ", c_.w, "x", c_.h, " within ", scratch_bytes >> 20, " MiB");
 }
 

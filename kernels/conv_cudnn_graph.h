@@ -1,11 +1,12 @@
 // Convolution on f16/bf16 NHWC tensors through cuDNN's graph (backend) API: the engines it offers
 // there include the Hopper tensor-core kernels that the legacy cudnnConvolutionForward does not
 // reach (on an H100, 64 -> 256 7x7 at 1920x1080 fp16: 0.5 ms against 1.5), and runtime fusion of
-// the epilogue: the convolution, the bias and the ReLU as one operation graph. Two graphs are
-// offered, plain (conv, then our NHWC bias/ReLU kernel) and, where the plain one takes 0.3 ms or
-// more or no plain engine runs the shape (with runtime fusion on), fused (conv + bias + ReLU); the engine configurations
-// cuDNN's heuristics rank first for each are timed on the layer's own buffers, epilogue included,
-// and the fastest kept.
+// the epilogue: the convolution, the bias and the ReLU as one operation graph. Any geometry
+// ConvShape describes (conv2d's k x k at stride 1; the general conv's kernel, padding, strides,
+// dilations and groups). Two graphs are offered, plain (conv, then our NHWC bias/ReLU kernel)
+// and, where the plain one takes 0.02 ms or more or no plain engine runs the shape (with runtime
+// fusion on), fused (conv + bias + ReLU); the engine configurations cuDNN's heuristics rank first
+// for each are timed on the layer's own buffers, epilogue included, and the fastest kept.
 #pragma once
 #if defined(SCENELAB_WITH_CUDA) && defined(SCENELAB_WITH_CUDNN)
 #include <cudnn.h>

@@ -9,7 +9,9 @@
 // algorithm timed on the first run and kept in plan caches, except depthwise ones in NHWC, which
 // run on our kernel (kernels/conv_general.cu) unless cuDNN is asked for by name; where cuDNN cannot run it (padding
 // that differs between the two sides, no cuDNN, the engine's own kernels forced) a direct kernel
-// on f32 NCHW (kernels/conv_general.cu). A following ReLU is fused (applied on the way out).
+// on f32 NCHW (kernels/conv_general.cu). Under fp16/bf16 cuDNN's graph API runs it (its engines
+// timed on the first run, as conv2d's), the legacy API where no graph engine runs the shape. A
+// following ReLU is fused (applied on the way out).
 #include <algorithm>
 #include <cstring>
 
@@ -29,7 +31,10 @@
 #include "engine/cuda_backend.h"
 #include "kernels/layers_cuda.h"
 #ifdef SCENELAB_WITH_CUDNN
+#include <set>
+
 #include "kernels/conv_cudnn.h"
+#include "kernels/conv_cudnn_graph.h"
 #endif
 #endif
 
@@ -277,10 +282,12 @@ class Conv : public Layer {
     }
     ran_depthwise_ = false;
 #ifdef SCENELAB_WITH_CUDNN
+    ran_ = nullptr, ran_graph_ = nullptr;
     if (cudnn_usable(ctx)) {
       SL_REQUIRE(a.in[0].format == a.out.format, "conv '", name_, "': input ", a.in[0].format.str(), ", output ",
                  a.out.format.str());
       const size_t bound = cudnn_workspace_floats(ctx);
+      if (forward_graph(a, ctx, w, b, bound)) return;
       auto& conv = cudnn_for(a.in[0].shape, ctx);
       if (!conv.chosen()) conv.choose(a.in[0].data, w, a.out.data, a.workspace, bound, ctx.stream);
       conv.forward(a.in[0].data, w, b, a.out.data, a.fused_relu, a.workspace, bound, ctx.stream);
@@ -289,16 +296,17 @@ class Conv : public Layer {
     }
 #endif
     cuda::conv_general(a.in[0], a.out, w, b, geometry, a.fused_relu, ctx.stream);
-#ifdef SCENELAB_WITH_CUDNN
-    ran_ = nullptr;
-#endif
   }
-  // "cudnn ALGO MATH": cuDNN's algorithm, timed on the first run.
+  // "cudnng FUSED INDEX": the graph API's engine; "cudnn ALGO MATH": the legacy API's algorithm;
+  // both timed on the first run.
   std::string tuning(const std::vector<Shape>& in, const Backend& backend) const override {
 #ifdef SCENELAB_WITH_CUDNN
     const CudaContext* ctx = backend.cuda();
     if (!ctx || !cudnn_usable(*ctx)) return {};
-    auto it = cudnn_.find(key_of(in[0], *ctx));
+    const Key key = key_of(in[0], *ctx);
+    auto g = graph_.find(key);
+    if (g != graph_.end() && g->second && g->second->chosen()) return "cudnng " + g->second->choice();
+    auto it = cudnn_.find(key);
     if (it != cudnn_.end() && it->second->chosen())
       return str_cat("cudnn ", it->second->algo_id(), " ", it->second->math_id());
 #else
@@ -309,10 +317,18 @@ class Conv : public Layer {
   bool restore_tuning(const std::vector<Shape>& in, const Backend& backend, const std::string& text) const override {
 #ifdef SCENELAB_WITH_CUDNN
     const CudaContext* ctx = backend.cuda();
+    if (!ctx || !cudnn_usable(*ctx)) return false;
+    const Key key = key_of(in[0], *ctx);
+    if (text.rfind("cudnng ", 0) == 0) {  // checked when the layer first runs (it needs the fused ReLU)
+      preset_[key] = text.substr(7);
+      graph_.erase(key);
+      graph_failed_.erase(key);
+      return true;
+    }
     int id = -1, math = -1;
     char tail = 0;
-    if (!ctx || !cudnn_usable(*ctx) || std::sscanf(text.c_str(), "cudnn %d %d%c", &id, &math, &tail) != 2)
-      return false;
+    if (std::sscanf(text.c_str(), "cudnn %d %d%c", &id, &math, &tail) != 2) return false;
+    graph_failed_.insert(key);  // the legacy API was what ran this shape
     return cudnn_for(in[0], *ctx).preset(id, math, cudnn_workspace_floats(*ctx));
 #else
     (void)in, (void)backend, (void)text;
@@ -323,6 +339,7 @@ class Conv : public Layer {
   std::string detail() const override {
     if (ran_depthwise_) return "depthwise nhwc";
 #ifdef SCENELAB_WITH_CUDNN
+    if (ran_graph_) return ran_graph_->name();
     if (ran_) return "cudnn " + ran_->algo_name();
 #endif
     return "direct";
@@ -358,18 +375,55 @@ class Conv : public Layer {
   Key key_of(const Shape& x, const CudaContext& ctx) const {
     return Key{x.n, x.c, x.h, x.w, int(ctx.precision), reinterpret_cast<uintptr_t>(ctx.cudnn)};
   }
+  cuda::ConvShape conv_shape(const Shape& x) const {
+    const Shape y = infer_shape({x});
+    cuda::ConvShape c{x.n, x.c, x.h, x.w, out_, kh_, pt_, y.h, y.w};
+    c.kw = kw_, c.pad_w = pl_, c.sh = sh_, c.sw = sw_, c.dh = dh_, c.dw = dw_, c.groups = groups_;
+    return c;
+  }
   cuda::CudnnConv& cudnn_for(const Shape& x, const CudaContext& ctx) const {
     auto& conv = cudnn_[key_of(x, ctx)];
-    if (!conv) {
-      const Shape y = infer_shape({x});
-      cuda::ConvShape c{x.n, x.c, x.h, x.w, out_, kh_, pt_, y.h, y.w};
-      c.kw = kw_, c.pad_w = pl_, c.sh = sh_, c.sw = sw_, c.dh = dh_, c.dw = dw_, c.groups = groups_;
-      conv = std::make_unique<cuda::CudnnConv>(ctx.cudnn, c, ctx.precision);
-    }
+    if (!conv) conv = std::make_unique<cuda::CudnnConv>(ctx.cudnn, conv_shape(x), ctx.precision);
     return *conv;
   }
+  // Half-precision NHWC through cuDNN's graph API, as conv2d's layers: its Hopper engines and the
+  // bias and ReLU fused where that is faster (the legacy API's implicit GEMM ran DDRNet-23-slim's
+  // stride-2 layers at 730-1,100 GOp/s on an H100). False where no engine runs the shape, or the
+  // legacy API is the plan cache's choice: the legacy API runs it then.
+  bool forward_graph(const ForwardArgs& a, const CudaContext& ctx, const float* w, const float* b,
+                     size_t bound) const {
+    const DType t = a.in[0].format.dtype;
+    if (!ctx.cudnn_graph || a.in[0].format.layout != Layout::NHWC || (t != DType::F16 && t != DType::BF16))
+      return false;
+    const Key key = key_of(a.in[0].shape, ctx);
+    if (graph_failed_.count(key)) return false;
+    const cuda::ConvShape c = conv_shape(a.in[0].shape);
+    const void* wt = w16_.get(w, c, cuda::WeightLayout::KRSC, t, ctx.stream);
+    const size_t scratch = bound * sizeof(float);
+    auto& g = graph_[key];
+    if (!g) {
+      g = std::make_unique<cuda::CudnnGraphConv>(ctx.cudnn, c, t, a.fused_relu, b != nullptr);
+      auto saved = preset_.find(key);
+      const bool restored = saved != preset_.end() && g->preset(saved->second, scratch);
+      try {
+        if (!restored) g->choose(a.in[0].data, wt, b, a.out.data, a.workspace, scratch, ctx.runtime_fusion, ctx.stream);
+      } catch (const Error&) {
+        g.reset();
+        graph_failed_.insert(key);
+        return false;
+      }
+    }
+    g->forward(a.in[0].data, wt, b, a.out.data, a.workspace, ctx.stream);
+    ran_graph_ = g.get();
+    return true;
+  }
   mutable std::map<Key, std::unique_ptr<cuda::CudnnConv>> cudnn_;
-  mutable const cuda::CudnnConv* ran_ = nullptr;  // what the last GPU pass ran; null: the direct kernel
+  mutable std::map<Key, std::unique_ptr<cuda::CudnnGraphConv>> graph_;
+  mutable std::set<Key> graph_failed_;
+  mutable std::map<Key, std::string> preset_;  // a plan cache's graph choice, checked when first run
+  mutable cuda::HalfWeights w16_;               // KRSC, for the graph
+  mutable const cuda::CudnnConv* ran_ = nullptr;  // what the last GPU pass ran; both null: the direct kernel
+  mutable const cuda::CudnnGraphConv* ran_graph_ = nullptr;
 #endif
   mutable bool ran_depthwise_ = false;  // the last GPU pass ran conv_depthwise_nhwc
 #endif

@@ -1,6 +1,9 @@
 // Resize input 0 to the spatial size of input 1 (whose values are not read), or, given `scale=S`
 // and one input, by S (S < 1 shrinks) to round(S h) x round(S w) (at least 1 x 1), sampled as
 // align=size (a pass of test-time scaling starts from upsample(image) scale=S, job/combine.h).
+// With `size=AH,DH,MH,OH,AW,DW,MW,OW` (align=size), input 1's size through that arithmetic:
+// height ((h + AH) / DH) * MH + OH, width likewise, / the floor division (the ONNX importer's
+// Resize whose sizes torch.export computed from another map's, such as (h - 1) // 8 + 1).
 //   mode=nearest|bilinear
 //   align=size      PyTorch's F.interpolate(size=..., align_corners=False) sampling: source
 //                   coordinate (i + 0.5) * in/out - 0.5 (bilinear), floor(i * in/out) (nearest).
@@ -27,9 +30,18 @@ namespace {
 class Upsample : public Layer {
  public:
   explicit Upsample(const NodeDesc& d) : Layer(d) {
-    d.attrs.check_known({"mode", "align", "scale"});
+    d.attrs.check_known({"mode", "align", "scale", "size"});
     std::string mode = d.attrs.get_str("mode", "bilinear");
     std::string align = d.attrs.get_str("align", "size");
+    if (d.attrs.has("size")) {
+      const std::vector<int> v = d.attrs.get_ints("size");
+      SL_REQUIRE(v.size() == 8 && v[1] > 0 && v[2] > 0 && v[5] > 0 && v[6] > 0, "upsample '", name_,
+                 "': size=AH,DH,MH,OH,AW,DW,MW,OW (8 values, DH, MH, DW and MW positive)");
+      SL_REQUIRE(align == "size" && !d.attrs.has("scale"), "upsample '", name_,
+                 "': size= resizes as align=size, from a reference input");
+      for (int k = 0; k < 8; ++k) size_[k] = v[size_t(k)];
+      sized_ = true;
+    }
     if (d.attrs.has("scale")) {
       scale_ = d.attrs.get_float("scale");
       SL_REQUIRE(std::isfinite(scale_) && scale_ >= kMinScale && scale_ <= kMaxScale, "upsample '", name_,
@@ -67,14 +79,17 @@ class Upsample : public Layer {
   Shape infer_shape(const std::vector<Shape>& in) const override {
     if (scale_ > 0) return Shape(in[0].n, in[0].c, scaled(in[0].h), scaled(in[0].w));
     SL_REQUIRE(in[0].n == in[1].n, "upsample '", name_, "': batch sizes differ");
-    return Shape(in[0].n, in[0].c, in[1].h, in[1].w);
+    if (!sized_) return Shape(in[0].n, in[0].c, in[1].h, in[1].w);
+    return Shape(in[0].n, in[0].c, sized(in[1].h, 0, "height"), sized(in[1].w, 4, "width"));
   }
   // By scale: output pixel i samples the input at (i + 0.5) r - 0.5, r = in / out per axis, so it
   // lies there on the image: the stride times r, the offset moved by half an input pixel's worth.
+  // By size= likewise, r = in / out of the sizes it computes.
   Geometry infer_geometry(const std::vector<Geometry>& in, const std::vector<Shape>& shapes) const override {
-    if (scale_ <= 0) return in[1];
+    if (scale_ <= 0 && !sized_) return in[1];
     Geometry g = in[0];
-    const double ry = double(shapes[0].h) / scaled(shapes[0].h), rx = double(shapes[0].w) / scaled(shapes[0].w);
+    const Shape out = infer_shape(shapes);
+    const double ry = double(shapes[0].h) / out.h, rx = double(shapes[0].w) / out.w;
     g.offset_y += g.stride_y * (0.5 * ry - 0.5);
     g.offset_x += g.stride_x * (0.5 * rx - 0.5);
     g.stride_y *= ry;
@@ -164,9 +179,20 @@ class Upsample : public Layer {
 
   static constexpr double kMinScale = 1.0 / 64, kMaxScale = 64;
   int scaled(int n) const { return std::max(1, int(std::lround(n * scale_))); }
+  // size='s arithmetic on a reference dimension (values k..k+3 of size_).
+  int sized(int d, int k, const char* what) const {
+    const int64_t num = int64_t(d) + size_[k];
+    SL_REQUIRE(num >= 0, "upsample '", name_, "': size= divides a negative number (reference ", what, " ", d, ")");
+    const int64_t v = num / size_[k + 1] * size_[k + 2] + size_[k + 3];
+    SL_REQUIRE(v >= 1 && v <= (int64_t(1) << 20), "upsample '", name_, "': size= gives a ", what, " of ", v,
+               " for a reference ", what, " of ", d);
+    return int(v);
+  }
 
   bool bilinear_ = true, geometry_ = false;
   double scale_ = 0;  // > 0: resize by this factor (one input)
+  bool sized_ = false;  // size= given
+  int size_[8] = {0, 1, 1, 0, 0, 1, 1, 0};
 };
 
 }  // namespace

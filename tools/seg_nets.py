@@ -22,8 +22,8 @@ import torch.nn.functional as F
 
 
 def onnx_export(*args, **kw):
-    """torch.onnx.export by TorchScript, as the importer needs it (PyTorch 2.9+ defaults to its dynamo exporter, which writes
-    large weights to an external file, and computes each resize's size by arithmetic on the input's size)."""
+    """torch.onnx.export by TorchScript: one file, opset 13-17 (PyTorch 2.9+ defaults to its dynamo exporter, opset 18,
+    the weights in a second file; the importer reads both kinds, tests/weights/onnx_peer_test.py)."""
     try:
         return torch.onnx.export(*args, dynamo=False, **kw)
     except TypeError:  # before the dynamo argument

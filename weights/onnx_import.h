@@ -35,12 +35,19 @@ Const read_const(const onnx::TensorProto& t, const std::string& where, uint64_t 
 Tensor to_tensor(const Const& c, const std::string& where);
 
 // An element of a shape value (ONNX's Shape and the arithmetic on it: Gather, Slice, Concat,
-// Unsqueeze, Cast): a constant, or dimension `axis` (0..3: N, C, H, W) of an engine node's output.
+// Unsqueeze, Squeeze, Reshape, Cast, and Add, Sub, Mul, Div by constants): a constant `value`, or
+// ((D + add) / div) * mul + value, D dimension `axis` (0..3: N, C, H, W) of an engine node's
+// output, / the floor division (ONNX's Div on int64 truncates: the same for the sizes >= 0 the
+// engine checks when it plans). What torch.export writes for a size such as (h - 1) // 8 + 1.
 struct SymDim {
   int64_t value = 0;
   std::string node;
   int axis = -1;  // -1: the constant `value`
-  bool operator==(const SymDim& o) const { return value == o.value && node == o.node && axis == o.axis; }
+  int64_t add = 0, div = 1, mul = 1;
+  bool plain() const { return axis >= 0 && value == 0 && add == 0 && div == 1 && mul == 1; }
+  bool operator==(const SymDim& o) const {
+    return value == o.value && node == o.node && axis == o.axis && add == o.add && div == o.div && mul == o.mul;
+  }
 };
 
 // One import: the ONNX graph walked node by node into the engine's GraphDesc and parameters.
@@ -194,6 +201,7 @@ struct Importer {
   // Shape arithmetic (Shape, Gather, Slice, Concat, Unsqueeze, Squeeze, Cast on shape values):
   // true where the node was one, its result kept in `shapes` (no engine node).
   bool map_shape_op(const onnx::NodeProto& n);
+  std::vector<SymDim> shape_arithmetic(const onnx::NodeProto& n) const;
   // A value as a shape value: from `shapes`, or an int64 constant; false where it is neither.
   bool shape_of(const std::string& v, std::vector<SymDim>& out) const;
   // Resize's attributes that upsample cannot honour, refused.

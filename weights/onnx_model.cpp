@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -13,6 +14,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/parse_number.h"
 
 #ifdef SCENELAB_WITH_ONNX
 #include <google/protobuf/io/coded_stream.h>
@@ -81,9 +83,58 @@ std::string sanitize(const std::string& s) {
   return r;
 }
 
+// An initialiser whose data lies in another file (external_data: its location beside the model,
+// offset, length; PyTorch's dynamo exporter writes model.onnx.data): the same TensorProto with
+// those bytes as its raw data. The location must stay in the model's folder; the size is checked
+// against the limit and the file before anything is read.
+onnx::TensorProto with_external_data(const onnx::TensorProto& t, const std::string& where, const std::string& dir,
+                                     uint64_t max_bytes) {
+  std::string location;
+  long offset = 0, length = -1;
+  for (const auto& kv : t.external_data()) {
+    if (kv.key() == "location") {
+      location = kv.value();
+    } else if (kv.key() == "offset" || kv.key() == "length") {
+      const auto v = parse_long(kv.value(), 0, std::numeric_limits<long>::max());
+      SL_REQUIRE(v, where, ": external data ", kv.key(), " '", kv.value(), "' is not a size");
+      (kv.key() == "offset" ? offset : length) = *v;
+    }
+  }
+  SL_REQUIRE(!location.empty(), where, ": external data without a location");
+  const std::filesystem::path rel(location);
+  SL_REQUIRE(rel.is_relative() && std::none_of(rel.begin(), rel.end(), [](const auto& p) { return p == ".."; }),
+             where, ": external data at '", location, "', outside the model's folder");
+  const uint64_t elem = t.data_type() == onnx::TensorProto::FLOAT ? 4 : t.data_type() == onnx::TensorProto::INT64 ? 8 : 0;
+  SL_REQUIRE(elem, where, ": ", type_name(t.data_type()), " data is not supported (float32 and int64 are)");
+  long double count = 1;
+  for (int64_t d : t.dims()) {
+    SL_REQUIRE(d >= 0, where, ": dimension ", d, " is negative");
+    count *= (long double)(d);
+  }
+  SL_REQUIRE(count * elem <= (long double)max_bytes, where, ": ", double(count), " elements, more than the limit of ",
+             max_bytes, " bytes allows");
+  const uint64_t need = uint64_t(count) * elem;
+  SL_REQUIRE(length < 0 || uint64_t(length) == need, where, ": external data of ", length, " bytes for ", need);
+  const std::string file = (std::filesystem::path(dir) / rel).string();
+  std::ifstream f(file, std::ios::binary | std::ios::ate);
+  SL_REQUIRE(f, where, ": cannot open its external data ", file, " (", std::strerror(errno), ")");
+  const std::streamoff size = f.tellg();
+  SL_REQUIRE(size >= 0 && uint64_t(offset) <= uint64_t(size) && need <= uint64_t(size) - uint64_t(offset), where,
+             ": external data ", file, " holds ", int64_t(size), " bytes, fewer than offset ", offset, " + ", need);
+  std::string raw(need, '\0');
+  f.seekg(offset);
+  SL_REQUIRE(f.read(raw.data(), std::streamsize(need)), where, ": cannot read its external data ", file);
+  onnx::TensorProto r = t;
+  r.clear_external_data();
+  r.set_data_location(onnx::TensorProto::DEFAULT);
+  r.set_raw_data(std::move(raw));
+  return r;
+}
+
 // Reads a TensorProto's values, checking the element count against the data before allocating.
 Const read_const(const onnx::TensorProto& t, const std::string& where, uint64_t max_bytes) {
-  SL_REQUIRE(t.data_location() != onnx::TensorProto::EXTERNAL, where, ": data in an external file is not supported");
+  SL_REQUIRE(t.data_location() != onnx::TensorProto::EXTERNAL, where,
+             ": data in an external file, which only a model's initialisers may have");
   Const c;
   long double count = 1;
   for (int64_t d : t.dims()) {
@@ -204,8 +255,19 @@ void Importer::run(const std::vector<Tensor>& given, const std::vector<std::stri
   const auto& graph = proto.graph();
   SL_REQUIRE(size_t(graph.node_size()) <= limits.max_nodes, path, ": ", graph.node_size(),
              " nodes, more than the limit of ", limits.max_nodes);
-  for (const auto& t : graph.initializer())
-    consts[t.name()] = read_const(t, str_cat(path, ": initialiser '", t.name(), "'"), limits.max_param_bytes);
+  // External data counts against the parameters' limit as it is read (the file's limit does not bound it).
+  uint64_t external_left = limits.max_param_bytes;
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  for (const auto& t : graph.initializer()) {
+    const std::string where = str_cat(path, ": initialiser '", t.name(), "'");
+    if (t.data_location() != onnx::TensorProto::EXTERNAL) {
+      consts[t.name()] = read_const(t, where, limits.max_param_bytes);
+      continue;
+    }
+    const onnx::TensorProto in = with_external_data(t, where, dir, external_left);
+    external_left -= in.raw_data().size();
+    consts[t.name()] = read_const(in, where, limits.max_param_bytes);
+  }
   std::string image;
   size_t next_given = 0;
   for (const auto& in : graph.input()) {

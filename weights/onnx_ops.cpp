@@ -127,6 +127,19 @@ void Importer::map_node(const onnx::NodeProto& n) {
     add(n.output(0), "global_avgpool", {data(n, 0)});
     return;
   }
+  if (op == "ReduceMean") {  // over height and width, kept: global average pooling (torch.export's mean)
+    known(n, {"axes", "keepdims", "noop_with_empty_axes"});
+    if (rank != 4) unsupported(n, str_cat("input of rank ", rank));
+    std::vector<int64_t> axes = opset >= 18 ? (n.input_size() > 1 && !n.input(1).empty() ? const_ints(n, 1, "axes")
+                                                                                         : std::vector<int64_t>{})
+                                            : attr_ints(n, "axes");
+    for (auto& a : axes) a = a < 0 ? a + 4 : a;
+    std::sort(axes.begin(), axes.end());
+    if (axes != std::vector<int64_t>{2, 3}) unsupported(n, "a mean over other axes than height and width");
+    if (attr_int(n, "keepdims", 1) != 1) unsupported(n, "keepdims 0");
+    add(n.output(0), "global_avgpool", {data(n, 0)});
+    return;
+  }
   unsupported(n, "operator " + op);
 }
 
@@ -494,20 +507,26 @@ void Importer::map_resize(const onnx::NodeProto& n) {
               "extrapolation_value", "antialias", "axes", "keep_aspect_ratio_policy"});
     const int scales_input = opset >= 11 ? 2 : 1;
     if (opset >= 11 && n.input_size() > 3 && !n.input(3).empty()) {
-      // Sizes: another map's height and width (F.interpolate(x, size=y.shape[2:])), or, in a
+      // Sizes: another map's height and width (F.interpolate(x, size=y.shape[2:])), or
+      // arithmetic on them (torch.export's (h - 1) // 8 + 1: the upsample's size=), or, in a
       // model of a fixed input size, that size: resampled onto that map.
       std::vector<SymDim> sz;
       if (!shape_of(n.input(3), sz) || sz.size() != 4) unsupported(n, "output sizes not computed from a shape");
       std::string ref;
-      if (!sz[2].node.empty() && sz[2].node == sz[3].node && sz[2].axis == 2 && sz[3].axis == 3)
+      std::vector<std::pair<std::string, std::string>> at{{"mode", mode == "linear" ? "bilinear" : "nearest"},
+                                                          {"align", "size"}};
+      if (!sz[2].node.empty() && sz[2].node == sz[3].node && sz[2].axis == 2 && sz[3].axis == 3) {
         ref = sz[2].node;
-      else if (sz[2].axis < 0 && sz[3].axis < 0 && sz[2].value == input_h && sz[3].value == input_w)
+        if (!sz[2].plain() || !sz[3].plain())
+          at.emplace_back("size", str_cat(sz[2].add, ",", sz[2].div, ",", sz[2].mul, ",", sz[2].value, ",", sz[3].add, ",",
+                                 sz[3].div, ",", sz[3].mul, ",", sz[3].value));
+      } else if (sz[2].axis < 0 && sz[3].axis < 0 && sz[2].value == input_h && sz[3].value == input_w) {
         ref = "image";
-      else
-        unsupported(n, "output sizes other than another map's height and width");
+      } else {
+        unsupported(n, "output sizes other than another map's height and width, or arithmetic on them");
+      }
       resize_checks(n, mode);
-      add(n.output(0), "upsample", {data(n, 0), ref}, {{"mode", mode == "linear" ? "bilinear" : "nearest"},
-                                                       {"align", "size"}});
+      add(n.output(0), "upsample", {data(n, 0), ref}, at);
       return;
     }
     scales = need_const(n, scales_input, "scales").f;

@@ -300,8 +300,22 @@ bool Importer::map_shape_op(const onnx::NodeProto& n) {
     shapes[n.output(0)] = all;
     return true;
   }
+  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
+    if (n.input_size() != 2 || !(shapes.count(n.input(0)) || shapes.count(n.input(1)))) return false;  // data
+    known(n, {});
+    shapes[n.output(0)] = shape_arithmetic(n);
+    return true;
+  }
   if (n.input_size() == 0 || !shapes.count(n.input(0))) return false;  // the ops below on data: theirs
   a = shapes.at(n.input(0));
+  if (op == "Reshape") {  // a size as a vector of one, or back (torch.export's sizes)
+    known(n, {"allowzero"});
+    const std::vector<int64_t> to = const_ints(n, 1, "shape");
+    const bool same = to.empty() ? a.size() == 1 : to.size() == 1 && (to[0] == -1 || to[0] == int64_t(a.size()));
+    if (!same) unsupported(n, "a shape value reshaped to other than one dimension");
+    shapes[n.output(0)] = a;
+    return true;
+  }
   if (op == "Unsqueeze" || op == "Squeeze" || op == "Cast" || op == "Identity") {
     if (op == "Cast" && attr_int(n, "to", onnx::TensorProto::INT64) != onnx::TensorProto::INT64)
       unsupported(n, "a shape cast to another type than int64");
@@ -340,6 +354,48 @@ bool Importer::map_shape_op(const onnx::NodeProto& n) {
     return true;
   }
   return false;
+}
+
+// Elementwise on two shape values, one of them constants (or one element, broadcast): Add, Sub,
+// Mul, Div on int64, kept in SymDim's form ((D + add) / div) * mul + value.
+std::vector<SymDim> Importer::shape_arithmetic(const onnx::NodeProto& n) const {
+  const std::string& op = n.op_type();
+  std::vector<SymDim> a, b;
+  if (!shape_of(n.input(0), a) || !shape_of(n.input(1), b))
+    unsupported(n, "shape arithmetic with a value that is neither a shape nor an int64 constant");
+  if (a.size() != b.size() && a.size() != 1 && b.size() != 1)
+    unsupported(n, str_cat("shape arithmetic on ", a.size(), " and ", b.size(), " values"));
+  constexpr int64_t kBig = int64_t(1) << 31;  // every term within this: no product below overflows
+  auto small = [&](int64_t v) {
+    if (v <= -kBig || v >= kBig) unsupported(n, str_cat("shape arithmetic reaching ", v));
+    return v;
+  };
+  std::vector<SymDim> r;
+  for (size_t k = 0; k < std::max(a.size(), b.size()); ++k) {
+    const SymDim &p = a[a.size() == 1 ? 0 : k], &q = b[b.size() == 1 ? 0 : k];
+    if (p.axis >= 0 && q.axis >= 0) unsupported(n, "arithmetic between two sizes");
+    if (p.axis < 0 && q.axis < 0) {  // two constants: ONNX's int64 arithmetic (Div truncates)
+      if (op == "Div" && q.value == 0) unsupported(n, "a division by zero");
+      SymDim v;
+      v.value = small(op == "Add" ? p.value + q.value : op == "Sub" ? p.value - q.value
+                    : op == "Mul" ? p.value * q.value : p.value / q.value);
+      r.push_back(v);
+      continue;
+    }
+    if (p.axis < 0 && (op == "Sub" || op == "Div"))  // c + D and c * D alone, the constant first
+      unsupported(n, str_cat("a constant ", op == "Sub" ? "minus" : "divided by", " a size"));
+    SymDim x = p.axis >= 0 ? p : q;
+    const int64_t c = small(p.axis >= 0 ? q.value : p.value);
+    if (op == "Add") x.value = small(x.value + c);
+    else if (op == "Sub") x.value = small(x.value - c);
+    else if (c <= 0) unsupported(n, str_cat("a size ", op == "Mul" ? "times " : "divided by ", c));
+    else if (op == "Mul") x.mul = small(x.mul * c), x.value = small(x.value * c);
+    else if (x.mul % c == 0 && x.value % c == 0) x.mul /= c, x.value /= c;  // exact
+    else if (x.mul == 1) x.add = small(x.add + x.value * x.div), x.div = small(x.div * c), x.value = 0;
+    else unsupported(n, str_cat("a size ((D + ", x.add, ") / ", x.div, ") * ", x.mul, " divided by ", c));
+    r.push_back(x);
+  }
+  return r;
 }
 
 void Importer::map_pad(const onnx::NodeProto& n) {

@@ -10,6 +10,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -61,6 +62,14 @@ struct Builder {
     for (int64_t d : dims) t->add_dims(d);
     for (float x : v) t->add_float_data(x);
     return v;
+  }
+  // An int64 initialiser (dims {} : a scalar).
+  void int64s(const std::string& name, const std::vector<int64_t>& dims, const std::vector<int64_t>& v) {
+    auto* t = g->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::INT64);
+    for (int64_t d : dims) t->add_dims(d);
+    for (int64_t x : v) t->add_int64_data(x);
   }
   onnx::NodeProto* node(const std::string& op, const std::vector<std::string>& ins, const std::string& out) {
     auto* n = g->add_node();
@@ -267,6 +276,157 @@ TEST(OnnxModel, ScenelabFunctionsAreMappedOrRefusedByName) {
   EXPECT_NE(e.find("(RgbToYuv): no output"), std::string::npos) << e;
   e = refused("Bogus", 5, true);
   EXPECT_NE(e.find("(Bogus): not supported: function scenelab.Bogus"), std::string::npos) << e;
+}
+
+// What torch.export writes for F.interpolate(x, size=...) in a net of free input size (the
+// dynamo exporter, opset 18): the output size as arithmetic on another map's (Shape with start and
+// end, Squeeze, Add, Sub, Mul, Div by constants, Reshape to [-1], Concat), here height
+// ((h + 1) / 3) * 2 + 1 and width (w - 1) / 4 + 1 of the input; and its mean over height and
+// width (ReduceMean, axes an input). Run at two input sizes against the float64 reference;
+// arithmetic the engine cannot follow refused by name, a size that divides a negative number
+// refused when planned.
+TEST(OnnxModel, SizesComputedFromTheInputsAreFollowed) {
+  // op: which step to swap for one the importer refuses ("" none).
+  auto net = [](Builder& b, const std::string& bad, std::vector<float>* w1) {
+    *w1 = b.init("w1", {4, 3, 1, 1});
+    b.node("Conv", {"input", "w1"}, "c1");
+    for (auto [name, v] : {std::pair<const char*, int64_t>{"one", 1}, {"two", 2}, {"three", 3}, {"four", 4},
+                           {"minus2", -2}, {"zero", 0}, {"forty", 40}})
+      b.int64s(name, {}, {v});
+    b.int64s("flat", {1}, {-1});
+    b.int64s("hw", {2}, {-1, -2});
+    b.int64s("chan", {1}, {1});
+    auto* sh = b.node("Shape", {"input"}, "sh");
+    Builder::integer(sh, "start", 2), Builder::integer(sh, "end", 3);
+    auto* sw = b.node("Shape", {"input"}, "sw");
+    Builder::integer(sw, "start", 3), Builder::integer(sw, "end", 4);
+    b.node("Squeeze", {"sh"}, "h");
+    b.node("Squeeze", {"sw"}, "w");
+    if (bad == "constant minus a size") b.node("Sub", {"one", "h"}, "h1");
+    else if (bad == "between two sizes") b.node("Add", {"h", "w"}, "h1");
+    else if (bad == "negative") b.node("Sub", {"h", "forty"}, "h1");
+    else b.node("Add", {"one", "h"}, "h1");  // the constant first, as torch.export writes it
+    b.node("Div", {"h1", bad == "by zero" ? "zero" : "three"}, "h2");
+    b.node("Mul", {"h2", bad == "times -2" ? "minus2" : "two"}, "h3");
+    b.node("Add", {"h3", "one"}, "h4");
+    b.node("Reshape", {"h4", "flat"}, "hr");
+    b.node("Sub", {"w", "one"}, "w1v");
+    b.node("Div", {"w1v", "four"}, "w2");
+    b.node("Add", {"w2", "one"}, "w3");
+    b.node("Reshape", {"w3", "flat"}, "wr");
+    auto* nc = b.node("Shape", {"c1"}, "nc");
+    Builder::integer(nc, "start", 0), Builder::integer(nc, "end", 2);
+    b.node("Concat", {"nc", "hr", "wr"}, "sizes")->add_attribute()->CopyFrom([] {
+      onnx::AttributeProto a;
+      a.set_name("axis"), a.set_type(onnx::AttributeProto::INT), a.set_i(0);
+      return a;
+    }());
+    auto* rs = b.node("Resize", {"c1", "", "", "sizes"}, "up");
+    Builder::text(rs, "mode", "linear");
+    Builder::text(rs, "coordinate_transformation_mode", "half_pixel");
+    b.node("ReduceMean", {"c1", bad == "mean over channels" ? "chan" : "hw"}, "gap");
+    b.output("up");
+    b.output("gap");
+  };
+  std::vector<float> w1;
+  Builder b(18);
+  net(b, "", &w1);
+  const OnnxImport im = import_onnx(b.save("scenelab_onnx_sizes.onnx"));
+  ASSERT_EQ(im.outputs.size(), 2u);
+  CpuBackend cpu(2);
+  for (auto [h, w] : {std::pair<int, int>{13, 17}, {20, 9}}) {
+    Graph g(im.model);
+    PlanIO io;
+    io.f32_outputs = im.outputs;
+    g.plan(2, h, w, cpu, io);
+    const Tensor x = random_tensor(Shape(2, 3, h, w), 11, 0.f, 1.f);
+    Tensor up(g.fetch(im.outputs[0]).shape(), std::nanf("")), gap(g.fetch(im.outputs[1]).shape(), std::nanf(""));
+    g.run(x.view());
+    up = g.fetch(im.outputs[0]), gap = g.fetch(im.outputs[1]);
+    const int oh = (h + 1) / 3 * 2 + 1, ow = (w - 1) / 4 + 1;
+    const Ref c1 = ref_conv2d(to_ref(x.view()), to_ref4(w1, Shape(4, 3, 1, 1)), nullptr, 0, false);
+    std::vector<double> sy, sx;
+    for (int i = 0; i < oh; ++i) sy.push_back(std::max(0.0, (i + 0.5) * h / oh - 0.5));
+    for (int i = 0; i < ow; ++i) sx.push_back(std::max(0.0, (i + 0.5) * w / ow - 0.5));
+    const Ref r = ref_resample(c1, oh, ow, sy, sx, true);
+    ASSERT_EQ(up.shape(), r.shape) << h << "x" << w;
+    EXPECT_LT(rel_error(up.view(), r), 1e-5) << h << "x" << w;
+    Ref m(Shape(2, 4, 1, 1));
+    for (int n = 0; n < 2; ++n)
+      for (int c = 0; c < 4; ++c) {
+        for (int y = 0; y < h; ++y)
+          for (int xx = 0; xx < w; ++xx) m.at(n, c, 0, 0) += c1.at(n, c, y, xx) / (double(h) * w);
+      }
+    ASSERT_EQ(gap.shape(), m.shape);
+    EXPECT_LT(rel_error(gap.view(), m), 1e-5);
+  }
+  for (const std::string bad : {"constant minus a size", "between two sizes", "by zero", "times -2",
+                                "mean over channels"}) {
+    Builder e(18);
+    net(e, bad, &w1);
+    const std::string err = error_of([&] { import_onnx(e.save("scenelab_onnx_sizes_bad.onnx")); });
+    const std::string want = bad == "by zero" ? "a size divided by 0" : bad == "times -2" ? "a size times -2"
+                             : bad == "mean over channels" ? "other axes than height and width" : bad;
+    EXPECT_NE(err.find(want), std::string::npos) << bad << ": " << err;
+    EXPECT_NE(err.find("_node"), std::string::npos) << bad << ": " << err;  // the node named
+  }
+  Builder neg(18);
+  net(neg, "negative", &w1);
+  const OnnxImport ni = import_onnx(neg.save("scenelab_onnx_sizes_neg.onnx"));
+  Graph gn(ni.model);
+  const std::string err = error_of([&] { gn.plan(1, 13, 17, cpu); });
+  EXPECT_NE(err.find("divides a negative number"), std::string::npos) << err;
+}
+
+// Initialisers whose data lies in a file beside the model (external_data: PyTorch's dynamo
+// exporter writes model.onnx.data): read from there at their offset, the same scores as with the
+// data inline; a location outside the model's folder, a missing file, a wrong length or a file too
+// short refused by name.
+TEST(OnnxModel, ExternalDataIsReadBesideTheModel) {
+  const auto dir = std::filesystem::temp_directory_path();
+  auto net = [&](const std::string& location, const std::string& offset, const std::string& length) {
+    Builder b;
+    const auto w = b.init("w", {2, 3, 3, 3});
+    b.node("Conv", {"input", "w"}, "y");
+    b.output("y");
+    if (location.empty()) return b.save("scenelab_onnx_inline.onnx");
+    std::ofstream(dir / "scenelab_onnx_ext.bin", std::ios::binary)
+        .write("sixteen bytes...", 16)
+        .write(reinterpret_cast<const char*>(w.data()), std::streamsize(w.size() * sizeof(float)));
+    auto* t = b.g->mutable_initializer(0);
+    t->clear_float_data();
+    t->set_data_location(onnx::TensorProto::EXTERNAL);
+    for (auto [k, v] : {std::pair<std::string, std::string>{"location", location}, {"offset", offset}, {"length", length}}) {
+      auto* e = t->add_external_data();
+      e->set_key(k), e->set_value(v);
+    }
+    return b.save("scenelab_onnx_ext.onnx");
+  };
+  auto run = [](const std::string& path) {
+    const OnnxImport im = import_onnx(path);
+    Graph g(im.model);
+    CpuBackend cpu(1);
+    PlanIO io;
+    io.f32_outputs = im.outputs;
+    g.plan(2, 9, 11, cpu, io);
+    g.run(random_tensor(Shape(2, 3, 9, 11), 4, 0.f, 1.f).view());
+    return g.fetch(im.outputs[0]);
+  };
+  const Tensor inline_out = run(net("", "", ""));
+  const Tensor ext_out = run(net("scenelab_onnx_ext.bin", "16", "216"));
+  ASSERT_EQ(ext_out.shape(), inline_out.shape());
+  EXPECT_EQ(std::memcmp(ext_out.data(), inline_out.data(), inline_out.numel() * sizeof(float)), 0);
+  for (auto [loc, off, len, want] : {std::tuple<const char*, const char*, const char*, const char*>{
+                                         "../scenelab_onnx_ext.bin", "16", "216", "outside the model's folder"},
+                                     {"/etc/passwd", "0", "216", "outside the model's folder"},
+                                     {"scenelab_onnx_missing.bin", "0", "216", "cannot open its external data"},
+                                     {"scenelab_onnx_ext.bin", "16", "212", "external data of 212 bytes for 216"},
+                                     {"scenelab_onnx_ext.bin", "17", "216", "fewer than offset 17 + 216"},
+                                     {"scenelab_onnx_ext.bin", "-1", "216", "offset '-1' is not a size"}}) {
+    const std::string e = error_of([&] { import_onnx(net(loc, off, len)); });
+    EXPECT_NE(e.find(want), std::string::npos) << loc << ": " << e;
+    EXPECT_NE(e.find("initialiser 'w'"), std::string::npos) << e;
+  }
 }
 
 TEST(OnnxModel, BadFilesAreRefusedByName) {

@@ -11,6 +11,11 @@ Batch 2, odd sizes (the branching net: multiples of 4), the input size free (dyn
 A hand-written graph checks the folding of constant arithmetic (pads computed through Transpose,
 Flatten, Squeeze, Gather, Unsqueeze, Cast). Then two published real-time segmentation nets (tools/seg_nets.py: DDRNet-23-slim and BiSeNet V2,
 each with PyTorch's initial weights and random batch statistics), at batch 2 and an odd size.
+Where this PyTorch has the dynamo exporter (torch.onnx.export(dynamo=True), PyTorch 2.5+ with
+onnxscript), the resized nets and the published ones again through it, opset 18, the input's size
+free (torch.export's dynamic shapes): its resize sizes are arithmetic on the input's size, such as
+(h - 1) // 8 + 1, and its global pooling a ReduceMean; the published nets' weights in a file beside
+the model (its external data, as it writes them by default).
 
 usage: onnx_peer_test.py BUILD_DIR   (exit 77 = skipped: PyTorch, h5py or ONNX support missing)
 """
@@ -160,9 +165,11 @@ def randomise_bn(net, seed):
     return net.eval()
 
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+import seg_nets  # noqa: E402  (the TorchScript exporter where PyTorch defaults to dynamo)
+
+
 def published():
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
-    import seg_nets
     return [(f"published: {name}", lambda cls=cls, k=k: randomise_bn(cls(), 30 + k), True, (131, 173))
             for k, (name, cls) in enumerate(seg_nets.NETS.items())]
 
@@ -200,6 +207,15 @@ def folded_constants(tmp):
     return net, path, torch.rand(2, 3, 31, 41, generator=g)
 
 
+def dynamo_exporter():
+    try:
+        import inspect
+        import onnxscript  # noqa: F401
+        return "dynamo" in inspect.signature(torch.onnx.export).parameters and hasattr(torch, "export")
+    except (ImportError, ValueError, TypeError):
+        return False
+
+
 def main():
     build = sys.argv[1]
     infer = os.path.join(build, "tools", "scenelab_infer")
@@ -214,17 +230,32 @@ def main():
                  ("padded: Pad before conv and pool, pools counting pads or not, max pool", Padded, True, (33, 47))]
         cases = [(t, lambda cls=cls, k=k: randomise(cls(), 10 + k), f, hw) for k, (t, cls, f, hw) in enumerate(cases)]
         cases.append(("pads computed from constants (folded at load)", None, "written", (0, 0)))
-        for k, (tag, make, fold, (h, w)) in enumerate(cases + published()):
+        pub = published()
+        cases += pub
+        if dynamo_exporter():
+            cases += [(f"{t} (dynamo exporter)", m, "dynamo", hw) for t, m, f, hw in cases[4:5] + pub]
+        else:
+            print(f"dynamo exporter: not in PyTorch {torch.__version__} (or onnxscript missing): its cases not run")
+        for k, (tag, make, fold, (h, w)) in enumerate(cases):
             torch.manual_seed(k)
             if fold == "written":
                 net, path, x = folded_constants(tmp)
+            elif fold == "dynamo":
+                net = make()
+                path = os.path.join(tmp, f"net{k}.onnx")
+                x = torch.rand(2, 3, h, w, generator=torch.Generator().manual_seed(k))
+                dim = torch.export.Dim
+                torch.onnx.export(net, (x,), path, opset_version=18, input_names=["image"], output_names=["scores"],
+                                  dynamic_shapes=({0: dim("n"), 2: dim("h", min=32, max=4096),
+                                                   3: dim("w", min=32, max=4096)},),
+                                  dynamo=True, external_data="published" in tag, verbose=False)
             else:
                 net = make()
                 path = os.path.join(tmp, f"net{k}.onnx")
                 x = torch.rand(2, 3, h, w, generator=torch.Generator().manual_seed(k))
-                torch.onnx.export(net, x, path, opset_version=13, input_names=["image"], output_names=["scores"],
-                                  dynamic_axes=None if fold == "static" else {"image": {0: "n", 2: "h", 3: "w"}},
-                                  do_constant_folding=bool(fold), training=torch.onnx.TrainingMode.EVAL)
+                seg_nets.onnx_export(net, x, path, opset_version=13, input_names=["image"], output_names=["scores"],
+                                     dynamic_axes=None if fold == "static" else {"image": {0: "n", 2: "h", 3: "w"}},
+                                     do_constant_folding=bool(fold), training=torch.onnx.TrainingMode.EVAL)
             inp, out = os.path.join(tmp, "in.h5"), os.path.join(tmp, "out.h5")
             with h5py.File(inp, "w") as f:
                 f.create_dataset("input", data=x.numpy())
