@@ -64,6 +64,7 @@ __global__ void place_kept(const int* image, const int* kept, const int* count, 
 struct Scratch {
   GpuNms nms;
   GpuSparseNms sparse;
+  GreedyChooser path;
   DeviceBuffer groups, keep, count, flags;
   // batched: scores masked by the valid counts, valid counts, class check, kept images (and sorted),
   // kept sorted by image, counts and first slots per image, the sort's and the scan's workspace
@@ -157,8 +158,9 @@ int nms_on_device(const float* boxes, const float* scores, const int64_t* classe
     return count;
   }
   w.keep.resize(size_t(n) * sizeof(int), "nms_on_device: kept");
-  if (method == Method::Greedy && n > kDenseGreedyMax && o.threshold >= 0) {
-    // Past the dense path's sizes (its mask is n^2 / 64 words): the sparse greedy, same indices.
+  if (method == Method::Greedy && w.path.sparse(in, o, s)) {
+    // Past the dense path's sizes (its mask is n^2 / 64 words), or a set it is slower on: the
+    // sparse greedy, same indices.
     w.sparse.reserve(n);
     w.sparse.greedy(in, o, w.keep.get<int>(), w.count.get<int>(), s);
   } else {
@@ -227,7 +229,7 @@ std::vector<int> batched_nms_on_device(const float* boxes, const float* scores, 
   g.per_class = true;
   g.max_outputs = -1;  // a cap is per image: applied when placing
   const DeviceBoxes in{reinterpret_cast<const float4*>(boxes), w.masked.get<float>(), w.groups.get<int>(), total};
-  if (total > kDenseGreedyMax) {
+  if (w.path.sparse(in, g, s)) {
     w.sparse.reserve(total);
     w.sparse.greedy(in, g, w.keep.get<int>(), w.count.get<int>(), s);
   } else {

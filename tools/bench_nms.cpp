@@ -221,8 +221,9 @@ int sparse_bench(const std::vector<int>& sizes, const std::vector<std::string>& 
   SL_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0), "bench_nms");
   std::printf("# bench_nms --sparse on %s: IoU > %.2f, median of %d runs (CUDA events) after 2 warm-up; lanes %d, "
               "cell shift %d\n", prop.name, o.threshold, runs, lanes, cell_shift);
-  std::printf("| set | n | kept | sparse ms | rounds | dense ms (its rank + mask) | sparse workspace MiB | same as the CPU |\n"
-              "|---|---|---|---|---|---|---|---|\n");
+  std::printf("| set | n | kept | sparse ms | rounds | dense ms (its rank + mask) | nms_on_device's path (sampled share "
+              "no better box overlaps, its bar) | sparse workspace MiB | same as the CPU |\n"
+              "|---|---|---|---|---|---|---|---|---|\n");
   CudaStream stream;
   CudaEvent e0, e1;
   int bad = 0;
@@ -253,15 +254,22 @@ int sparse_bench(const std::vector<int>& sizes, const std::vector<std::string>& 
     std::vector<int> got(static_cast<size_t>(kept));
     SL_CUDA_CHECK(cudaMemcpy(got.data(), keep.get(), size_t(kept) * sizeof(int), cudaMemcpyDeviceToHost), "keep");
     std::string dense = "n/a";
-    double auto_ms = sparse_ms;  // the path nms_on_device takes for this n
-    if (n <= 100000 && groups.empty()) {
+    GreedyChooser chooser;  // the path nms_on_device takes for this set
+    const bool auto_sparse = chooser.sparse(in, o, stream.get());
+    double auto_ms = sparse_ms;
+    char path[96];
+    std::snprintf(path, sizeof path, "%s", auto_sparse ? "sparse" : "dense");
+    if (chooser.last_share() >= 0)
+      std::snprintf(path, sizeof path, "%s (%.3f, %.3f)", auto_sparse ? "sparse" : "dense", chooser.last_share(),
+                    GreedyChooser::sparse_share_above(n));
+    if (n <= 100000) {
       GpuNms nms(n);
       const double dense_ms = time_gpu([&] { nms.greedy(in, o, keep.get<int>(), count.get<int>(), stream.get()); });
       const double rank_ms = time_gpu([&] { nms.rank(in, o, stream.get()); });
       char buf[64];
       std::snprintf(buf, sizeof buf, "%.3f (rank+mask %.3f)", dense_ms, rank_ms);
       dense = buf;
-      if (n <= kDenseGreedyMax) auto_ms = dense_ms;
+      if (!auto_sparse) auto_ms = dense_ms;
     }
     std::vector<Detection> g = d;
     Options og = o;
@@ -271,8 +279,8 @@ int sparse_bench(const std::vector<int>& sizes, const std::vector<std::string>& 
     }
     const bool same = greedy_nms_sparse(g, og) == got;
     bad += !same;
-    std::printf("| %s | %d | %d | %.3f | %d | %s | %.0f | %s |\n", name.c_str(), n, kept, sparse_ms,
-                sparse.last_rounds(), dense.c_str(), double(free0 - free1) / 1048576.0, same ? "yes" : "NO");
+    std::printf("| %s | %d | %d | %.3f | %d | %s | %s | %.0f | %s |\n", name.c_str(), n, kept, sparse_ms,
+                sparse.last_rounds(), dense.c_str(), path, double(free0 - free1) / 1048576.0, same ? "yes" : "NO");
     std::fflush(stdout);
     if (!dump_dir.empty()) {
       const std::string p = dump_dir + "/" + dump_name;

@@ -82,8 +82,9 @@ std::vector<int> cluster_nms(const std::vector<Detection>& d, const Options& o,
 // The same rules on the GPU, on device memory (a CUDA tensor's data), all on one GPU: boxes
 // n x 4 floats, scores n floats, classes n int64 (nullptr: one class; they count with
 // o.per_class). The kept indices, in rank order, go into `keep` (n int64 slots in device
-// memory). Greedy: the bitmask kernel up to 30,000 boxes, above them the sparse exact greedy
-// (memory linear in n: a million boxes fit); Oro: the map/reduce (equals fast_nms); Cluster:
+// memory). Greedy: the bitmask kernel up to 8,192 boxes, the sparse exact greedy above 30,000
+// (memory linear in n: a million boxes fit), and between them the one faster for the set's
+// density (a sample's share of boxes no better box overlaps: many kept, sparse); Oro: the map/reduce (equals fast_nms); Cluster:
 // Cluster-NMS (equals greedy). Ordered after the work queued on `stream` (a cudaStream_t; null:
 // the legacy default stream); returns the count, so it waits for the GPU. Throws where the
 // library was built without CUDA, or for pointers not in GPU memory.
@@ -95,8 +96,8 @@ int nms_on_device(const float* boxes, const float* scores, const int64_t* classe
 // [batch][n], classes [batch][n] (nullptr: one class; they count with o.per_class, and must lie in
 // [0, 2^31 / batch)) in device memory; valid [batch] in host memory (nullptr: all n; else image
 // b's first valid[b] boxes count). One greedy NMS over the whole batch, each image (and class) a
-// group no other suppresses: the bitmask kernel up to 30,000 boxes in all, the sparse exact
-// greedy above. Image b's kept indices (within the image), in rank order, go into keep[b * n ...]
+// group no other suppresses: the dense or the sparse path as nms_on_device chooses them for the
+// boxes of all the images. Image b's kept indices (within the image), in rank order, go into keep[b * n ...]
 // (batch x n int64 slots in device memory), o.max_outputs the cap of each image; returns the
 // count kept of each image (so it waits for the GPU). Per image, what nms_on_device gives for
 // that image alone. No cap on the boxes in or kept.
