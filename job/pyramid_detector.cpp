@@ -413,7 +413,7 @@ std::vector<nms::Detection> PyramidDetector::fuse(const std::vector<PyramidHit>&
       out = d;
       break;
     case Fusion::Greedy:
-      for (int i : nms::greedy_nms(d, o)) out.push_back(d[size_t(i)]);
+      for (int i : nms::greedy_nms_auto(d, o)) out.push_back(d[size_t(i)]);
       break;
     case Fusion::Oro:
       for (int i : nms::fast_nms(d, o)) out.push_back(d[size_t(i)]);

@@ -157,7 +157,7 @@ std::vector<Detection> detect_windows_cpu(const float* prob, int H, int W, int c
                                           int image_w, int image_h) {
   auto cand = window_candidates_cpu(prob, H, W, cls, o, g, image_w, image_h);
   std::vector<Detection> out;
-  for (int i : greedy_nms(cand, o.nms)) out.push_back(cand[size_t(i)]);
+  for (int i : greedy_nms_auto(cand, o.nms)) out.push_back(cand[size_t(i)]);
   return out;
 }
 
