@@ -3,7 +3,6 @@
 #endif
 #include "engine/backend.h"
 
-#include <omp.h>
 
 #include <Eigen/Core>
 #include <chrono>
@@ -57,7 +56,6 @@ std::string CpuBackend::describe() const {
 }
 
 void CpuBackend::activate() const {
-  omp_set_num_threads(threads_);
   // The layers split their GEMMs into bands of a size that does not depend on the thread count
   // and run them on our threads; Eigen's own threading would choose its blocking by the number of
   // threads, and the sums' order (the results' last bits) with it.

@@ -1,6 +1,6 @@
 // Backends execute a planned graph: they own the memory the plan places tensors in and the
-// context layers run in. The CPU backend runs each layer's forward_cpu with OpenMP and Eigen
-// threads; the CUDA backend (engine/cuda_backend.h) runs forward_cuda on one stream with cuBLAS.
+// context layers run in. The CPU backend runs each layer's forward_cpu on parallel_for's threads
+// (core/parallel.h); the CUDA backend (engine/cuda_backend.h) runs forward_cuda on one stream with cuBLAS.
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -1,7 +1,6 @@
 // The conv2d layer (layers/conv2d.h): its CPU paths, the explicit GEMM band by band and Winograd.
 #include "layers/conv2d.h"
 
-#include <omp.h>
 
 #include <cstring>
 
@@ -20,7 +19,7 @@ void Conv2d::forward_cpu(const ForwardArgs& a) const {
     for (int n = 0; n < x.shape.n; ++n)
       parallel_for(p.bands, a.threads, [&](int64_t band) {
         wc->run_band(p, int(band), x.channel(n, 0), y.channel(n, 0), b, a.fused_relu,
-                     a.workspace + size_t(omp_get_thread_num()) * per_thread);
+                     a.workspace + size_t(parallel_thread_index()) * per_thread);
       });
     return;
   }
@@ -41,7 +40,7 @@ void Conv2d::forward_cpu(const ForwardArgs& a) const {
         const float* in = x.channel(n, 0) + size_t(y0) * x.shape.w;
         gemm(in, x.shape.plane(), cols, K, w, out, plane);
       } else {
-        const int tid = omp_get_thread_num();
+        const int tid = parallel_thread_index();
         float* ws = a.workspace + size_t(tid) * size_t(rows) * y.shape.w * K;
         im2col(x, n, y0, y1, y.shape.w, ws);
         gemm(ws, cols, cols, K, w, out, plane);

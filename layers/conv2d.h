@@ -12,7 +12,6 @@
 // algorithm runs) and layers/conv2d_cudnn.cpp (the cuDNN paths and the plan-cache choices). The
 // GPU algorithms themselves are kernels/conv_*.
 #pragma once
-#include <omp.h>
 
 #include <algorithm>
 #include <chrono>
