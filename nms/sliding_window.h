@@ -116,8 +116,12 @@ std::vector<Detection> window_candidates_cpu(const float* prob, int H, int W, in
 namespace scenelab::nms {
 
 // The head on the GPU: fixed-point integral image, window scores and ordered compaction of the
-// candidates on the device, then GpuNms::greedy. One host sync reads the candidate count (to
-// size the NMS launch). Buffers are sized by reserve(); detect() allocates nothing.
+// candidates on the device, then exact greedy NMS on the path nms_on_device takes for that many
+// candidates (GreedyChooser: the dense bitmask, or the sparse greedy for many or spread-out
+// candidates; a map slid with a low threshold gives hundreds of thousands). One host sync reads
+// the candidate count (to size the NMS launch), one more where the choice samples the density.
+// Buffers are sized by reserve(); detect() allocates only when a frame brings more candidates
+// than any before.
 class GpuWindowHead {
  public:
   void reserve(int H, int W, const WindowHeadOptions& o);
@@ -131,6 +135,8 @@ class GpuWindowHead {
       keep_, keep_count_, cub_temp_;
   size_t cub_bytes_ = 0;
   GpuNms nms_;
+  GpuSparseNms sparse_;
+  GreedyChooser path_;
 };
 
 }  // namespace scenelab::nms

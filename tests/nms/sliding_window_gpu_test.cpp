@@ -49,3 +49,36 @@ TEST(SlidingWindowGpu, SameDetectionsAsCpu) {
   }
 #endif
 }
+
+// Every window a candidate (threshold 0): 270 x 480 gives more than the dense NMS path takes
+// (30,000), so the head fuses them on the sparse path nms_on_device takes; the same detections as
+// the CPU's.
+TEST(SlidingWindowGpu, EveryWindowACandidateTakesTheSparsePath) {
+  SCENELAB_REQUIRE_GPU();
+#ifdef SCENELAB_WITH_CUDA
+  const int H = 270, W = 480;
+  std::mt19937 rng(4);
+  std::uniform_real_distribution<float> u(0.f, 1.f);
+  std::vector<float> p(size_t(H) * W);
+  for (auto& v : p) v = u(rng);
+  WindowHeadOptions o;
+  o.nms.max_outputs = -1;
+  o.threshold = 0.f;
+  o.nms.threshold = 0.3f;
+  MapGeometry g{4, 4, 1.5, 1.5};
+  const size_t candidates = window_candidates_cpu(p.data(), H, W, 1, o, g, W * 4, H * 4).size();
+  EXPECT_GT(candidates, size_t(scenelab::nms::kDenseGreedyMax));
+  const auto want = detect_windows_cpu(p.data(), H, W, 1, o, g, W * 4, H * 4);
+  scenelab::DeviceBuffer d(p.size() * sizeof(float));
+  scenelab::upload_now(d.get(), p.data(), p.size() * sizeof(float), "scores");
+  scenelab::CudaStream s;
+  GpuWindowHead head;
+  head.reserve(H, W, o);
+  const auto got = head.detect(d.get<float>(), H, W, 1, o, g, W * 4, H * 4, s.get());
+  ASSERT_EQ(got.size(), want.size()) << candidates << " candidates";
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(std::memcmp(&got[i].box, &want[i].box, sizeof(Box)), 0) << i;
+    EXPECT_EQ(got[i].score, want[i].score) << i;
+  }
+#endif
+}
