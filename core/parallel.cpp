@@ -17,6 +17,8 @@
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include <omp.h>
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
@@ -120,6 +122,11 @@ class Team {
 
   void serve(int id, uint64_t seen) {
     t_in_team = true, t_index = id;
+    // A library that threads with OpenMP (Debian's OpenBLAS, openmp flavour: the convolutions'
+    // GEMM on builds without AVX-512) runs on this thread alone, as it did inside OpenMP's teams;
+    // with this thread's default it split each band's product over every core, and its sums
+    // changed with the thread count.
+    omp_set_num_threads(1);
     while (true) {
       uint64_t w = 0;
       wait_until(
