@@ -365,6 +365,7 @@ std::vector<SymDim> Importer::shape_arithmetic(const onnx::NodeProto& n) const {
     unsupported(n, "shape arithmetic with a value that is neither a shape nor an int64 constant");
   if (a.size() != b.size() && a.size() != 1 && b.size() != 1)
     unsupported(n, str_cat("shape arithmetic on ", a.size(), " and ", b.size(), " values"));
+  if (a.empty() || b.empty()) return {};  // an empty shape, or one value broadcast over none
   constexpr int64_t kBig = int64_t(1) << 31;  // every term within this: no product below overflows
   auto small = [&](int64_t v) {
     if (v <= -kBig || v >= kBig) unsupported(n, str_cat("shape arithmetic reaching ", v));
