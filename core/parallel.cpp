@@ -19,6 +19,7 @@
 #include <vector>
 
 #include <omp.h>
+#include <pthread.h>
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
@@ -158,9 +159,18 @@ class Team {
 
 }  // namespace
 
+// A forked child has only the thread that forked: its team's helpers are gone (joining them
+// would never return). The child's first call leaves that team behind, unjoined, and makes a new
+// one. (OpenMP's teams hang there.)
+std::atomic<unsigned> g_forks{0};
+
 void run_team(int64_t n, int threads, void (*call)(void*, int64_t), void* ctx) {
+  static const int registered = pthread_atfork(nullptr, nullptr, [] { g_forks.fetch_add(1); });
+  (void)registered;
   thread_local std::unique_ptr<Team> team;
-  if (!team) team = std::make_unique<Team>();
+  thread_local unsigned forks = 0;
+  if (team && forks != g_forks.load()) (void)team.release();  // left behind in the child
+  if (!team) team = std::make_unique<Team>(), forks = g_forks.load();
   team->run(n, std::min(threads, kMaxThreads), call, ctx);
 }
 

@@ -5,7 +5,8 @@
 // caller for its helpers) spins briefly, then yields its core, then sleeps (core/parallel.cpp).
 // OpenMP's teams spin for a whole time slice instead: with another process keeping both cores of
 // a 2-core machine busy, a pass of DDRNet-23-slim slowed 3x where ONNX Runtime's own pool slowed
-// 2x (docs/performance.md).
+// 2x (docs/performance.md). A forked child's calls make a team of their own (its parent's
+// helpers are not there).
 #pragma once
 #include <cstdint>
 #include <type_traits>

@@ -2,7 +2,8 @@
 // count asked for; a team's helpers serve many calls and other thread counts (new helpers join at
 // the next call, not the one before); nested calls run on the calling thread; teams of several
 // calling threads side by side; an exception on any thread stops the call and reaches the caller,
-// and the team serves the next call; helpers asleep after a long pause wake for the next call.
+// and the team serves the next call; helpers asleep after a long pause wake for the next call; a
+// forked child's calls run (its parent's helpers are not there).
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -10,6 +11,9 @@
 #include <stdexcept>
 #include <thread>
 #include <vector>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "core/parallel.h"
 
@@ -85,4 +89,25 @@ TEST(ParallelFor, HelpersAsleepWakeForTheNextCall) {
   const auto t0 = std::chrono::steady_clock::now();
   check_once(100, 3);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
+}
+
+TEST(ParallelFor, AForkedChildRunsItsCalls) {
+  check_once(100, 2);  // the parent's team, with a helper
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {  // the child: its calls must finish (exit 0), not wait for a helper it lacks
+    std::atomic<int64_t> sum{0};
+    for (int r = 0; r < 50; ++r) parallel_for(100, 2, [&](int64_t i) { sum.fetch_add(i); });
+    _exit(sum.load() == 50 * 4950 ? 0 : 3);
+  }
+  int status = -1;
+  for (int waited = 0; waited < 200 && waitpid(pid, &status, WNOHANG) == 0; ++waited)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  if (waitpid(pid, &status, WNOHANG) == 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    FAIL() << "the forked child's parallel_for did not finish in 10 s";
+  }
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  check_once(100, 2);  // the parent's team goes on
 }
