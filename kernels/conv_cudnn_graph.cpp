@@ -361,6 +361,17 @@ bool CudnnGraphConv::preset(const std::string& choice, size_t scratch_bytes) {
   return true;
 }
 
+bool CudnnGraphConv::ready(const std::string& saved, const void* x, const void* w, const float* b, void* y, void* ws,
+                           size_t scratch_bytes, bool runtime_fusion, cudaStream_t s) {
+  if (!saved.empty() && preset(saved, scratch_bytes)) return true;
+  try {
+    choose(x, w, b, y, ws, scratch_bytes, runtime_fusion, s);
+  } catch (const Error&) {
+    return false;
+  }
+  return true;
+}
+
 std::string CudnnGraphConv::choice() const { return str_cat(fused_ ? 1 : 0, " ", index_); }
 
 std::string CudnnGraphConv::name() const {

@@ -41,6 +41,10 @@ class CudnnGraphConv {
   // A choice made earlier (choice()), without timing; false where it no longer applies.
   bool preset(const std::string& choice, size_t scratch_bytes);
   bool chosen() const { return plan_ != nullptr; }
+  // A layer's first run: the choice `saved` (a plan cache's, "" none) where it still applies, else
+  // choose() on these buffers; false where no engine runs the shape (the caller's legacy path).
+  bool ready(const std::string& saved, const void* x, const void* w, const float* b, void* y, void* ws,
+             size_t scratch_bytes, bool runtime_fusion, cudaStream_t s);
   // Whether the chosen graph applies the bias and ReLU (else, with a float output, the caller does).
   bool fused() const { return fused_; }
   std::string choice() const;  // "F I": fused graph or not, index in its heuristic ranking

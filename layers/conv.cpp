@@ -404,10 +404,8 @@ class Conv : public Layer {
     if (!g) {
       g = std::make_unique<cuda::CudnnGraphConv>(ctx.cudnn, c, t, a.fused_relu, b != nullptr);
       auto saved = preset_.find(key);
-      const bool restored = saved != preset_.end() && g->preset(saved->second, scratch);
-      try {
-        if (!restored) g->choose(a.in[0].data, wt, b, a.out.data, a.workspace, scratch, ctx.runtime_fusion, ctx.stream);
-      } catch (const Error&) {
+      if (!g->ready(saved != preset_.end() ? saved->second : std::string(), a.in[0].data, wt, b, a.out.data,
+                    a.workspace, scratch, ctx.runtime_fusion, ctx.stream)) {
         g.reset();
         graph_failed_.insert(key);
         return false;

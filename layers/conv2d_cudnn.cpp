@@ -27,11 +27,9 @@ void Conv2d::forward_nhwc(const ForwardArgs& a, const CudaContext& ctx, const cu
       g = std::make_unique<cuda::CudnnGraphConv>(ctx.cudnn, c, t, relu, b != nullptr);
       auto saved = preset_.find(key);
       const std::string kind = pooled ? "cudnngp " : "cudnng ";
-      const bool restored = saved != preset_.end() && saved->second.rfind(kind, 0) == 0 &&
-                            g->preset(saved->second.substr(kind.size()), scratch);
-      try {
-        if (!restored) g->choose(a.in[0].data, wt, b, out, a.workspace, scratch, ctx.runtime_fusion, ctx.stream);
-      } catch (const Error&) {
+      const bool of_kind = saved != preset_.end() && saved->second.rfind(kind, 0) == 0;
+      if (!g->ready(of_kind ? saved->second.substr(kind.size()) : std::string(), a.in[0].data, wt, b, out,
+                    a.workspace, scratch, ctx.runtime_fusion, ctx.stream)) {
         g.reset();
         graph_failed_.insert(key);
       }

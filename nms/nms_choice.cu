@@ -1,7 +1,8 @@
 // Which exact greedy path a set takes on the GPU (GreedyChooser, nms/nms_cuda.h): by its size, and
 // between the bounds by the share of its boxes that no higher-ranked box of their group overlaps
 // beyond the threshold, measured on a sample. Built with --fmad=false like the NMS kernels (the
-// overlap is nms_dev.cuh's), though a sample's share needs no exactness.
+// overlap is nms_dev.cuh's), though a sample's share needs no exactness. GpuGreedyNms runs the
+// path chosen.
 #include <algorithm>
 #include <cmath>
 
@@ -53,6 +54,17 @@ bool GreedyChooser::sparse(const DeviceBoxes& in, const Options& o, cudaStream_t
   SL_CUDA_CHECK(cudaStreamSynchronize(s), "NMS path choice");
   share_ = c[0] ? double(c[1]) / c[0] : 0.0;
   return share_ > sparse_share_above(in.n);
+}
+
+bool GpuGreedyNms::greedy(const DeviceBoxes& in, const Options& o, int* keep_out, int* count_out, cudaStream_t s) {
+  if (path_.sparse(in, o, s)) {
+    sparse_.reserve(in.n);
+    sparse_.greedy(in, o, keep_out, count_out, s);
+    return true;
+  }
+  dense_.reserve(in.n);
+  dense_.greedy(in, o, keep_out, count_out, s);
+  return false;
 }
 
 double GreedyChooser::sparse_share_above(int n) { return 0.25 * std::pow(10000.0 / n, 1.2); }

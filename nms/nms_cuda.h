@@ -118,6 +118,21 @@ class GreedyChooser {
   double share_ = -1;
 };
 
+// Exact greedy NMS on the path GreedyChooser picks for each set, the path's workspace grown to the
+// set (it allocates only when a call brings more boxes than any before): the one way
+// nms_on_device, batched_nms_on_device and the GPU window head run greedy.
+class GpuGreedyNms {
+ public:
+  // Kept input indices in rank order -> keep_out[0..*count_out); true where the sparse path ran.
+  bool greedy(const DeviceBoxes& in, const Options& o, int* keep_out, int* count_out, cudaStream_t stream);
+  GpuNms& dense() { return dense_; }  // for the rules that run on the dense mask (Cluster-NMS, Oro)
+
+ private:
+  GreedyChooser path_;
+  GpuNms dense_;
+  GpuSparseNms sparse_;
+};
+
 // Host conveniences (copy in, run, copy out): for tests and simple callers.
 std::vector<int> greedy_nms_gpu(const std::vector<Detection>& d, const Options& o);
 std::vector<int> oro_nms_gpu(const std::vector<Detection>& d, const Options& o, int k,

@@ -62,9 +62,7 @@ __global__ void place_kept(const int* image, const int* kept, const int* count, 
 }
 
 struct Scratch {
-  GpuNms nms;
-  GpuSparseNms sparse;
-  GreedyChooser path;
+  GpuGreedyNms nms;
   DeviceBuffer groups, keep, count, flags;
   // batched: scores masked by the valid counts, valid counts, class check, kept images (and sorted),
   // kept sorted by image, counts and first slots per image, the sort's and the scan's workspace
@@ -135,10 +133,11 @@ int nms_on_device(const float* boxes, const float* scores, const int64_t* classe
   if (method == Method::Oro) {
     // Oro's keep flags, then the kept indices in rank order (score descending, ties by index),
     // as fast_nms: the flags and scores come to the host for that.
-    w.nms.reserve_oro(n);
-    const int k = (w.nms.oro_capacity() + 1023) / 1024;
+    GpuNms& dense = w.nms.dense();
+    dense.reserve_oro(n);
+    const int k = (dense.oro_capacity() + 1023) / 1024;
     w.flags.resize(size_t(n), "nms_on_device: flags");
-    w.nms.oro(in, o, k, w.flags.get<uint8_t>(), s);
+    dense.oro(in, o, k, w.flags.get<uint8_t>(), s);
     std::vector<uint8_t> flags(static_cast<size_t>(n));
     std::vector<float> sc(static_cast<size_t>(n));
     SL_CUDA_CHECK(cudaMemcpyAsync(flags.data(), w.flags.get(), size_t(n), cudaMemcpyDeviceToHost, s), "nms_on_device");
@@ -158,15 +157,11 @@ int nms_on_device(const float* boxes, const float* scores, const int64_t* classe
     return count;
   }
   w.keep.resize(size_t(n) * sizeof(int), "nms_on_device: kept");
-  if (method == Method::Greedy && w.path.sparse(in, o, s)) {
-    // Past the dense path's sizes (its mask is n^2 / 64 words), or a set it is slower on: the
-    // sparse greedy, same indices.
-    w.sparse.reserve(n);
-    w.sparse.greedy(in, o, w.keep.get<int>(), w.count.get<int>(), s);
+  if (method == Method::Greedy) {
+    w.nms.greedy(in, o, w.keep.get<int>(), w.count.get<int>(), s);  // dense or sparse: the same indices
   } else {
-    w.nms.reserve(n);
-    if (method == Method::Greedy) w.nms.greedy(in, o, w.keep.get<int>(), w.count.get<int>(), s);
-    else w.nms.cluster(in, o, w.keep.get<int>(), w.count.get<int>(), s);
+    w.nms.dense().reserve(n);
+    w.nms.dense().cluster(in, o, w.keep.get<int>(), w.count.get<int>(), s);
   }
   keep_to_int64<<<(n + 255) / 256, 256, 0, s>>>(w.keep.get<int>(), w.count.get<int>(), keep);
   SL_CUDA_CHECK(cudaGetLastError(), "nms_on_device: kept indices");
@@ -229,13 +224,7 @@ std::vector<int> batched_nms_on_device(const float* boxes, const float* scores, 
   g.per_class = true;
   g.max_outputs = -1;  // a cap is per image: applied when placing
   const DeviceBoxes in{reinterpret_cast<const float4*>(boxes), w.masked.get<float>(), w.groups.get<int>(), total};
-  if (w.path.sparse(in, g, s)) {
-    w.sparse.reserve(total);
-    w.sparse.greedy(in, g, w.keep.get<int>(), w.count.get<int>(), s);
-  } else {
-    w.nms.reserve(total);
-    w.nms.greedy(in, g, w.keep.get<int>(), w.count.get<int>(), s);
-  }
+  w.nms.greedy(in, g, w.keep.get<int>(), w.count.get<int>(), s);
   kept_images<<<blocks, 256, 0, s>>>(w.keep.get<int>(), w.count.get<int>(), total, n, batch, w.image.get<int>(),
                                      w.per_image.get<int>());
   SL_CUDA_CHECK(cudaGetLastError(), "batched NMS: kept images");

@@ -117,7 +117,7 @@ namespace scenelab::nms {
 
 // The head on the GPU: fixed-point integral image, window scores and ordered compaction of the
 // candidates on the device, then exact greedy NMS on the path nms_on_device takes for that many
-// candidates (GreedyChooser: the dense bitmask, or the sparse greedy for many or spread-out
+// candidates (GpuGreedyNms: the dense bitmask, or the sparse greedy for many or spread-out
 // candidates; a map slid with a low threshold gives hundreds of thousands). One host sync reads
 // the candidate count (to size the NMS launch), one more where the choice samples the density.
 // Buffers are sized by reserve(); detect() allocates only when a frame brings more candidates
@@ -134,9 +134,7 @@ class GpuWindowHead {
   DeviceBuffer integral_, flags_, idx_all_, cand_idx_, cand_boxes_, cand_scores_, count_,
       keep_, keep_count_, cub_temp_;
   size_t cub_bytes_ = 0;
-  GpuNms nms_;
-  GpuSparseNms sparse_;
-  GreedyChooser path_;
+  GpuGreedyNms nms_;
 };
 
 }  // namespace scenelab::nms

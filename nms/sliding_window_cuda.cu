@@ -176,14 +176,8 @@ std::vector<Detection> GpuWindowHead::detect(const float* prob, int H, int W, in
                                                        cand_boxes_.get<float4>(),
                                                        cand_scores_.get<float>());
   SL_CUDA_CHECK(cudaGetLastError(), "window head candidate_kernel");
-  const DeviceBoxes cand{cand_boxes_.get<float4>(), cand_scores_.get<float>(), nullptr, count};
-  if (path_.sparse(cand, o.nms, s)) {
-    sparse_.reserve(count);  // grows only when a frame has more candidates than any before
-    sparse_.greedy(cand, o.nms, keep_.get<int>(), keep_count_.get<int>(), s);
-  } else {
-    nms_.reserve(count);
-    nms_.greedy(cand, o.nms, keep_.get<int>(), keep_count_.get<int>(), s);
-  }
+  nms_.greedy(DeviceBoxes{cand_boxes_.get<float4>(), cand_scores_.get<float>(), nullptr, count}, o.nms,
+              keep_.get<int>(), keep_count_.get<int>(), s);
   int kept = 0;
   SL_CUDA_CHECK(cudaMemcpyAsync(&kept, keep_count_.get(), sizeof(int), cudaMemcpyDeviceToHost, s),
                 "window head kept count");

@@ -83,6 +83,19 @@ std::string sanitize(const std::string& s) {
   return r;
 }
 
+// A TensorProto's element count, checked before anything is allocated: no negative dimension,
+// and count x bytes_each within max_bytes.
+uint64_t checked_count(const onnx::TensorProto& t, const std::string& where, uint64_t max_bytes, uint64_t bytes_each) {
+  long double count = 1;
+  for (int64_t d : t.dims()) {
+    SL_REQUIRE(d >= 0, where, ": dimension ", d, " is negative");
+    count *= (long double)(d);
+  }
+  SL_REQUIRE(count * bytes_each <= (long double)max_bytes, where, ": ", double(count),
+             " elements, more than the limit of ", max_bytes, " bytes allows");
+  return uint64_t(count);
+}
+
 // An initialiser whose data lies in another file (external_data: its location beside the model,
 // offset, length; PyTorch's dynamo exporter writes model.onnx.data): the same TensorProto with
 // those bytes as its raw data. The location must stay in the model's folder; the size is checked
@@ -106,14 +119,7 @@ onnx::TensorProto with_external_data(const onnx::TensorProto& t, const std::stri
              where, ": external data at '", location, "', outside the model's folder");
   const uint64_t elem = t.data_type() == onnx::TensorProto::FLOAT ? 4 : t.data_type() == onnx::TensorProto::INT64 ? 8 : 0;
   SL_REQUIRE(elem, where, ": ", type_name(t.data_type()), " data is not supported (float32 and int64 are)");
-  long double count = 1;
-  for (int64_t d : t.dims()) {
-    SL_REQUIRE(d >= 0, where, ": dimension ", d, " is negative");
-    count *= (long double)(d);
-  }
-  SL_REQUIRE(count * elem <= (long double)max_bytes, where, ": ", double(count), " elements, more than the limit of ",
-             max_bytes, " bytes allows");
-  const uint64_t need = uint64_t(count) * elem;
+  const uint64_t need = checked_count(t, where, max_bytes, elem) * elem;
   SL_REQUIRE(length < 0 || uint64_t(length) == need, where, ": external data of ", length, " bytes for ", need);
   const std::string file = (std::filesystem::path(dir) / rel).string();
   std::ifstream f(file, std::ios::binary | std::ios::ate);
@@ -136,15 +142,8 @@ Const read_const(const onnx::TensorProto& t, const std::string& where, uint64_t 
   SL_REQUIRE(t.data_location() != onnx::TensorProto::EXTERNAL, where,
              ": data in an external file, which only a model's initialisers may have");
   Const c;
-  long double count = 1;
-  for (int64_t d : t.dims()) {
-    SL_REQUIRE(d >= 0, where, ": dimension ", d, " is negative");
-    c.dims.push_back(d);
-    count *= (long double)(d);
-  }
-  SL_REQUIRE(count * 4 <= (long double)max_bytes, where, ": ", double(count), " elements, more than the limit of ",
-             max_bytes, " bytes allows");
-  const size_t n = size_t(count);
+  const size_t n = size_t(checked_count(t, where, max_bytes, 4));  // the limit as float32
+  c.dims.assign(t.dims().begin(), t.dims().end());
   const bool raw = t.has_raw_data();
   if (t.data_type() == onnx::TensorProto::FLOAT) {
     if (raw) {
